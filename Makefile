@@ -1,0 +1,51 @@
+# Scion build. `make test` is what CI runs (see .ci/run).
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+BIN            := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+CONTROLLER_TOOLS_VERSION := v0.23.0
+K8S_ASSETS     := $(BIN)/k8s
+GO_TEST_FLAGS  ?= -race
+export GOTOOLCHAIN := local
+
+.PHONY: all
+all: generate build
+
+.PHONY: help
+help: ## Show the targets.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail when generated files are stale.
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "generated files are not committed"; exit 1; }
+
+.PHONY: build
+build: ## Build bin/scion.
+	go build -o $(BIN)/scion ./cmd/scion
+
+.PHONY: control-plane
+control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
+	hack/build-control-plane.sh $(K8S_ASSETS)
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	go vet ./...
+
+.PHONY: test
+test: control-plane verify-generate lint ## Run every test against a real API server and real git.
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
+
+.PHONY: bench
+bench: control-plane ## Run the benchmarks.
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchmem ./...

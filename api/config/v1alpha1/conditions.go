@@ -1,0 +1,14 @@
+package v1alpha1
+
+// Condition types shared by the kinds of this group. They follow kstatus, so
+// `kubectl wait --for=condition=Ready` works.
+const (
+	// ReadyCondition is True when the object's desired state is reached.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while the controller is working towards
+	// the desired state.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the controller cannot make progress
+	// without a change to the object or its environment.
+	StalledCondition = "Stalled"
+)

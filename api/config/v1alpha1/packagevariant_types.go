@@ -1,0 +1,242 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+)
+
+// AdoptionPolicy says whether a PackageVariant takes over an existing draft
+// it did not create.
+// +kubebuilder:validation:Enum=adoptExisting;adoptNone
+type AdoptionPolicy string
+
+// DeletionPolicy says what happens to the downstream package revisions when a
+// PackageVariant is deleted.
+// +kubebuilder:validation:Enum=delete;orphan
+type DeletionPolicy string
+
+// Adoption and deletion policies.
+const (
+	AdoptionPolicyAdoptExisting AdoptionPolicy = "adoptExisting"
+	AdoptionPolicyAdoptNone     AdoptionPolicy = "adoptNone"
+
+	DeletionPolicyDelete DeletionPolicy = "delete"
+	DeletionPolicyOrphan DeletionPolicy = "orphan"
+)
+
+// Well-known names used by PackageVariants.
+const (
+	// PackageVariantFinalizer keeps a PackageVariant until its downstream
+	// package revisions were handled per its deletion policy.
+	PackageVariantFinalizer = "config.porch.kpt.dev/packagevariants"
+	// PackageVariantReadinessGate is set True on a draft once its
+	// PackageVariant has finished mutating it.
+	PackageVariantReadinessGate = "config.porch.kpt.dev/packagevariant"
+	// PackageContextConfigMapName is the name of the package context
+	// ConfigMap in a package.
+	PackageContextConfigMapName = "kptfile.kpt.dev"
+)
+
+// Condition types of a PackageVariant, in addition to Ready, Reconciling and
+// Stalled.
+const (
+	// ValidCondition is False when the spec is invalid.
+	ValidCondition = "Valid"
+	// DownstreamEnsuredCondition is True when the downstream draft reflects
+	// the spec.
+	DownstreamEnsuredCondition = "DownstreamEnsured"
+	// ContextInjectedCondition reports the package context mutation.
+	ContextInjectedCondition = "ContextInjected"
+	// ConfigInjectedCondition reports configuration injection.
+	ConfigInjectedCondition = "ConfigInjected"
+)
+
+// PackageVariantSpec defines a downstream variant of an upstream package.
+type PackageVariantSpec struct {
+	// Upstream is the package revision to derive from.
+	// +required
+	Upstream *Upstream `json:"upstream"`
+
+	// Downstream is where the variant is written.
+	// +required
+	Downstream *Downstream `json:"downstream"`
+
+	// AdoptionPolicy: adoptNone (default) ignores existing drafts not created
+	// by this PackageVariant; adoptExisting takes them over.
+	// +kubebuilder:default=adoptNone
+	// +optional
+	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+
+	// DeletionPolicy: delete (default) removes drafts and proposes deletion
+	// of published revisions when the PackageVariant is deleted; orphan
+	// leaves them in place.
+	// +kubebuilder:default=delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Labels are set on a downstream PackageRevision when it is created,
+	// and never touched again.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are set on a downstream PackageRevision when it is
+	// created, and never touched again.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// PackageContext edits the kptfile.kpt.dev ConfigMap of the downstream.
+	// +optional
+	PackageContext *PackageContext `json:"packageContext,omitempty"`
+
+	// Pipeline lists functions prepended to the downstream Kptfile
+	// pipeline.
+	// +kubebuilder:validation:XValidation:rule="!has(self.mutators) || self.mutators.all(f, !has(f.name) || !f.name.contains('.'))",message="function names must not contain '.'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.validators) || self.validators.all(f, !has(f.name) || !f.name.contains('.'))",message="function names must not contain '.'"
+	// +optional
+	Pipeline *kptfilev1.Pipeline `json:"pipeline,omitempty"`
+
+	// Injectors select in-cluster objects to inject into the package's
+	// injection points, tried in order.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Injectors []InjectionSelector `json:"injectors,omitempty"`
+}
+
+// Upstream names an upstream package revision by exactly one of revision,
+// workspace name or floating tag.
+// +kubebuilder:validation:XValidation:rule="[has(self.revision), has(self.workspaceName), has(self.tag)].exists_one(x, x)",message="exactly one of revision, workspaceName and tag must be set"
+type Upstream struct {
+	// Repo is the name of the upstream Repository in this namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Repo string `json:"repo"`
+
+	// Package is the upstream package path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Package string `json:"package"`
+
+	// Revision is a published revision number, such as "3" or "v3".
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+$`
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// WorkspaceName selects the upstream revision by workspace name.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	WorkspaceName string `json:"workspaceName,omitempty"`
+
+	// Tag is a floating tag (such as stable) the upstream author moves
+	// between published revisions; the variant follows it.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+}
+
+// Downstream is the repository and package name of the variant.
+type Downstream struct {
+	// Repo is the name of the downstream Repository in this namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Repo string `json:"repo"`
+
+	// Package is the downstream package path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Package string `json:"package"`
+}
+
+// PackageContext edits the package context ConfigMap.
+// +kubebuilder:validation:XValidation:rule="!has(self.data) || (!('name' in self.data) && !('package-path' in self.data))",message="data keys name and package-path are reserved"
+// +kubebuilder:validation:XValidation:rule="!has(self.removeKeys) || (!('name' in self.removeKeys) && !('package-path' in self.removeKeys))",message="removeKeys must not list the reserved keys name and package-path"
+type PackageContext struct {
+	// Data entries are set in the ConfigMap's data.
+	// +kubebuilder:validation:MaxProperties=256
+	// +optional
+	Data map[string]string `json:"data,omitempty"`
+
+	// RemoveKeys are removed from the ConfigMap's data.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	RemoveKeys []string `json:"removeKeys,omitempty"`
+}
+
+// InjectionSelector selects an in-cluster object by name and, optionally,
+// group, version and kind.
+type InjectionSelector struct {
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group *string `json:"group,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Version *string `json:"version,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Kind *string `json:"kind,omitempty"`
+	// Name of the in-cluster object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PackageVariantStatus is the observed state of a PackageVariant.
+type PackageVariantStatus struct {
+	// Conditions: Ready, Reconciling, Stalled, Valid, DownstreamEnsured,
+	// ContextInjected, ConfigInjected.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// DownstreamTargets are the package revisions this variant manages.
+	// +optional
+	DownstreamTargets []DownstreamTarget `json:"downstreamTargets,omitempty"`
+}
+
+// DownstreamTarget is one downstream package revision of a variant.
+type DownstreamTarget struct {
+	// Name of the PackageRevision.
+	Name string `json:"name"`
+	// RenderStatus is the outcome of its last render.
+	// +optional
+	RenderStatus *kptfilev1.RenderStatus `json:"renderStatus,omitempty"`
+}
+
+// PackageVariant keeps a downstream variant of an upstream package.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=scion,shortName=pv
+// +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
+// +kubebuilder:printcolumn:name="Downstream Repo",type=string,JSONPath=`.spec.downstream.repo`
+// +kubebuilder:printcolumn:name="Downstream",type=string,JSONPath=`.spec.downstream.package`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PackageVariant struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   PackageVariantSpec   `json:"spec"`
+	Status PackageVariantStatus `json:"status,omitempty"`
+}
+
+// PackageVariantList is a list of PackageVariants.
+//
+// +kubebuilder:object:root=true
+type PackageVariantList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PackageVariant `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PackageVariant{}, &PackageVariantList{})
+}

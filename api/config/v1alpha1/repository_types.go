@@ -1,0 +1,154 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RepositoryType is the kind of storage behind a Repository.
+// +kubebuilder:validation:Enum=git
+type RepositoryType string
+
+// GitRepositoryType is a git repository.
+const GitRepositoryType RepositoryType = "git"
+
+// RepositorySpec describes a git repository holding packages.
+// +kubebuilder:validation:XValidation:rule="self.type != 'git' || has(self.git)",message="spec.git is required when spec.type is git"
+type RepositorySpec struct {
+	// Description is a human-readable description of the repository.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// Type of the repository. Only git is supported.
+	// +kubebuilder:default=git
+	// +optional
+	Type RepositoryType `json:"type,omitempty"`
+
+	// Git locates the git repository.
+	// +optional
+	Git *GitRepository `json:"git,omitempty"`
+
+	// Deployment marks a repository whose packages are deployed to a
+	// cluster. Publishing into a deployment repository requires every
+	// readiness gate of the package to be met.
+	// +optional
+	Deployment bool `json:"deployment,omitempty"`
+
+	// Sync controls how often the repository is re-read from git.
+	// +optional
+	Sync *RepositorySync `json:"sync,omitempty"`
+}
+
+// GitRepository locates packages in a git repository.
+type GitRepository struct {
+	// Repo is the URL of the repository: https://, http:// or file://.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('file://')",message="must be an https://, http:// or file:// URL"
+	Repo string `json:"repo"`
+
+	// Branch holds published packages.
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.contains('..') && !self.contains(' ')",message="must be a valid git branch name"
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Directory is the folder inside the repository that holds the
+	// packages; empty means the repository root.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="must be a relative path without '..'"
+	// +optional
+	Directory string `json:"directory,omitempty"`
+
+	// CreateBranch creates Branch when it does not exist yet.
+	// +optional
+	CreateBranch bool `json:"createBranch,omitempty"`
+
+	// SecretRef names a Secret in the Repository's namespace with the
+	// credentials: keys username and password (basic auth), or bearerToken.
+	// +optional
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+
+	// Author is the commit author name for commits Scion writes.
+	// +optional
+	Author string `json:"author,omitempty"`
+
+	// Email is the commit author e-mail for commits Scion writes.
+	// +optional
+	Email string `json:"email,omitempty"`
+}
+
+// SecretRef names a Secret in the same namespace.
+type SecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// RepositorySync controls periodic re-reading of a repository.
+type RepositorySync struct {
+	// Period between syncs, for example 5m. Defaults to the controller's
+	// sync period.
+	// +optional
+	Period *metav1.Duration `json:"period,omitempty"`
+}
+
+// RepositoryStatus is the observed state of a Repository.
+type RepositoryStatus struct {
+	// Conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Commit is the head of the branch at the last sync.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// PackageCount is the number of package revisions found at the last
+	// sync.
+	// +optional
+	PackageCount int `json:"packageCount,omitempty"`
+
+	// LastSyncTime is when the repository was last read from git.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// Repository registers a git repository of packages.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=scion,shortName=repo
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Deployment",type=boolean,JSONPath=`.spec.deployment`
+// +kubebuilder:printcolumn:name="Packages",type=integer,JSONPath=`.status.packageCount`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.git.repo`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Repository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   RepositorySpec   `json:"spec"`
+	Status RepositoryStatus `json:"status,omitempty"`
+}
+
+// RepositoryList is a list of Repositories.
+//
+// +kubebuilder:object:root=true
+type RepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Repository `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Repository{}, &RepositoryList{})
+}

@@ -1,0 +1,246 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+)
+
+// Lifecycle is the stage of a package revision.
+// +kubebuilder:validation:Enum=Draft;Proposed;Published;DeletionProposed
+type Lifecycle string
+
+// The lifecycle stages.
+const (
+	LifecycleDraft            Lifecycle = "Draft"
+	LifecycleProposed         Lifecycle = "Proposed"
+	LifecyclePublished        Lifecycle = "Published"
+	LifecycleDeletionProposed Lifecycle = "DeletionProposed"
+)
+
+// Labels Scion sets on every PackageRevision.
+const (
+	RepositoryLabel = "porch.kpt.dev/repository"
+	PackageLabel    = "porch.kpt.dev/package"
+	LifecycleLabel  = "porch.kpt.dev/lifecycle"
+	// LatestRevisionLabel is "true" on the latest published revision of a
+	// package.
+	LatestRevisionLabel = "kpt.dev/latest-revision"
+)
+
+// TaskType is the kind of a task.
+// +kubebuilder:validation:Enum=init;clone;edit;upgrade
+type TaskType string
+
+// The task types.
+const (
+	TaskTypeInit    TaskType = "init"
+	TaskTypeClone   TaskType = "clone"
+	TaskTypeEdit    TaskType = "edit"
+	TaskTypeUpgrade TaskType = "upgrade"
+)
+
+// PackageRevisionSpec is the desired state of a package revision.
+// +kubebuilder:validation:XValidation:rule="self.packageName == oldSelf.packageName",message="packageName is immutable"
+// +kubebuilder:validation:XValidation:rule="self.repository == oldSelf.repository",message="repository is immutable"
+// +kubebuilder:validation:XValidation:rule="self.workspaceName == oldSelf.workspaceName",message="workspaceName is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.lifecycle) || oldSelf.lifecycle != 'Published' || self.lifecycle in ['Published', 'DeletionProposed']",message="a Published revision can only move to DeletionProposed"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.revision) || oldSelf.revision == 0 || self.revision == oldSelf.revision",message="revision is immutable once set"
+type PackageRevisionSpec struct {
+	// PackageName is the package path inside the repository, such as
+	// "team-a/namespace".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/') && !self.contains('..') && !self.contains('//')",message="must be a relative slash-separated path without '..'"
+	PackageName string `json:"packageName"`
+
+	// Repository is the name of the Repository in this namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Repository string `json:"repository"`
+
+	// WorkspaceName identifies the revision while it is a draft or
+	// proposed; it is unique per package.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`
+	WorkspaceName string `json:"workspaceName"`
+
+	// Revision is the published revision number, assigned on publish.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Revision int `json:"revision,omitempty"`
+
+	// Lifecycle is the stage of the revision.
+	// +kubebuilder:default=Draft
+	// +optional
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+
+	// Tasks say how the revision's content is made.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Tasks []Task `json:"tasks,omitempty"`
+
+	// ReadinessGates mirror the Kptfile's info.readinessGates.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	ReadinessGates []kptfilev1.ReadinessGate `json:"readinessGates,omitempty"`
+}
+
+// Task is one step that produces a revision's content.
+// +kubebuilder:validation:XValidation:rule="self.type != 'clone' || has(self.clone)",message="clone is required for a clone task"
+// +kubebuilder:validation:XValidation:rule="self.type != 'edit' || has(self.edit)",message="edit is required for an edit task"
+// +kubebuilder:validation:XValidation:rule="self.type != 'upgrade' || has(self.upgrade)",message="upgrade is required for an upgrade task"
+// +kubebuilder:validation:XValidation:rule="[has(self.init), has(self.clone), has(self.edit), has(self.upgrade)].filter(x, x).size() <= 1",message="only the field matching the task type may be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.init) || self.type == 'init'",message="init may only be set for an init task"
+// +kubebuilder:validation:XValidation:rule="!has(self.clone) || self.type == 'clone'",message="clone may only be set for a clone task"
+// +kubebuilder:validation:XValidation:rule="!has(self.edit) || self.type == 'edit'",message="edit may only be set for an edit task"
+// +kubebuilder:validation:XValidation:rule="!has(self.upgrade) || self.type == 'upgrade'",message="upgrade may only be set for an upgrade task"
+type Task struct {
+	// Type of the task.
+	Type TaskType `json:"type"`
+	// +optional
+	Init *PackageInitTaskSpec `json:"init,omitempty"`
+	// +optional
+	Clone *PackageCloneTaskSpec `json:"clone,omitempty"`
+	// +optional
+	Edit *PackageEditTaskSpec `json:"edit,omitempty"`
+	// +optional
+	Upgrade *PackageUpgradeTaskSpec `json:"upgrade,omitempty"`
+}
+
+// PackageInitTaskSpec creates a new, empty package.
+type PackageInitTaskSpec struct {
+	// +optional
+	Description string `json:"description,omitempty"`
+	// +optional
+	Keywords []string `json:"keywords,omitempty"`
+	// +optional
+	Site string `json:"site,omitempty"`
+}
+
+// PackageRevisionRef names a PackageRevision in the same namespace.
+type PackageRevisionRef struct {
+	// Name of the PackageRevision.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PackageCloneTaskSpec clones another package revision.
+type PackageCloneTaskSpec struct {
+	// UpstreamRef is the published revision to clone.
+	UpstreamRef PackageRevisionRef `json:"upstreamRef"`
+}
+
+// PackageEditTaskSpec copies a published revision of the same package to a
+// new draft.
+type PackageEditTaskSpec struct {
+	// SourceRef is the published revision to copy.
+	SourceRef PackageRevisionRef `json:"sourceRef"`
+}
+
+// PackageUpgradeTaskSpec 3-way merges the change from oldUpstream to
+// newUpstream into a local revision.
+type PackageUpgradeTaskSpec struct {
+	OldUpstream             PackageRevisionRef `json:"oldUpstream"`
+	NewUpstream             PackageRevisionRef `json:"newUpstream"`
+	LocalPackageRevisionRef PackageRevisionRef `json:"localPackageRevisionRef"`
+	// Strategy of the merge; resource-merge by default.
+	// +kubebuilder:default=resource-merge
+	// +optional
+	Strategy kptfilev1.UpdateStrategy `json:"strategy,omitempty"`
+}
+
+// ConditionStatus is True, False or Unknown.
+// +kubebuilder:validation:Enum=True;False;Unknown
+type ConditionStatus string
+
+// Condition is a package condition. Unlike metav1.Condition, reason and
+// transition time are optional, because package conditions are also written
+// by people into Kptfiles.
+type Condition struct {
+	// Type of the condition.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Type string `json:"type"`
+	// Status of the condition.
+	Status ConditionStatus `json:"status"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// PackageRevisionStatus is the observed state of a package revision.
+type PackageRevisionStatus struct {
+	// Conditions mirror the Kptfile's status.conditions, plus Ready set by
+	// the controller.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Conditions []Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// UpstreamLock is the resolved upstream of the package.
+	// +optional
+	UpstreamLock *kptfilev1.UpstreamLock `json:"upstreamLock,omitempty"`
+
+	// Commit is the git commit holding this revision.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// PublishedBy is who approved the revision.
+	// +optional
+	PublishedBy string `json:"publishedBy,omitempty"`
+
+	// PublishTimestamp is when the revision was published.
+	// +optional
+	PublishTimestamp *metav1.Time `json:"publishTimestamp,omitempty"`
+
+	// Deployment is true when the revision lives in a deployment
+	// repository.
+	// +optional
+	Deployment bool `json:"deployment,omitempty"`
+}
+
+// PackageRevision is one revision of a package in a repository.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=scion,shortName=pr
+// +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
+// +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspaceName`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Lifecycle",type=string,JSONPath=`.spec.lifecycle`
+// +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.repository`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+type PackageRevision struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   PackageRevisionSpec   `json:"spec"`
+	Status PackageRevisionStatus `json:"status,omitempty"`
+}
+
+// PackageRevisionList is a list of PackageRevisions.
+//
+// +kubebuilder:object:root=true
+type PackageRevisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PackageRevision `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PackageRevision{}, &PackageRevisionList{})
+}

@@ -1,0 +1,142 @@
+package pkg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+const deployment = `# the app
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app # name comment
+spec:
+  replicas: 1
+  template:
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.25
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: app
+spec:
+  ports:
+  - port: 80
+`
+
+func testPackage() *Package {
+	return New(map[string][]byte{
+		"Kptfile":          []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"),
+		"app.yaml":         []byte(deployment),
+		"README.md":        []byte("# App\n"),
+		"values/data.yaml": []byte("just: data\nnot: krm\n"),
+		"sub/Kptfile":      []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\n"),
+		"sub/cm.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n"),
+	})
+}
+
+func TestPackage_resourcesRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	p := testPackage()
+	nodes, err := p.Resources()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(nodes).To(HaveLen(3), "Deployment, Service and the subpackage ConfigMap; non-KRM YAML is left out")
+
+	// Writing the same resources back changes nothing, byte for byte.
+	q := p.DeepCopy()
+	g.Expect(q.SetResources(nodes)).To(Succeed())
+	g.Expect(q.Equal(p)).To(BeTrue())
+}
+
+func TestPackage_setResourcesEdits(t *testing.T) {
+	g := NewWithT(t)
+	p := testPackage()
+	nodes, err := p.Resources()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Edit the Deployment, drop the ConfigMap, add a Namespace.
+	var kept []*yaml.RNode
+	for _, n := range nodes {
+		switch n.GetKind() {
+		case "Deployment":
+			g.Expect(n.PipeE(yaml.Lookup("spec"), yaml.SetField("replicas", yaml.NewScalarRNode("3")))).To(Succeed())
+			kept = append(kept, n)
+		case "ConfigMap":
+		default:
+			kept = append(kept, n)
+		}
+	}
+	ns := yaml.MustParse("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n")
+	kept = append(kept, ns)
+	g.Expect(p.SetResources(kept)).To(Succeed())
+
+	app, _ := p.File("app.yaml")
+	g.Expect(string(app)).To(ContainSubstring("# the app"))
+	g.Expect(string(app)).To(ContainSubstring("name: app # name comment"))
+	g.Expect(string(app)).To(ContainSubstring("replicas: 3"))
+	g.Expect(string(app)).To(ContainSubstring("        - name: app"), "sequence indentation is preserved")
+	g.Expect(string(app)).NotTo(ContainSubstring("internal.config.kubernetes.io"))
+	_, ok := p.File("sub/cm.yaml")
+	g.Expect(ok).To(BeFalse(), "a resource file with no resources left is removed")
+	nsFile, ok := p.File("namespace_tenant.yaml")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(string(nsFile)).To(ContainSubstring("kind: Namespace"))
+	data, _ := p.File("values/data.yaml")
+	g.Expect(string(data)).To(Equal("just: data\nnot: krm\n"))
+}
+
+func TestPackage_dirRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	p := testPackage()
+	g.Expect(os.MkdirAll(filepath.Join(dir, "stale/deep"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "stale/deep/x.yaml"), []byte("x: 1\n"), 0o644)).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(dir, ".git"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, ".git/HEAD"), []byte("ref\n"), 0o644)).To(Succeed())
+
+	g.Expect(p.WriteDir(dir)).To(Succeed())
+	_, err := os.Stat(filepath.Join(dir, "stale"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "files not in the package and their empty folders are removed")
+	_, err = os.Stat(filepath.Join(dir, ".git/HEAD"))
+	g.Expect(err).NotTo(HaveOccurred(), ".git is left alone")
+
+	back, err := ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back.Equal(p)).To(BeTrue())
+}
+
+func TestValidPath(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a.yaml", true}, {"sub/a.yaml", true}, {"", false}, {"/etc/passwd", false},
+		{"../x", false}, {"a/../b", false}, {"./a", false}, {"a//b", false}, {`a\b`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			if tc.ok {
+				g.Expect(ValidPath(tc.name)).To(Succeed())
+			} else {
+				g.Expect(ValidPath(tc.name)).To(MatchError(ContainSubstring("invalid package file path")))
+			}
+		})
+	}
+}
+
+func TestPackage_kptfile(t *testing.T) {
+	g := NewWithT(t)
+	p := testPackage()
+	kf, err := p.Kptfile()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kf.Metadata.Name).To(Equal("app"))
+	_, err = New(nil).Kptfile()
+	g.Expect(err).To(MatchError("package has no Kptfile"))
+}
