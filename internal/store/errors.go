@@ -1,0 +1,65 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrConflict is matched (errors.Is) by errors from a ref update that
+	// lost a race: the ref no longer had the value the writer read.
+	ErrConflict = errors.New("conflict")
+	// ErrNotFound is matched by errors about a revision, package or ref
+	// that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAuthentication is matched by errors from a remote that refused
+	// the credentials.
+	ErrAuthentication = errors.New("authentication failed")
+	// ErrRepositoryNotFound is matched when the remote repository does not
+	// exist.
+	ErrRepositoryNotFound = errors.New("repository not found")
+	// ErrBranchNotFound is matched when the configured branch does not
+	// exist and createBranch is off.
+	ErrBranchNotFound = errors.New("branch not found")
+)
+
+// ConflictError says which ref changed under a writer.
+type ConflictError struct {
+	// Ref is the full ref name.
+	Ref string
+	// Expected is the value the writer read; empty means "absent".
+	Expected string
+	// Actual is the value found; empty means "absent". It may be unknown
+	// (empty) when the server rejected the update without saying why.
+	Actual string
+	// Detail is the server's reason, if any.
+	Detail string
+}
+
+func (e *ConflictError) Error() string {
+	show := func(h string) string {
+		if h == "" {
+			return "absent"
+		}
+		return short(h)
+	}
+	msg := fmt.Sprintf("conflict: %s changed concurrently (expected %s", e.Ref, show(e.Expected))
+	if e.Actual != "" || e.Detail == "" {
+		msg += ", found " + show(e.Actual)
+	}
+	msg += ")"
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg + "; re-read and retry"
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,148 @@
+package store
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Ref name prefixes of the lifecycle stages.
+const (
+	draftPrefix            = "refs/heads/drafts/"
+	proposedPrefix         = "refs/heads/proposed/"
+	deletionProposedPrefix = "refs/heads/deletionProposed/"
+	tagPrefix              = "refs/tags/"
+)
+
+// Commit trailers Scion writes.
+const (
+	TrailerPackage   = "Scion-Package"
+	TrailerWorkspace = "Scion-Workspace"
+	TrailerRevision  = "Scion-Revision"
+)
+
+var (
+	revisionTagRE  = regexp.MustCompile(`^v([0-9]+)$`)
+	workspaceRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
+	floatingTagRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	trailerKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+	packagePathBad = regexp.MustCompile(`(^|/)\.|//|^/|/$|[\s~^:?*\[\\]|@\{`)
+)
+
+// ValidatePackagePath checks a package path: slash-separated, relative, no
+// empty or dot-leading segments, and usable inside git ref names.
+func ValidatePackagePath(p string) error {
+	if p == "" || packagePathBad.MatchString(p) || strings.HasSuffix(p, ".lock") || path.Clean(p) != p {
+		return fmt.Errorf("invalid package path %q: use a relative slash-separated path of simple names", p)
+	}
+	return nil
+}
+
+// ValidateWorkspace checks a workspace name.
+func ValidateWorkspace(ws string) error {
+	if len(ws) > 63 || !workspaceRE.MatchString(ws) {
+		return fmt.Errorf("invalid workspace name %q: lowercase letters, digits, '.', '_' and '-', at most 63", ws)
+	}
+	return nil
+}
+
+// ValidateFloatingTag checks a floating tag name; names of the form v<N>
+// are revisions and cannot be floating tags.
+func ValidateFloatingTag(tag string) error {
+	if !floatingTagRE.MatchString(tag) || revisionTagRE.MatchString(tag) || strings.HasSuffix(tag, ".lock") {
+		return fmt.Errorf("invalid floating tag %q: letters, digits, '.', '_' and '-', not of the form v<N>", tag)
+	}
+	return nil
+}
+
+func draftRef(p, ws string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(draftPrefix + p + "/" + ws)
+}
+
+func proposedRef(p, ws string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(proposedPrefix + p + "/" + ws)
+}
+
+func deletionProposedRef(p string, rev int) plumbing.ReferenceName {
+	return plumbing.ReferenceName(deletionProposedPrefix + p + "/v" + strconv.Itoa(rev))
+}
+
+func revisionTagRef(p string, rev int) plumbing.ReferenceName {
+	return plumbing.ReferenceName(tagPrefix + p + "/v" + strconv.Itoa(rev))
+}
+
+func floatingTagRef(p, tag string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(tagPrefix + p + "/" + tag)
+}
+
+// splitLast splits "a/b/c" into "a/b" and "c".
+func splitLast(s string) (string, string, bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i <= 0 || i == len(s)-1 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+func parseRevisionSuffix(s string) (int, bool) {
+	m := revisionTagRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// Trailers are "Key: value" lines at the end of a commit message.
+type Trailers map[string]string
+
+// formatMessage renders a commit message with trailers, sorted by key.
+func formatMessage(subject string, t Trailers) (string, error) {
+	keys := make([]string, 0, len(t))
+	for k, v := range t {
+		if !trailerKeyRE.MatchString(k) {
+			return "", fmt.Errorf("invalid commit trailer key %q", k)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return "", fmt.Errorf("commit trailer %s: value must be one line", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(subject))
+	b.WriteString("\n")
+	if len(keys) > 0 {
+		b.WriteString("\n")
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s: %s\n", k, t[k])
+		}
+	}
+	return b.String(), nil
+}
+
+// parseTrailers reads the trailers of the last paragraph of a message.
+func parseTrailers(msg string) Trailers {
+	msg = strings.TrimRight(msg, "\n")
+	i := strings.LastIndex(msg, "\n\n")
+	if i < 0 {
+		return nil
+	}
+	t := Trailers{}
+	for _, line := range strings.Split(msg[i+2:], "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok || !trailerKeyRE.MatchString(k) {
+			return nil
+		}
+		t[k] = v
+	}
+	return t
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-billy/v5/osfs"
+)
+
+// Credentials authenticate to a remote over HTTP(S): either a user name
+// and password (or token used as password), or a bearer token.
+type Credentials struct {
+	Username    string
+	Password    string
+	BearerToken string
+}
+
+// String never shows the secret.
+func (c Credentials) String() string {
+	switch {
+	case c.BearerToken != "":
+		return "bearer token"
+	case c.Username != "" || c.Password != "":
+		return "basic auth for " + c.Username
+	default:
+		return "none"
+	}
+}
+
+// Options configure a Repository.
+type Options struct {
+	// URL of the remote: file://, http:// or https://.
+	URL string
+	// Branch holding published packages; "main" when empty.
+	Branch string
+	// Directory inside the repository holding the packages.
+	Directory string
+	// CreateBranch creates Branch on the remote when it is missing.
+	CreateBranch bool
+	// Credentials for HTTP(S) remotes.
+	Credentials Credentials
+	// Author and Email sign the commits Scion writes.
+	Author, Email string
+	// CacheDir is the folder of the local bare mirror; it is created when
+	// missing and reused when present.
+	CacheDir string
+}
+
+// Repository is a git repository of packages, mirrored into a local cache.
+// It is safe for concurrent use; operations on one Repository are
+// serialized.
+type Repository struct {
+	opts      Options
+	endpoint  *transport.Endpoint
+	transport transport.Transport
+	auth      transport.AuthMethod
+
+	mu     sync.Mutex
+	repo   *git.Repository
+	storer *filesystem.Storage
+	meta   map[plumbing.Hash]revisionMeta // by ref value; objects never change
+}
+
+// Open opens (or creates) the local cache of a remote repository and
+// fetches it. It fails with ErrRepositoryNotFound, ErrAuthentication or
+// ErrBranchNotFound (unless CreateBranch, which then creates the branch).
+func Open(ctx context.Context, opts Options) (*Repository, error) {
+	if opts.Branch == "" {
+		opts.Branch = "main"
+	}
+	if opts.CacheDir == "" {
+		return nil, errors.New("store: CacheDir is required")
+	}
+	if opts.Directory != "" {
+		if err := ValidatePackagePath(opts.Directory); err != nil {
+			return nil, fmt.Errorf("directory: %w", err)
+		}
+	}
+	ep, err := transport.NewEndpoint(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid repository URL: %w", err)
+	}
+	switch ep.Protocol {
+	case "file", "http", "https":
+	default:
+		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", redact(opts.URL))
+	}
+	tr, err := newTransport(ep)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repository{opts: opts, endpoint: ep, transport: tr, meta: map[plumbing.Hash]revisionMeta{}}
+	switch {
+	case opts.Credentials.BearerToken != "":
+		r.auth = &githttp.TokenAuth{Token: opts.Credentials.BearerToken}
+	case opts.Credentials.Username != "" || opts.Credentials.Password != "":
+		r.auth = &githttp.BasicAuth{Username: opts.Credentials.Username, Password: opts.Credentials.Password}
+	}
+	if err := r.openCache(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fetchLocked(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := r.storer.Reference(r.branchRef()); errors.Is(err, plumbing.ErrReferenceNotFound) {
+		if !opts.CreateBranch {
+			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, redact(opts.URL), ErrBranchNotFound)
+		}
+		if err := r.createBranchLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Repository) openCache() error {
+	if err := os.MkdirAll(r.opts.CacheDir, 0o700); err != nil {
+		return fmt.Errorf("creating cache %s: %w", r.opts.CacheDir, err)
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: false})
+	repo, err := git.Open(st, nil)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.Init(st, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("opening cache %s: %w", r.opts.CacheDir, err)
+	}
+	cfg, err := repo.Config()
+	if err != nil {
+		return err
+	}
+	cfg.Remotes = map[string]*config.RemoteConfig{"origin": {
+		Name:  "origin",
+		URLs:  []string{r.opts.URL},
+		Fetch: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+	}}
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("configuring cache %s: %w", filepath.Base(r.opts.CacheDir), err)
+	}
+	r.repo, r.storer = repo, st
+	return nil
+}
+
+// URL returns the remote URL without credentials.
+func (r *Repository) URL() string { return redact(r.opts.URL) }
+
+// Branch returns the branch holding published packages.
+func (r *Repository) Branch() string { return r.opts.Branch }
+
+// Directory returns the folder of the packages inside the repository.
+func (r *Repository) Directory() string { return r.opts.Directory }
+
+func (r *Repository) branchRef() plumbing.ReferenceName {
+	return plumbing.NewBranchReferenceName(r.opts.Branch)
+}
+
+// Fetch brings the local mirror up to date with the remote, including
+// refs deleted there.
+func (r *Repository) Fetch(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fetchLocked(ctx)
+}
+
+func (r *Repository) fetchLocked(ctx context.Context) error {
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+		Auth:       r.auth,
+		Tags:       git.NoTags,
+		Prune:      true,
+		Force:      true,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return nil
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		// An empty remote has no refs: drop any we mirrored before.
+		return r.clearLocalRefs()
+	default:
+		return r.remoteError("fetching", err)
+	}
+}
+
+func (r *Repository) clearLocalRefs() error {
+	iter, err := r.storer.IterReferences()
+	if err != nil {
+		return err
+	}
+	var names []plumbing.ReferenceName
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Name().IsBranch() || ref.Name().IsTag() {
+			names = append(names, ref.Name())
+		}
+		return nil
+	})
+	for _, n := range names {
+		if err := r.storer.RemoveReference(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Repository) createBranchLocked(ctx context.Context) error {
+	if err := r.ensureEmptyTree(); err != nil {
+		return err
+	}
+	msg, err := formatMessage("Initialize branch "+r.opts.Branch, nil)
+	if err != nil {
+		return err
+	}
+	c, err := r.writeCommit(emptyTreeHash, nil, msg, r.signature(""))
+	if err != nil {
+		return err
+	}
+	if err := r.push(ctx, []refUpdate{{Name: r.branchRef(), New: c}}); err != nil {
+		return fmt.Errorf("creating branch %q: %w", r.opts.Branch, err)
+	}
+	return nil
+}
+
+func (r *Repository) ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	ref, err := r.storer.Reference(name)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return ref.Hash(), nil
+}
+
+func (r *Repository) setLocalRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	if h.IsZero() {
+		if err := r.storer.RemoveReference(name); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return fmt.Errorf("updating local ref %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := r.storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+		return fmt.Errorf("updating local ref %s: %w", name, err)
+	}
+	return nil
+}
+
+func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
+	iter, err := r.storer.IterReferences()
+	if err != nil {
+		return err
+	}
+	return iter.ForEach(fn)
+}
+
+var _ storer.ReferenceStorer = (*filesystem.Storage)(nil)
+
+// remoteError turns transport errors into the package's typed errors with
+// a message naming the repository (never the credentials).
+func (r *Repository) remoteError(op string, err error) error {
+	u := redact(r.opts.URL)
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.opts.Credentials, ErrAuthentication)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
+	default:
+		return fmt.Errorf("%s %s: %w", op, u, err)
+	}
+}
+
+// redact removes any user information from a URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}

@@ -1,0 +1,718 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+// Revision is one package revision found in a repository.
+type Revision struct {
+	// Package is the package path relative to the repository directory.
+	Package string
+	// Workspace names the revision; for published revisions written by
+	// Scion it is the workspace they were drafted in, otherwise v<N>.
+	Workspace string
+	// Revision is the published revision number, 0 before publishing.
+	Revision int
+	// Lifecycle is the stage the refs encode.
+	Lifecycle porchv1alpha1.Lifecycle
+	// Commit holds the revision's content.
+	Commit string
+	// Latest marks the highest published revision of the package.
+	Latest bool
+	// Trailers of the revision's commit.
+	Trailers Trailers
+	// PublishedBy and PublishedAt come from the revision tag.
+	PublishedBy string
+	PublishedAt time.Time
+}
+
+// revisionMeta is what List reads from objects, cached by ref value.
+type revisionMeta struct {
+	commit      plumbing.Hash
+	trailers    Trailers
+	publishedBy string
+	publishedAt time.Time
+}
+
+// Head returns the commit at the tip of the branch ("" when missing).
+func (r *Repository) Head() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, _ := r.ref(r.branchRef())
+	return hashString(h)
+}
+
+// List returns every package revision of the repository (under its
+// directory), sorted by package, then revision, then workspace. It reads
+// the local mirror: call Fetch first to see changes made by others.
+func (r *Repository) List(ctx context.Context) ([]Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listLocked()
+}
+
+func (r *Repository) listLocked() ([]Revision, error) {
+	var (
+		out       []Revision
+		published = map[string]map[int]plumbing.Hash{} // package -> revision -> tag value
+		deletion  = map[string]map[int]bool{}
+	)
+	err := r.iterRefs(func(ref *plumbing.Reference) error {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		name := ref.Name().String()
+		switch {
+		case strings.HasPrefix(name, draftPrefix), strings.HasPrefix(name, proposedPrefix):
+			lc, rest := porchv1alpha1.LifecycleDraft, strings.TrimPrefix(name, draftPrefix)
+			if strings.HasPrefix(name, proposedPrefix) {
+				lc, rest = porchv1alpha1.LifecycleProposed, strings.TrimPrefix(name, proposedPrefix)
+			}
+			full, ws, ok := splitLast(rest)
+			if !ok {
+				return nil
+			}
+			p, ok := r.relPackage(full)
+			if !ok {
+				return nil
+			}
+			meta, err := r.metaFor(ref.Hash())
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			out = append(out, Revision{Package: p, Workspace: ws, Lifecycle: lc, Commit: meta.commit.String(), Trailers: meta.trailers})
+		case strings.HasPrefix(name, tagPrefix), strings.HasPrefix(name, deletionProposedPrefix):
+			isTag := strings.HasPrefix(name, tagPrefix)
+			rest := strings.TrimPrefix(strings.TrimPrefix(name, tagPrefix), deletionProposedPrefix)
+			full, last, ok := splitLast(rest)
+			if !ok {
+				return nil
+			}
+			n, ok := parseRevisionSuffix(last)
+			if !ok {
+				return nil // a floating tag
+			}
+			p, ok := r.relPackage(full)
+			if !ok {
+				return nil
+			}
+			if isTag {
+				if published[p] == nil {
+					published[p] = map[int]plumbing.Hash{}
+				}
+				published[p][n] = ref.Hash()
+			} else {
+				if deletion[p] == nil {
+					deletion[p] = map[int]bool{}
+				}
+				deletion[p][n] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", r.URL(), err)
+	}
+	for p, revs := range published {
+		latest := 0
+		for n := range revs {
+			latest = max(latest, n)
+		}
+		for n, tag := range revs {
+			meta, err := r.metaFor(tag)
+			if err != nil {
+				return nil, fmt.Errorf("revision %s/v%d: %w", p, n, err)
+			}
+			ws := meta.trailers[TrailerWorkspace]
+			if ws == "" || meta.trailers[TrailerRevision] != strconv.Itoa(n) {
+				ws = "v" + strconv.Itoa(n)
+			}
+			lc := porchv1alpha1.LifecyclePublished
+			if deletion[p][n] {
+				lc = porchv1alpha1.LifecycleDeletionProposed
+			}
+			out = append(out, Revision{
+				Package: p, Workspace: ws, Revision: n, Lifecycle: lc, Commit: meta.commit.String(),
+				Latest: n == latest, Trailers: meta.trailers, PublishedBy: meta.publishedBy, PublishedAt: meta.publishedAt,
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Package != b.Package {
+			return a.Package < b.Package
+		}
+		if a.Revision != b.Revision {
+			return a.Revision < b.Revision
+		}
+		if a.Workspace != b.Workspace {
+			return a.Workspace < b.Workspace
+		}
+		return a.Lifecycle < b.Lifecycle
+	})
+	return out, nil
+}
+
+// metaFor reads (once) the commit, trailers and tagger behind a ref value.
+func (r *Repository) metaFor(h plumbing.Hash) (revisionMeta, error) {
+	if m, ok := r.meta[h]; ok {
+		return m, nil
+	}
+	commit, tag, err := r.peel(h)
+	if err != nil {
+		return revisionMeta{}, err
+	}
+	c, err := object.GetCommit(r.storer, commit)
+	if err != nil {
+		return revisionMeta{}, fmt.Errorf("reading commit %s: %w", short(commit.String()), err)
+	}
+	m := revisionMeta{commit: commit, trailers: parseTrailers(c.Message)}
+	if tag != nil {
+		m.publishedBy = formatPerson(tag.Tagger)
+		m.publishedAt = tag.Tagger.When.UTC()
+	}
+	r.meta[h] = m
+	return m, nil
+}
+
+func formatPerson(s object.Signature) string {
+	if s.Email == "" || s.Email == "scion@localhost" {
+		return s.Name
+	}
+	return s.Name + " <" + s.Email + ">"
+}
+
+// relPackage maps a full package path to the path relative to the
+// repository directory, or false when it lies outside it.
+func (r *Repository) relPackage(full string) (string, bool) {
+	if r.opts.Directory == "" {
+		return full, true
+	}
+	rel, ok := strings.CutPrefix(full, r.opts.Directory+"/")
+	return rel, ok && rel != ""
+}
+
+// Get finds one revision: by workspace (revision 0) or by revision number.
+func (r *Repository) Get(ctx context.Context, pkgPath, workspace string, revision int) (Revision, error) {
+	revs, err := r.List(ctx)
+	if err != nil {
+		return Revision{}, err
+	}
+	for _, rev := range revs {
+		if rev.Package != pkgPath {
+			continue
+		}
+		if (revision > 0 && rev.Revision == revision) || (revision == 0 && rev.Workspace == workspace) {
+			return rev, nil
+		}
+	}
+	what := "workspace " + workspace
+	if revision > 0 {
+		what = "revision v" + strconv.Itoa(revision)
+	}
+	return Revision{}, fmt.Errorf("package %s %s in %s: %w", pkgPath, what, r.URL(), ErrNotFound)
+}
+
+// Read returns the files of a revision.
+func (r *Repository) Read(ctx context.Context, rev Revision) (*pkg.Package, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tree, err := r.subtree(plumbing.NewHash(rev.Commit), joinPath(r.opts.Directory, rev.Package))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rev.Package, err)
+	}
+	return r.readTreeFiles(tree)
+}
+
+// DraftWrite is a request to create or update a draft with one commit.
+type DraftWrite struct {
+	// Package path, relative to the repository directory.
+	Package string
+	// Workspace of the draft.
+	Workspace string
+	// Expected is the commit the writer read; empty creates a new draft,
+	// which fails if one already exists.
+	Expected string
+	// Contents are the complete files of the package.
+	Contents *pkg.Package
+	// Message is the commit subject; Trailers are added to it.
+	Message  string
+	Trailers Trailers
+	// Author overrides the repository's commit author name.
+	Author string
+}
+
+// WriteDraft writes a draft as one commit on its branch. A new draft forks
+// from the branch head; an update builds on the draft's head, which must
+// still be Expected.
+func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, error) {
+	if err := ValidatePackagePath(w.Package); err != nil {
+		return Revision{}, err
+	}
+	if err := ValidateWorkspace(w.Workspace); err != nil {
+		return Revision{}, err
+	}
+	if w.Contents == nil {
+		return Revision{}, errors.New("draft contents are required")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, w.Package)
+	ref := draftRef(full, w.Workspace)
+	current, err := r.ref(ref)
+	if err != nil {
+		return Revision{}, err
+	}
+	var base plumbing.Hash
+	if w.Expected == "" {
+		if !current.IsZero() {
+			return Revision{}, &ConflictError{Ref: ref.String(), Actual: current.String(), Detail: "the draft already exists"}
+		}
+		if err := r.checkWorkspaceFreeLocked(w.Package, w.Workspace); err != nil {
+			return Revision{}, err
+		}
+		if base, err = r.ref(r.branchRef()); err != nil {
+			return Revision{}, err
+		}
+	} else {
+		base = plumbing.NewHash(w.Expected)
+		if current != base {
+			return Revision{}, &ConflictError{Ref: ref.String(), Expected: w.Expected, Actual: hashString(current)}
+		}
+	}
+	sub, err := r.writePackageTree(w.Contents)
+	if err != nil {
+		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
+	}
+	var baseTree plumbing.Hash
+	if !base.IsZero() {
+		c, err := object.GetCommit(r.storer, base)
+		if err != nil {
+			return Revision{}, fmt.Errorf("reading commit %s: %w", short(base.String()), err)
+		}
+		baseTree = c.TreeHash
+	}
+	tree, err := r.replaceSubtree(baseTree, full, sub)
+	if err != nil {
+		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
+	}
+	trailers := Trailers{}
+	for k, v := range w.Trailers {
+		trailers[k] = v
+	}
+	trailers[TrailerPackage] = w.Package
+	trailers[TrailerWorkspace] = w.Workspace
+	subject := w.Message
+	if subject == "" {
+		subject = fmt.Sprintf("Update draft %s/%s", w.Package, w.Workspace)
+	}
+	msg, err := formatMessage(subject, trailers)
+	if err != nil {
+		return Revision{}, err
+	}
+	commit, err := r.writeCommit(tree, []plumbing.Hash{base}, msg, r.signature(w.Author))
+	if err != nil {
+		return Revision{}, err
+	}
+	if err := r.push(ctx, []refUpdate{{Name: ref, Old: current, New: commit}}); err != nil {
+		return Revision{}, err
+	}
+	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: porchv1alpha1.LifecycleDraft, Commit: commit.String(), Trailers: trailers}, nil
+}
+
+func (r *Repository) checkWorkspaceFreeLocked(p, ws string) error {
+	revs, err := r.listLocked()
+	if err != nil {
+		return err
+	}
+	for _, rev := range revs {
+		if rev.Package == p && rev.Workspace == ws {
+			return fmt.Errorf("package %s already has a %s revision in workspace %q: %w", p, rev.Lifecycle, ws, &ConflictError{Ref: draftRef(joinPath(r.opts.Directory, p), ws).String(), Detail: "workspace in use"})
+		}
+	}
+	return nil
+}
+
+// Propose moves a draft to Proposed. expected is the draft commit the
+// caller read ("" accepts the current one).
+func (r *Repository) Propose(ctx context.Context, p, ws, expected string) (Revision, error) {
+	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed)
+}
+
+// RejectProposal moves a proposed revision back to Draft.
+func (r *Repository) RejectProposal(ctx context.Context, p, ws, expected string) (Revision, error) {
+	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft)
+}
+
+func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	refs := map[porchv1alpha1.Lifecycle]plumbing.ReferenceName{
+		porchv1alpha1.LifecycleDraft:    draftRef(full, ws),
+		porchv1alpha1.LifecycleProposed: proposedRef(full, ws),
+	}
+	src, dst := refs[from], refs[to]
+	head, err := r.ref(src)
+	if err != nil {
+		return Revision{}, err
+	}
+	if head.IsZero() {
+		return Revision{}, fmt.Errorf("package %s workspace %s is not %s: %w", p, ws, from, ErrNotFound)
+	}
+	if expected != "" && head.String() != expected {
+		return Revision{}, &ConflictError{Ref: src.String(), Expected: expected, Actual: head.String()}
+	}
+	if err := r.push(ctx, []refUpdate{{Name: dst, New: head}, {Name: src, Old: head}}); err != nil {
+		return Revision{}, err
+	}
+	meta, err := r.metaFor(head)
+	if err != nil {
+		return Revision{}, err
+	}
+	return Revision{Package: p, Workspace: ws, Lifecycle: to, Commit: head.String(), Trailers: meta.trailers}, nil
+}
+
+// publishAttempts bounds the retries of a publish that lost a race with
+// another publish on the same branch.
+const publishAttempts = 8
+
+// Publish publishes a proposed revision: a commit on the branch that
+// merges the proposal (so the branch history keeps the draft's commits),
+// the annotated tag <pkg>/v<N> with the next revision number, and the
+// removal of the proposed branch, in one atomic push. When another publish
+// wins the race for the branch or the number, Publish re-reads and retries.
+func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy string) (Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	src := proposedRef(full, ws)
+	var lastErr error
+	for attempt := 0; attempt < publishAttempts; attempt++ {
+		if attempt > 0 {
+			if err := r.fetchLocked(ctx); err != nil {
+				return Revision{}, err
+			}
+		}
+		head, err := r.ref(src)
+		if err != nil {
+			return Revision{}, err
+		}
+		if head.IsZero() {
+			return Revision{}, fmt.Errorf("package %s workspace %s is not Proposed: %w", p, ws, ErrNotFound)
+		}
+		if expected == "" {
+			expected = head.String() // later attempts publish what was read first
+		}
+		if head.String() != expected {
+			return Revision{}, &ConflictError{Ref: src.String(), Expected: expected, Actual: head.String()}
+		}
+		rev, err := r.publishOnce(ctx, p, ws, full, src, head, publishedBy)
+		if errors.Is(err, ErrConflict) {
+			// Another publish moved the branch or took the number: re-read;
+			// the next attempt fails if the proposal itself changed.
+			lastErr = err
+			continue
+		}
+		return rev, err
+	}
+	return Revision{}, fmt.Errorf("publishing %s/%s: gave up after %d races: %w", p, ws, publishAttempts, lastErr)
+}
+
+func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src plumbing.ReferenceName, head plumbing.Hash, publishedBy string) (Revision, error) {
+	branchHead, err := r.ref(r.branchRef())
+	if err != nil {
+		return Revision{}, err
+	}
+	next, err := r.nextRevisionLocked(full)
+	if err != nil {
+		return Revision{}, err
+	}
+	sub, err := r.subtree(head, full)
+	if err != nil {
+		return Revision{}, err
+	}
+	var baseTree plumbing.Hash
+	if !branchHead.IsZero() {
+		c, err := object.GetCommit(r.storer, branchHead)
+		if err != nil {
+			return Revision{}, err
+		}
+		baseTree = c.TreeHash
+	}
+	tree, err := r.replaceSubtree(baseTree, full, sub)
+	if err != nil {
+		return Revision{}, err
+	}
+	proposal, err := object.GetCommit(r.storer, head)
+	if err != nil {
+		return Revision{}, err
+	}
+	trailers := parseTrailers(proposal.Message)
+	if trailers == nil {
+		trailers = Trailers{}
+	}
+	trailers[TrailerPackage] = p
+	trailers[TrailerWorkspace] = ws
+	trailers[TrailerRevision] = strconv.Itoa(next)
+	msg, err := formatMessage(fmt.Sprintf("Publish %s v%d", p, next), trailers)
+	if err != nil {
+		return Revision{}, err
+	}
+	sig := r.signature("")
+	commit, err := r.writeCommit(tree, []plumbing.Hash{branchHead, head}, msg, sig)
+	if err != nil {
+		return Revision{}, err
+	}
+	tagger := sig
+	if publishedBy != "" {
+		tagger.Name = publishedBy
+	}
+	tagName := strings.TrimPrefix(revisionTagRef(full, next).String(), tagPrefix)
+	tag, err := r.writeTag(tagName, commit, tagger, fmt.Sprintf("%s v%d, published by %s\n", p, next, tagger.Name))
+	if err != nil {
+		return Revision{}, err
+	}
+	err = r.push(ctx, []refUpdate{
+		{Name: r.branchRef(), Old: branchHead, New: commit},
+		{Name: revisionTagRef(full, next), New: tag},
+		{Name: src, Old: head},
+	})
+	if err != nil {
+		return Revision{}, err
+	}
+	return Revision{
+		Package: p, Workspace: ws, Revision: next, Lifecycle: porchv1alpha1.LifecyclePublished, Commit: commit.String(),
+		Latest: true, Trailers: trailers, PublishedBy: formatPerson(tagger), PublishedAt: tagger.When,
+	}, nil
+}
+
+func (r *Repository) nextRevisionLocked(full string) (int, error) {
+	highest := 0
+	prefix := tagPrefix + full + "/"
+	err := r.iterRefs(func(ref *plumbing.Reference) error {
+		if rest, ok := strings.CutPrefix(ref.Name().String(), prefix); ok {
+			if n, ok := parseRevisionSuffix(rest); ok {
+				highest = max(highest, n)
+			}
+		}
+		return nil
+	})
+	return highest + 1, err
+}
+
+// ProposeDeletion marks a published revision DeletionProposed.
+func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int) (Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	tag, err := r.ref(revisionTagRef(full, revision))
+	if err != nil {
+		return Revision{}, err
+	}
+	if tag.IsZero() {
+		return Revision{}, fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
+	}
+	meta, err := r.metaFor(tag)
+	if err != nil {
+		return Revision{}, err
+	}
+	ref := deletionProposedRef(full, revision)
+	current, err := r.ref(ref)
+	if err != nil {
+		return Revision{}, err
+	}
+	if current.IsZero() {
+		if err := r.push(ctx, []refUpdate{{Name: ref, New: meta.commit}}); err != nil {
+			return Revision{}, err
+		}
+	}
+	return r.findLocked(p, revision)
+}
+
+// RejectDeletion moves a DeletionProposed revision back to Published.
+func (r *Repository) RejectDeletion(ctx context.Context, p string, revision int) (Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := deletionProposedRef(joinPath(r.opts.Directory, p), revision)
+	current, err := r.ref(ref)
+	if err != nil {
+		return Revision{}, err
+	}
+	if !current.IsZero() {
+		if err := r.push(ctx, []refUpdate{{Name: ref, Old: current}}); err != nil {
+			return Revision{}, err
+		}
+	}
+	return r.findLocked(p, revision)
+}
+
+func (r *Repository) findLocked(p string, revision int) (Revision, error) {
+	revs, err := r.listLocked()
+	if err != nil {
+		return Revision{}, err
+	}
+	for _, rev := range revs {
+		if rev.Package == p && rev.Revision == revision {
+			return rev, nil
+		}
+	}
+	return Revision{}, fmt.Errorf("package %s revision v%d: %w", p, revision, ErrNotFound)
+}
+
+// Delete removes a revision from git. A draft or proposed revision loses its
+// branch (rev.Commit must still be its head). A published revision loses its
+// tag and deletion-proposed branch; deleting the latest published revision
+// also removes the package folder from the branch, so a deployment
+// repository stops deploying it. All in one atomic push.
+func (r *Repository) Delete(ctx context.Context, rev Revision) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, rev.Package)
+	switch rev.Lifecycle {
+	case porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed:
+		ref := draftRef(full, rev.Workspace)
+		if rev.Lifecycle == porchv1alpha1.LifecycleProposed {
+			ref = proposedRef(full, rev.Workspace)
+		}
+		current, err := r.ref(ref)
+		if err != nil {
+			return err
+		}
+		if current.IsZero() {
+			return fmt.Errorf("package %s workspace %s is not %s: %w", rev.Package, rev.Workspace, rev.Lifecycle, ErrNotFound)
+		}
+		if rev.Commit != "" && current.String() != rev.Commit {
+			return &ConflictError{Ref: ref.String(), Expected: rev.Commit, Actual: current.String()}
+		}
+		return r.push(ctx, []refUpdate{{Name: ref, Old: current}})
+	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
+		return r.deletePublishedLocked(ctx, rev, full)
+	default:
+		return fmt.Errorf("cannot delete a revision with lifecycle %q", rev.Lifecycle)
+	}
+}
+
+func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, full string) error {
+	tagRef := revisionTagRef(full, rev.Revision)
+	tag, err := r.ref(tagRef)
+	if err != nil {
+		return err
+	}
+	if tag.IsZero() {
+		return fmt.Errorf("package %s revision v%d: %w", rev.Package, rev.Revision, ErrNotFound)
+	}
+	updates := []refUpdate{{Name: tagRef, Old: tag}}
+	if dp, err := r.ref(deletionProposedRef(full, rev.Revision)); err != nil {
+		return err
+	} else if !dp.IsZero() {
+		updates = append(updates, refUpdate{Name: deletionProposedRef(full, rev.Revision), Old: dp})
+	}
+	next, err := r.nextRevisionLocked(full)
+	if err != nil {
+		return err
+	}
+	if rev.Revision == next-1 {
+		branchHead, err := r.ref(r.branchRef())
+		if err != nil {
+			return err
+		}
+		if !branchHead.IsZero() {
+			c, err := object.GetCommit(r.storer, branchHead)
+			if err != nil {
+				return err
+			}
+			tree, err := r.replaceSubtree(c.TreeHash, full, plumbing.ZeroHash)
+			if err != nil {
+				return err
+			}
+			if tree != c.TreeHash {
+				msg, err := formatMessage(fmt.Sprintf("Delete %s v%d", rev.Package, rev.Revision), Trailers{TrailerPackage: rev.Package, TrailerRevision: strconv.Itoa(rev.Revision)})
+				if err != nil {
+					return err
+				}
+				commit, err := r.writeCommit(tree, []plumbing.Hash{branchHead}, msg, r.signature(""))
+				if err != nil {
+					return err
+				}
+				updates = append(updates, refUpdate{Name: r.branchRef(), Old: branchHead, New: commit})
+			}
+		}
+	}
+	return r.push(ctx, updates)
+}
+
+// SetFloatingTag points the floating tag of a package (such as stable) at
+// a published revision, creating or moving it.
+func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) error {
+	if err := ValidateFloatingTag(tag); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	target, err := r.ref(revisionTagRef(full, revision))
+	if err != nil {
+		return err
+	}
+	if target.IsZero() {
+		return fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
+	}
+	meta, err := r.metaFor(target)
+	if err != nil {
+		return err
+	}
+	ref := floatingTagRef(full, tag)
+	current, err := r.ref(ref)
+	if err != nil {
+		return err
+	}
+	if current == meta.commit {
+		return nil
+	}
+	return r.push(ctx, []refUpdate{{Name: ref, Old: current, New: meta.commit}})
+}
+
+// ResolveFloatingTag returns the published revision a floating tag points
+// at.
+func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Revision, error) {
+	if err := ValidateFloatingTag(tag); err != nil {
+		return Revision{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	h, err := r.ref(floatingTagRef(full, tag))
+	if err != nil {
+		return Revision{}, err
+	}
+	if h.IsZero() {
+		return Revision{}, fmt.Errorf("package %s has no tag %q: %w", p, tag, ErrNotFound)
+	}
+	meta, err := r.metaFor(h)
+	if err != nil {
+		return Revision{}, err
+	}
+	revs, err := r.listLocked()
+	if err != nil {
+		return Revision{}, err
+	}
+	for _, rev := range revs {
+		if rev.Package == p && rev.Revision > 0 && rev.Commit == meta.commit.String() {
+			return rev, nil
+		}
+	}
+	return Revision{}, fmt.Errorf("tag %q of package %s points at %s, which is no published revision: %w", tag, p, short(meta.commit.String()), ErrNotFound)
+}

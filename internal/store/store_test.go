@@ -1,0 +1,417 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+func testPackage(name string, resources int) *pkg.Package {
+	files := map[string][]byte{
+		"Kptfile":   []byte(fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: %s\n", name)),
+		"README.md": []byte("# " + name + "\n"),
+	}
+	for i := 0; i < resources; i++ {
+		files[fmt.Sprintf("cm-%02d.yaml", i)] = []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  key: value-%d\n", i, i))
+	}
+	return pkg.New(files)
+}
+
+// newRemote creates an empty bare repository and returns its file:// URL
+// and path.
+func newRemote(t testing.TB) (string, string) {
+	dir := gitserver.InitBare(t, t.TempDir(), "repo.git")
+	return "file://" + dir, dir
+}
+
+func open(t testing.TB, opts Options) *Repository {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = filepath.Join(t.TempDir(), "cache")
+	}
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return r
+}
+
+func TestRepository_lifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true, Author: "Scion Test", Email: "scion@example.com"})
+
+	revs, err := r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(BeEmpty())
+
+	// Create a draft, then update it against the commit read.
+	draft, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws1", Contents: testPackage("app", 2), Trailers: Trailers{"Scion-Owner": "pv/default/app"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(draft.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+	edited := testPackage("app", 3)
+	draft2, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws1", Expected: draft.Commit, Contents: edited, Message: "add cm-02"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gitserver.Git(t, bare, "log", "--format=%s", "drafts/team/app/ws1")).To(HavePrefix("add cm-02\nUpdate draft team/app/ws1\nInitialize branch main"))
+
+	// Reading returns exactly the files written; trailers survive in git.
+	got, err := r.Read(ctx, draft2)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Equal(edited)).To(BeTrue())
+	rev, err := r.Get(ctx, "team/app", "ws1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev.Commit).To(Equal(draft2.Commit))
+	g.Expect(rev.Trailers).To(HaveKeyWithValue(TrailerWorkspace, "ws1"))
+
+	// A second draft in the same workspace is refused.
+	_, err = r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws1", Contents: edited})
+	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
+
+	// Propose, reject, propose again, publish.
+	p, err := r.Propose(ctx, "team/app", "ws1", draft2.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+	_, err = r.RejectProposal(ctx, "team/app", "ws1", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Propose(ctx, "team/app", "ws1", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	pub, err := r.Publish(ctx, "team/app", "ws1", "", "jane@example.com")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pub.Revision).To(Equal(1))
+	g.Expect(pub.PublishedBy).To(ContainSubstring("jane@example.com"))
+	g.Expect(gitserver.Git(t, bare, "show", "main:team/app/cm-02.yaml")).To(ContainSubstring("cm-2"))
+	g.Expect(gitserver.Git(t, bare, "cat-file", "-t", "team/app/v1")).To(Equal("tag"))
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "proposed/*", "drafts/*")).To(BeEmpty())
+	g.Expect(gitserver.Git(t, bare, "log", "--format=%s", "main")).To(ContainSubstring("add cm-02"), "the branch history keeps the draft's commits")
+
+	// A second revision of the same package becomes the latest.
+	d, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws2", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Propose(ctx, "team/app", "ws2", d.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	pub2, err := r.Publish(ctx, "team/app", "ws2", "", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pub2.Revision).To(Equal(2))
+	revs, err = r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs)).To(Equal([]string{"team/app v1 ws1 Published", "team/app v2 ws2 Published latest"}))
+
+	// A fresh cache sees the same revisions, with the metadata from git.
+	r2 := open(t, Options{URL: url})
+	revs2, err := r2.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs2)).To(Equal(summarize(revs)))
+	g.Expect(revs2[0].PublishedBy).To(Equal("jane@example.com <scion@example.com>"))
+	g.Expect(revs2[0].PublishedAt).NotTo(BeZero())
+
+	// Floating tags follow published revisions.
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 1)).To(Succeed())
+	st, err := r.ResolveFloatingTag(ctx, "team/app", "stable")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(1))
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 2)).To(Succeed())
+	g.Expect(r2.Fetch(ctx)).To(Succeed())
+	st, err = r2.ResolveFloatingTag(ctx, "team/app", "stable")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(2))
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "v3", 2)).To(MatchError(ContainSubstring("invalid floating tag")))
+
+	// Deletion: propose, reject, propose, delete the latest.
+	dp, err := r.ProposeDeletion(ctx, "team/app", 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(dp.Lifecycle).To(Equal(porchv1alpha1.LifecycleDeletionProposed))
+	back, err := r.RejectDeletion(ctx, "team/app", 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+	dp, err = r.ProposeDeletion(ctx, "team/app", 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Delete(ctx, dp)).To(Succeed())
+	revs, err = r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs)).To(Equal([]string{"team/app v1 ws1 Published latest"}))
+	g.Expect(gitserver.Git(t, bare, "ls-tree", "main", "team/")).To(BeEmpty(), "deleting the latest revision removes the package from the branch")
+
+	// Drafts are deleted against the commit read.
+	d3, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws3", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	stale := d3
+	stale.Commit = draft.Commit
+	g.Expect(errors.Is(r.Delete(ctx, stale), ErrConflict)).To(BeTrue())
+	g.Expect(r.Delete(ctx, d3)).To(Succeed())
+	_, err = r.Get(ctx, "team/app", "ws3", 0)
+	g.Expect(errors.Is(err, ErrNotFound)).To(BeTrue())
+}
+
+func summarize(revs []Revision) []string {
+	var out []string
+	for _, r := range revs {
+		s := fmt.Sprintf("%s v%d %s %s", r.Package, r.Revision, r.Workspace, r.Lifecycle)
+		if r.Latest {
+			s += " latest"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestRepository_concurrentDraftWriters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	a := open(t, Options{URL: url, CreateBranch: true})
+	b := open(t, Options{URL: url})
+
+	base, err := a.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.Fetch(ctx)).To(Succeed())
+
+	// Two controllers (separate caches) both read the same draft commit and
+	// write concurrently: exactly one wins.
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		results := make([]error, 2)
+		commits := make([]string, 2)
+		for i, r := range []*Repository{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rev, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: base.Commit, Contents: testPackage(fmt.Sprintf("writer-%d-%d", i, round), 2)})
+				results[i], commits[i] = err, rev.Commit
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for i, err := range results {
+			if err == nil {
+				wins++
+				base.Commit = commits[i]
+				continue
+			}
+			g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "the loser gets a conflict, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("refs/heads/drafts/app/ws"))
+		}
+		g.Expect(wins).To(Equal(1), "round %d: exactly one writer wins", round)
+		g.Expect(a.Fetch(ctx)).To(Succeed())
+		g.Expect(b.Fetch(ctx)).To(Succeed())
+		rev, err := a.Get(ctx, "app", "ws", 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rev.Commit).To(Equal(base.Commit), "the winner's commit is the head")
+	}
+}
+
+func TestRepository_concurrentPublish(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	const writers = 4
+	repos := make([]*Repository, writers)
+	repos[0] = open(t, Options{URL: url, CreateBranch: true})
+	for i := 1; i < writers; i++ {
+		repos[i] = open(t, Options{URL: url})
+	}
+	for i, r := range repos {
+		ws := fmt.Sprintf("ws%d", i)
+		d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: ws, Contents: testPackage(ws, 1)})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = r.Propose(ctx, "app", ws, d.Commit)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	var wg sync.WaitGroup
+	revisions := make([]int, writers)
+	errs := make([]error, writers)
+	for i, r := range repos {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rev, err := r.Publish(ctx, "app", fmt.Sprintf("ws%d", i), "", "")
+			revisions[i], errs[i] = rev.Revision, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(revisions).To(ConsistOf(1, 2, 3, 4), "every publish gets its own revision number")
+	// Nothing is lost: every revision tag holds its own workspace's content.
+	for i := range repos {
+		tag := fmt.Sprintf("app/v%d", revisions[i])
+		g.Expect(gitserver.Git(t, bare, "show", tag+":app/Kptfile")).To(ContainSubstring(fmt.Sprintf("name: ws%d", i)))
+		g.Expect(gitserver.Git(t, bare, "merge-base", "--is-ancestor", tag, "main")).To(BeEmpty())
+	}
+}
+
+func TestRepository_smartHTTP(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	gitserver.InitBare(t, root, "pkgs.git")
+	srv := gitserver.NewServer(t, root)
+	srv.Username, srv.Password = "scion", "s3cret-password"
+
+	t.Run("basic auth", func(t *testing.T) {
+		g := NewWithT(t)
+		r := open(t, Options{URL: srv.URLFor("pkgs.git"), CreateBranch: true, Credentials: Credentials{Username: "scion", Password: "s3cret-password"}})
+		d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 3)})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = r.Propose(ctx, "app", "ws", d.Commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		pub, err := r.Publish(ctx, "app", "ws", "", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pub.Revision).To(Equal(1))
+		files, err := r.Read(ctx, pub)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(files.Len()).To(Equal(5))
+	})
+
+	t.Run("wrong credentials", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Open(ctx, Options{URL: srv.URLFor("pkgs.git"), CacheDir: t.TempDir(), Credentials: Credentials{Username: "scion", Password: "wrong-password"}})
+		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("the remote refused the credentials (basic auth for scion)"))
+		g.Expect(err.Error()).To(ContainSubstring(srv.URLFor("pkgs.git")))
+		g.Expect(err.Error()).NotTo(ContainSubstring("wrong-password"))
+
+		_, err = Open(ctx, Options{URL: srv.URLFor("pkgs.git"), CacheDir: t.TempDir()})
+		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "no credentials: %v", err)
+	})
+
+	t.Run("bearer token", func(t *testing.T) {
+		g := NewWithT(t)
+		tokenRoot := t.TempDir()
+		gitserver.InitBare(t, tokenRoot, "t.git")
+		ts := gitserver.NewServer(t, tokenRoot)
+		ts.Token = "tok-123"
+		r := open(t, Options{URL: ts.URLFor("t.git"), CreateBranch: true, Credentials: Credentials{BearerToken: "tok-123"}})
+		_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = Open(ctx, Options{URL: ts.URLFor("t.git"), CacheDir: t.TempDir(), Credentials: Credentials{BearerToken: "nope"}})
+		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("(bearer token)"))
+	})
+
+	t.Run("missing repository", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Open(ctx, Options{URL: srv.URLFor("absent.git"), CacheDir: t.TempDir(), Credentials: Credentials{Username: "scion", Password: "s3cret-password"}})
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring("absent.git"))
+	})
+}
+
+func TestRepository_emptyAndMissingBranch(t *testing.T) {
+	ctx := context.Background()
+	t.Run("empty repository without createBranch", func(t *testing.T) {
+		g := NewWithT(t)
+		url, _ := newRemote(t)
+		_, err := Open(ctx, Options{URL: url, CacheDir: t.TempDir()})
+		g.Expect(errors.Is(err, ErrBranchNotFound)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring(`branch "main" does not exist`))
+		g.Expect(err.Error()).To(ContainSubstring("createBranch"))
+	})
+	t.Run("empty repository with createBranch", func(t *testing.T) {
+		g := NewWithT(t)
+		url, bare := newRemote(t)
+		r := open(t, Options{URL: url, CreateBranch: true})
+		g.Expect(gitserver.Git(t, bare, "log", "--format=%s", "main")).To(Equal("Initialize branch main"))
+		revs, err := r.List(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(revs).To(BeEmpty())
+	})
+	t.Run("missing branch in a non-empty repository", func(t *testing.T) {
+		g := NewWithT(t)
+		url, bare := newRemote(t)
+		open(t, Options{URL: url, CreateBranch: true})
+		_, err := Open(ctx, Options{URL: url, Branch: "deploy", CacheDir: t.TempDir()})
+		g.Expect(errors.Is(err, ErrBranchNotFound)).To(BeTrue(), "%v", err)
+		r := open(t, Options{URL: url, Branch: "deploy", CreateBranch: true})
+		g.Expect(r.Head()).To(Equal(gitserver.Git(t, bare, "rev-parse", "deploy")))
+	})
+	t.Run("missing repository on disk", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Open(ctx, Options{URL: "file://" + filepath.Join(t.TempDir(), "nope.git"), CacheDir: t.TempDir()})
+		g.Expect(errors.Is(err, ErrRepositoryNotFound)).To(BeTrue(), "%v", err)
+	})
+}
+
+func TestRepository_externalChangesAndDirectory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true, Directory: "deploy"})
+	_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gitserver.Git(t, bare, "ls-tree", "-r", "--name-only", "drafts/deploy/app/ws")).To(ContainSubstring("deploy/app/Kptfile"))
+
+	// Someone pushes a package with plain git: a draft outside the
+	// directory (ignored) and a published tag inside it.
+	work := t.TempDir()
+	gitserver.Git(t, work, "clone", "-q", bare, "w")
+	w := filepath.Join(work, "w")
+	for _, dir := range []string{"deploy/db", "other/x"} {
+		p := testPackage(filepath.Base(dir), 1)
+		g.Expect(p.WriteDir(filepath.Join(w, dir))).To(Succeed())
+	}
+	gitserver.Git(t, w, "add", "-A")
+	gitserver.Git(t, w, "commit", "-q", "-m", "add db")
+	gitserver.Git(t, w, "tag", "deploy/db/v1")
+	gitserver.Git(t, w, "push", "-q", "origin", "HEAD:main", "deploy/db/v1", "HEAD:refs/heads/drafts/other/x/ws")
+
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+	revs, err := r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs)).To(Equal([]string{"app v0 ws Draft", "db v1 v1 Published latest"}))
+	db, err := r.Read(ctx, revs[1])
+	g.Expect(err).NotTo(HaveOccurred())
+	kf, err := db.Kptfile()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kf.Metadata.Name).To(Equal("db"))
+
+	// A revision deleted outside Scion disappears after a fetch.
+	gitserver.Git(t, bare, "tag", "-d", "deploy/db/v1")
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+	revs, err = r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs)).To(Equal([]string{"app v0 ws Draft"}))
+
+	// Writes against a stale cache are refused, not merged blindly.
+	gitserver.Git(t, w, "push", "-q", "-f", "origin", "HEAD:refs/heads/drafts/deploy/app/ws")
+	_, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: revs[0].Commit, Contents: testPackage("app", 2)})
+	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("re-read and retry"))
+}
+
+func TestValidation(t *testing.T) {
+	g := NewWithT(t)
+	for _, p := range []string{"a", "team/app", "a-b_c.d/e"} {
+		g.Expect(ValidatePackagePath(p)).To(Succeed(), p)
+	}
+	for _, p := range []string{"", "/a", "a/", "a//b", "../a", "a/.git", ".hidden", "a b", "a:b", "x.lock", "a/./b"} {
+		g.Expect(ValidatePackagePath(p)).To(HaveOccurred(), p)
+	}
+	g.Expect(ValidateWorkspace("v1-draft")).To(Succeed())
+	g.Expect(ValidateWorkspace("Upper")).To(HaveOccurred())
+	g.Expect(ValidateWorkspace(strings.Repeat("a", 64))).To(HaveOccurred())
+}
+
+func TestTrailers(t *testing.T) {
+	g := NewWithT(t)
+	msg, err := formatMessage("Subject line", Trailers{"B-Key": "2", "A-Key": "1 with spaces"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(msg).To(Equal("Subject line\n\nA-Key: 1 with spaces\nB-Key: 2\n"))
+	g.Expect(parseTrailers(msg)).To(Equal(Trailers{"A-Key": "1 with spaces", "B-Key": "2"}))
+	g.Expect(parseTrailers("just a subject\n")).To(BeNil())
+	g.Expect(parseTrailers("subject\n\nbody text, not trailers\n")).To(BeNil())
+	_, err = formatMessage("s", Trailers{"bad key": "x"})
+	g.Expect(err).To(HaveOccurred())
+	_, err = formatMessage("s", Trailers{"K": "two\nlines"})
+	g.Expect(err).To(HaveOccurred())
+}

@@ -1,0 +1,95 @@
+// Package gitserver provides real git remotes for tests: bare repositories
+// on disk and a smart-HTTP server (git http-backend behind net/http/cgi)
+// with optional basic-auth or bearer-token checks.
+package gitserver
+
+import (
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// InitBare creates a bare repository named name under root and returns
+// its path. The repository accepts pushes over HTTP.
+func InitBare(t testing.TB, root, name string) string {
+	t.Helper()
+	dir := filepath.Join(root, name)
+	Git(t, "", "init", "-q", "--bare", "-b", "main", dir)
+	Git(t, dir, "config", "http.receivepack", "true")
+	return dir
+}
+
+// Git runs git in dir and returns its trimmed output; a failure fails the
+// test.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com",
+		"GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Server is a smart-HTTP git server over a folder of bare repositories.
+type Server struct {
+	*httptest.Server
+	// Username and Password, when set, are required as basic auth.
+	Username, Password string
+	// Token, when set, is required as a bearer token.
+	Token string
+}
+
+// NewServer serves the bare repositories under root at /<name>. Call
+// Close when done (t.Cleanup does it).
+func NewServer(t testing.TB, root string) *Server {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is required: %v", err)
+	}
+	s := &Server{}
+	backend := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		// http-backend enables receive-pack for authenticated users.
+		h := *backend
+		h.Env = append(append([]string{}, backend.Env...), "REMOTE_USER=scion")
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	switch {
+	case s.Token != "":
+		return r.Header.Get("Authorization") == "Bearer "+s.Token
+	case s.Username != "" || s.Password != "":
+		u, p, ok := r.BasicAuth()
+		return ok && u == s.Username && p == s.Password
+	default:
+		return true
+	}
+}
+
+// URLFor returns the URL of the repository named name.
+func (s *Server) URLFor(name string) string { return s.URL + "/" + name }
