@@ -16,19 +16,22 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
-// writeBlob stores data as a blob.
+// writeBlob stores data as a blob, unless the store already has it.
 func (r *Repository) writeBlob(data []byte) (plumbing.Hash, error) {
-	obj := r.storer.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	obj.SetType(plumbing.BlobObject)
-	w, err := obj.Writer()
-	if err != nil {
+	if _, err := obj.Write(data); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
+	return r.storeObject(obj)
+}
+
+// storeObject writes an encoded object unless the store already has it:
+// package writes mostly repeat existing files and folders.
+func (r *Repository) storeObject(obj *plumbing.MemoryObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if r.storer.HasEncodedObject(h) == nil {
+		return h, nil
 	}
 	return r.storer.SetEncodedObject(obj)
 }
@@ -44,11 +47,11 @@ func (r *Repository) writeTreeEntries(entries []object.TreeEntry) (plumbing.Hash
 	}
 	sort.Slice(entries, func(i, j int) bool { return sortKey(entries[i]) < sortKey(entries[j]) })
 	t := &object.Tree{Entries: entries}
-	obj := r.storer.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.storer.SetEncodedObject(obj)
+	return r.storeObject(obj)
 }
 
 // writePackageTree stores the files of a package as a tree.

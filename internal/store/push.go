@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
@@ -91,7 +90,7 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 	if allDelete {
 		close(done)
 	} else {
-		hashes, err := revlist.Objects(r.storer, news, haves)
+		hashes, err := r.objectsToPush(news, haves)
 		if err != nil {
 			return fmt.Errorf("computing objects to push: %w", err)
 		}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// BenchmarkWriteDraft measures draft updates of a 20-resource package, one
+// commit and one compare-and-swap push each.
+func BenchmarkWriteDraft(b *testing.B) {
+	ctx := context.Background()
+	url, _ := newRemote(b)
+	r := open(b, Options{URL: url, CreateBranch: true})
+	rev, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 20)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := testPackage("app", 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// Change one resource per commit, as a controller edit would.
+		if err := p.SetFile("cm-00.yaml", []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-0\ndata:\n  n: %q\n", fmt.Sprint(i)))); err != nil {
+			b.Fatal(err)
+		}
+		rev, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: rev.Commit, Contents: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// seedRevisions pushes packages*(published+1) revisions into the remote
+// behind r in a single push: per package, `published` tagged revisions and
+// one draft.
+func seedRevisions(b *testing.B, r *Repository, packages, published int) {
+	b.Helper()
+	ctx := context.Background()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.ref(r.branchRef())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var updates []refUpdate
+	for i := 0; i < packages; i++ {
+		name := fmt.Sprintf("pkg-%04d", i)
+		sub, err := r.writePackageTree(testPackage(name, 3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tree, err := r.replaceSubtree(plumbing.ZeroHash, name, sub)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n := 1; n <= published; n++ {
+			msg, _ := formatMessage("Publish", Trailers{TrailerPackage: name, TrailerWorkspace: fmt.Sprintf("ws%d", n), TrailerRevision: fmt.Sprint(n)})
+			c, err := r.writeCommit(tree, []plumbing.Hash{head}, msg, r.signature(""))
+			if err != nil {
+				b.Fatal(err)
+			}
+			tag, err := r.writeTag(fmt.Sprintf("%s/v%d", name, n), c, r.signature("publisher"), "published\n")
+			if err != nil {
+				b.Fatal(err)
+			}
+			updates = append(updates, refUpdate{Name: revisionTagRef(name, n), New: tag})
+		}
+		msg, _ := formatMessage("Draft", Trailers{TrailerPackage: name, TrailerWorkspace: "draft"})
+		c, err := r.writeCommit(tree, []plumbing.Hash{head}, msg, r.signature(""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		updates = append(updates, refUpdate{Name: draftRef(name, "draft"), New: c})
+	}
+	if err := r.push(ctx, updates); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkList1000 lists a repository of 1,000 package revisions (250
+// packages with 3 published revisions and a draft each) from a warm cache.
+func BenchmarkList1000(b *testing.B) {
+	ctx := context.Background()
+	url, _ := newRemote(b)
+	r := open(b, Options{URL: url, CreateBranch: true})
+	seedRevisions(b, r, 250, 3)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		revs, err := r.List(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(revs) != 1000 {
+			b.Fatalf("listed %d revisions, want 1000", len(revs))
+		}
+	}
+}
+
+// BenchmarkOpenList1000 opens a fresh cache of the same repository (a full
+// fetch) and lists it: the cost of a controller's first sync.
+func BenchmarkOpenList1000(b *testing.B) {
+	ctx := context.Background()
+	url, _ := newRemote(b)
+	seedRevisions(b, open(b, Options{URL: url, CreateBranch: true}), 250, 3)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Open(ctx, Options{URL: url, CacheDir: filepath.Join(dir, fmt.Sprint(i))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		revs, err := r.List(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(revs) != 1000 {
+			b.Fatalf("listed %d revisions, want 1000", len(revs))
+		}
+	}
+}
