@@ -518,14 +518,7 @@ func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, p)
-	tag, err := r.ref(revisionTagRef(full, revision))
-	if err != nil {
-		return Revision{}, err
-	}
-	if tag.IsZero() {
-		return Revision{}, fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
-	}
-	meta, err := r.metaFor(tag)
+	commit, err := r.publishedCommitLocked(p, revision)
 	if err != nil {
 		return Revision{}, err
 	}
@@ -535,7 +528,7 @@ func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int
 		return Revision{}, err
 	}
 	if current.IsZero() {
-		if err := r.push(ctx, []refUpdate{{Name: ref, New: meta.commit}}); err != nil {
+		if err := r.push(ctx, []refUpdate{{Name: ref, New: commit}}); err != nil {
 			return Revision{}, err
 		}
 	}
@@ -662,27 +655,35 @@ func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	full := joinPath(r.opts.Directory, p)
-	target, err := r.ref(revisionTagRef(full, revision))
+	commit, err := r.publishedCommitLocked(p, revision)
 	if err != nil {
 		return err
 	}
-	if target.IsZero() {
-		return fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
-	}
-	meta, err := r.metaFor(target)
-	if err != nil {
-		return err
-	}
-	ref := floatingTagRef(full, tag)
+	ref := floatingTagRef(joinPath(r.opts.Directory, p), tag)
 	current, err := r.ref(ref)
 	if err != nil {
 		return err
 	}
-	if current == meta.commit {
+	if current == commit {
 		return nil
 	}
-	return r.push(ctx, []refUpdate{{Name: ref, Old: current, New: meta.commit}})
+	return r.push(ctx, []refUpdate{{Name: ref, Old: current, New: commit}})
+}
+
+// publishedCommitLocked returns the commit of a published revision.
+func (r *Repository) publishedCommitLocked(p string, revision int) (plumbing.Hash, error) {
+	tag, err := r.ref(revisionTagRef(joinPath(r.opts.Directory, p), revision))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if tag.IsZero() {
+		return plumbing.ZeroHash, fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
+	}
+	meta, err := r.metaFor(tag)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return meta.commit, nil
 }
 
 // ResolveFloatingTag returns the published revision a floating tag points

@@ -1,0 +1,178 @@
+package crd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
+)
+
+var k8sClient client.Client
+
+func TestMain(m *testing.M) {
+	env, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	k8sClient = env.Client
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-" + rand.String(6)}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// fixture reads a YAML fixture and returns it with the expected message
+// from its "# expect: " first line.
+func fixture(t *testing.T, path string) (*unstructured.Unstructured, string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := ""
+	if first, _, ok := strings.Cut(string(data), "\n"); ok {
+		expect, _ = strings.CutPrefix(first, "# expect: ")
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return u, expect
+}
+
+func TestCRDs_validObjectsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for _, tc := range []struct {
+		file  string
+		typed client.Object
+		check func(g Gomega, obj client.Object)
+	}{
+		{"repository.yaml", &configv1alpha1.Repository{}, func(g Gomega, obj client.Object) {
+			r := obj.(*configv1alpha1.Repository)
+			g.Expect(r.Spec.Type).To(Equal(configv1alpha1.GitRepositoryType), "type defaults to git")
+			g.Expect(r.Spec.Git.Branch).To(Equal("main"), "branch defaults to main")
+			g.Expect(r.Spec.Git.SecretRef.Name).To(Equal("git-credentials"))
+			g.Expect(r.Spec.Sync.Period.Duration.String()).To(Equal("5m0s"))
+		}},
+		{"packagerevision.yaml", &porchv1alpha1.PackageRevision{}, func(g Gomega, obj client.Object) {
+			pr := obj.(*porchv1alpha1.PackageRevision)
+			g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "lifecycle defaults to Draft")
+			g.Expect(pr.Spec.Tasks[0].Clone.UpstreamRef.Name).To(Equal("catalog.base-ns.v3"))
+		}},
+		{"packagevariant.yaml", &configv1alpha1.PackageVariant{}, func(g Gomega, obj client.Object) {
+			pv := obj.(*configv1alpha1.PackageVariant)
+			g.Expect(pv.Spec.AdoptionPolicy).To(Equal(configv1alpha1.AdoptionPolicyAdoptNone))
+			g.Expect(pv.Spec.DeletionPolicy).To(Equal(configv1alpha1.DeletionPolicyDelete))
+			g.Expect(pv.Spec.Pipeline.Mutators[0].ConfigMap).To(HaveKeyWithValue("namespace", "my-ns"))
+			g.Expect(*pv.Spec.Injectors[0].Kind).To(Equal("ServiceEndpoints"))
+		}},
+		{"packagevariantset.yaml", &configv1alpha2.PackageVariantSet{}, func(g Gomega, obj client.Object) {
+			pvs := obj.(*configv1alpha2.PackageVariantSet)
+			g.Expect(pvs.Spec.Upstream.Tag).To(Equal("stable"))
+			g.Expect(pvs.Spec.Targets).To(HaveLen(3))
+			g.Expect(pvs.Spec.Targets[1].RepositorySelector.MatchLabels).To(HaveKeyWithValue("region", "uswest1"))
+			g.Expect(pvs.Spec.Targets[1].RepositorySelector.PackageNames).To(Equal([]string{"foo-a"}))
+			g.Expect(pvs.Spec.Targets[1].Template.Pipeline.Mutators[0].ConfigMapExprs[0].Key).To(HaveValue(Equal("namespace")))
+			g.Expect(pvs.Spec.Targets[2].ObjectSelector.Kind).To(Equal("Team"))
+			g.Expect(pvs.Spec.Targets[2].ObjectSelector.MatchLabels).To(HaveKeyWithValue("org", "hr"))
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			g := NewWithT(t)
+			u, _ := fixture(t, filepath.Join("testdata", "valid", tc.file))
+			u.SetNamespace(ns)
+			g.Expect(k8sClient.Create(ctx, u)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), tc.typed)).To(Succeed())
+			tc.check(g, tc.typed)
+
+			// The status subresource is writable on its own.
+			g.Expect(k8sClient.Status().Patch(ctx, tc.typed, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"observedGeneration":1}}`)))).To(Succeed())
+			back := &unstructured.Unstructured{}
+			back.SetGroupVersionKind(u.GroupVersionKind())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), back)).To(Succeed())
+			g.Expect(back.Object["status"]).To(HaveKeyWithValue("observedGeneration", BeEquivalentTo(1)))
+		})
+	}
+}
+
+func TestCRDs_invalidObjectsRejected(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid fixtures: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := NewWithT(t)
+			u, expect := fixture(t, file)
+			g.Expect(expect).NotTo(BeEmpty(), "the fixture names the expected message on its first line")
+			u.SetNamespace(ns)
+			err := k8sClient.Create(ctx, u)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(expect))
+			g.Expect(err.Error()).To(ContainSubstring(u.GetName()), "the error names the object")
+		})
+	}
+}
+
+func TestPackageRevision_updateRules(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "r.app.ws", Namespace: ns},
+		Spec:       porchv1alpha1.PackageRevisionSpec{PackageName: "app", Repository: "r", WorkspaceName: "ws"},
+	}
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+
+	patch := func(body string) error {
+		return k8sClient.Patch(ctx, pr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(body)))
+	}
+	for _, tc := range []struct{ patch, message string }{
+		{`{"spec":{"packageName":"other"}}`, "packageName is immutable"},
+		{`{"spec":{"repository":"other"}}`, "repository is immutable"},
+		{`{"spec":{"workspaceName":"other"}}`, "workspaceName is immutable"},
+	} {
+		err := patch(tc.patch)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", tc.patch, err)
+		g.Expect(err.Error()).To(ContainSubstring(tc.message))
+	}
+	g.Expect(patch(`{"spec":{"lifecycle":"Proposed"}}`)).To(Succeed())
+	g.Expect(patch(`{"spec":{"lifecycle":"Published","revision":1}}`)).To(Succeed())
+	err := patch(`{"spec":{"lifecycle":"Draft"}}`)
+	g.Expect(err).To(MatchError(ContainSubstring("a Published revision can only move to DeletionProposed")))
+	err = patch(`{"spec":{"revision":2}}`)
+	g.Expect(err).To(MatchError(ContainSubstring("revision is immutable once set")))
+	g.Expect(patch(`{"spec":{"lifecycle":"DeletionProposed"}}`)).To(Succeed())
+	g.Expect(patch(`{"spec":{"lifecycle":"Published"}}`)).To(Succeed())
+}
