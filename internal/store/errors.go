@@ -43,11 +43,16 @@ func (e *ConflictError) Error() string {
 		}
 		return short(h)
 	}
-	msg := fmt.Sprintf("conflict: %s changed concurrently (expected %s", e.Ref, show(e.Expected))
-	if e.Actual != "" || e.Detail == "" {
-		msg += ", found " + show(e.Actual)
+	msg := "conflict: " + e.Ref + " changed concurrently"
+	// Actual is known when the advertisement showed it; a rejection by the
+	// server (Detail) may leave it unknown.
+	actualKnown := e.Actual != "" || e.Detail == ""
+	switch {
+	case actualKnown:
+		msg += fmt.Sprintf(" (expected %s, found %s)", show(e.Expected), show(e.Actual))
+	case e.Expected != "":
+		msg += fmt.Sprintf(" (expected %s)", show(e.Expected))
 	}
-	msg += ")"
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}

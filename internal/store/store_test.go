@@ -415,3 +415,21 @@ func TestTrailers(t *testing.T) {
 	_, err = formatMessage("s", Trailers{"K": "two\nlines"})
 	g.Expect(err).To(HaveOccurred())
 }
+
+func TestConflictError(t *testing.T) {
+	g := NewWithT(t)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	for _, tc := range []struct {
+		err  ConflictError
+		want string
+	}{
+		{ConflictError{Ref: "refs/heads/x", Expected: a, Actual: b}, "conflict: refs/heads/x changed concurrently (expected aaaaaaaaaaaa, found bbbbbbbbbbbb); re-read and retry"},
+		{ConflictError{Ref: "refs/heads/x", Actual: b}, "conflict: refs/heads/x changed concurrently (expected absent, found bbbbbbbbbbbb); re-read and retry"},
+		{ConflictError{Ref: "refs/heads/x", Expected: a}, "conflict: refs/heads/x changed concurrently (expected aaaaaaaaaaaa, found absent); re-read and retry"},
+		{ConflictError{Ref: "refs/heads/x", Expected: a, Detail: "failed to lock"}, "conflict: refs/heads/x changed concurrently (expected aaaaaaaaaaaa): failed to lock; re-read and retry"},
+		{ConflictError{Ref: "refs/heads/x, refs/tags/y", Detail: "atomic transaction failed"}, "conflict: refs/heads/x, refs/tags/y changed concurrently: atomic transaction failed; re-read and retry"},
+	} {
+		g.Expect(tc.err.Error()).To(Equal(tc.want))
+		g.Expect(errors.Is(&tc.err, ErrConflict)).To(BeTrue())
+	}
+}
