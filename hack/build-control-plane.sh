@@ -14,15 +14,36 @@ STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/bin/k8s}"
 work="$root/bin/.build"
-mkdir -p "$out" "$work"
+# Finished binaries are also kept in a per-machine cache, so a fresh clone
+# on the same machine (as CI is) copies them instead of building again.
+cache="${SCION_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scion}/control-plane"
+mkdir -p "$out" "$work" "$cache"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
 step() { printf '==> %s\n' "$*"; }
 fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# built NAME VERSION: true when bin/k8s/NAME exists and was built at VERSION.
-built() { [[ -x "$out/$1" && -f "$out/.$1.version" && "$(cat "$out/.$1.version")" == "$2" ]]; }
-stamp() { echo "$2" >"$out/.$1.version"; }
+# built NAME VERSION: true when OUTDIR/NAME exists and was built at VERSION,
+# copying it from the machine cache when only the cache has it.
+built() {
+  local name="$1" version="$2"
+  if [[ -x "$out/$name" && -f "$out/.$name.version" && "$(cat "$out/.$name.version")" == "$version" ]]; then
+    [[ -x "$cache/$version/$name" ]] || stamp "$name" "$version"
+    return 0
+  fi
+  if [[ -x "$cache/$version/$name" ]]; then
+    cp "$cache/$version/$name" "$out/$name.tmp" && mv "$out/$name.tmp" "$out/$name"
+    echo "$version" >"$out/.$name.version"
+    return 0
+  fi
+  return 1
+}
+# stamp NAME VERSION records a fresh build in OUTDIR and in the cache.
+stamp() {
+  echo "$2" >"$out/.$1.version"
+  mkdir -p "$cache/$2"
+  cp "$out/$1" "$cache/$2/$1.tmp" && mv "$cache/$2/$1.tmp" "$cache/$2/$1"
+}
 
 # --- etcd ------------------------------------------------------------------
 if built etcd "$ETCD_VERSION"; then
@@ -35,9 +56,13 @@ else
   cat >"$ed/main.go" <<'GO'
 package main
 
-import "go.etcd.io/etcd/server/v3/etcdmain"
+import (
+	"os"
 
-func main() { etcdmain.Main(nil) }
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
 GO
   (cd "$ed" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>&1 | grep -v '^go: downloading' || true)
   (cd "$ed" && go mod tidy >/dev/null 2>&1 && go build -trimpath -o "$out/etcd" .) || fail "building etcd $ETCD_VERSION failed (log above)"
