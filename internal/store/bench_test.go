@@ -43,10 +43,7 @@ func seedRevisions(b *testing.B, r *Repository, packages, published int) {
 	ctx := context.Background()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	head, err := r.ref(r.branchRef())
-	if err != nil {
-		b.Fatal(err)
-	}
+	head := r.ref(r.branchRef())
 	var updates []refUpdate
 	for i := 0; i < packages; i++ {
 		name := fmt.Sprintf("pkg-%04d", i)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -72,6 +71,9 @@ type Repository struct {
 	repo   *git.Repository
 	storer *filesystem.Storage
 	meta   map[plumbing.Hash]revisionMeta // by ref value; objects never change
+	// refs mirrors the local refs in memory: reloaded after every fetch
+	// and updated with every push, so reads never walk the ref files.
+	refs map[plumbing.ReferenceName]plumbing.Hash
 }
 
 // Open opens (or creates) the local cache of a remote repository and
@@ -117,7 +119,7 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 	if err := r.fetchLocked(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := r.storer.Reference(r.branchRef()); errors.Is(err, plumbing.ErrReferenceNotFound) {
+	if _, ok := r.refs[r.branchRef()]; !ok {
 		if !opts.CreateBranch {
 			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, redact(opts.URL), ErrBranchNotFound)
 		}
@@ -188,13 +190,35 @@ func (r *Repository) fetchLocked(ctx context.Context) error {
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-		return nil
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		// An empty remote has no refs: drop any we mirrored before.
-		return r.clearLocalRefs()
+		if err := r.clearLocalRefs(); err != nil {
+			return err
+		}
 	default:
 		return r.remoteError("fetching", err)
 	}
+	return r.loadRefsLocked()
+}
+
+// loadRefsLocked reads the local refs into memory.
+func (r *Repository) loadRefsLocked() error {
+	iter, err := r.storer.IterReferences()
+	if err != nil {
+		return fmt.Errorf("reading refs of the cache: %w", err)
+	}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+			refs[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading refs of the cache: %w", err)
+	}
+	r.refs = refs
+	return nil
 }
 
 func (r *Repository) clearLocalRefs() error {
@@ -235,15 +259,9 @@ func (r *Repository) createBranchLocked(ctx context.Context) error {
 	return nil
 }
 
-func (r *Repository) ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
-	ref, err := r.storer.Reference(name)
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return plumbing.ZeroHash, nil
-	}
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return ref.Hash(), nil
+// ref returns the local value of a ref, zero when it does not exist.
+func (r *Repository) ref(name plumbing.ReferenceName) plumbing.Hash {
+	return r.refs[name]
 }
 
 func (r *Repository) setLocalRef(name plumbing.ReferenceName, h plumbing.Hash) error {
@@ -251,23 +269,25 @@ func (r *Repository) setLocalRef(name plumbing.ReferenceName, h plumbing.Hash) e
 		if err := r.storer.RemoveReference(name); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
 			return fmt.Errorf("updating local ref %s: %w", name, err)
 		}
+		delete(r.refs, name)
 		return nil
 	}
 	if err := r.storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
 		return fmt.Errorf("updating local ref %s: %w", name, err)
 	}
+	r.refs[name] = h
 	return nil
 }
 
+// iterRefs calls fn for every local branch and tag.
 func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
-	iter, err := r.storer.IterReferences()
-	if err != nil {
-		return err
+	for name, h := range r.refs {
+		if err := fn(plumbing.NewHashReference(name, h)); err != nil {
+			return err
+		}
 	}
-	return iter.ForEach(fn)
+	return nil
 }
-
-var _ storer.ReferenceStorer = (*filesystem.Storage)(nil)
 
 // remoteError turns transport errors into the package's typed errors with
 // a message naming the repository (never the credentials).

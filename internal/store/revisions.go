@@ -50,7 +50,7 @@ type revisionMeta struct {
 func (r *Repository) Head() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, _ := r.ref(r.branchRef())
+	h := r.ref(r.branchRef())
 	return hashString(h)
 }
 
@@ -271,10 +271,7 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, w.Package)
 	ref := draftRef(full, w.Workspace)
-	current, err := r.ref(ref)
-	if err != nil {
-		return Revision{}, err
-	}
+	current := r.ref(ref)
 	var base plumbing.Hash
 	if w.Expected == "" {
 		if !current.IsZero() {
@@ -283,9 +280,7 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 		if err := r.checkWorkspaceFreeLocked(w.Package, w.Workspace); err != nil {
 			return Revision{}, err
 		}
-		if base, err = r.ref(r.branchRef()); err != nil {
-			return Revision{}, err
-		}
+		base = r.ref(r.branchRef())
 	} else {
 		base = plumbing.NewHash(w.Expected)
 		if current != base {
@@ -365,10 +360,7 @@ func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, fro
 		porchv1alpha1.LifecycleProposed: proposedRef(full, ws),
 	}
 	src, dst := refs[from], refs[to]
-	head, err := r.ref(src)
-	if err != nil {
-		return Revision{}, err
-	}
+	head := r.ref(src)
 	if head.IsZero() {
 		return Revision{}, fmt.Errorf("package %s workspace %s is not %s: %w", p, ws, from, ErrNotFound)
 	}
@@ -406,10 +398,7 @@ func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy s
 				return Revision{}, err
 			}
 		}
-		head, err := r.ref(src)
-		if err != nil {
-			return Revision{}, err
-		}
+		head := r.ref(src)
 		if head.IsZero() {
 			return Revision{}, fmt.Errorf("package %s workspace %s is not Proposed: %w", p, ws, ErrNotFound)
 		}
@@ -432,10 +421,7 @@ func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy s
 }
 
 func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src plumbing.ReferenceName, head plumbing.Hash, publishedBy string) (Revision, error) {
-	branchHead, err := r.ref(r.branchRef())
-	if err != nil {
-		return Revision{}, err
-	}
+	branchHead := r.ref(r.branchRef())
 	next, err := r.nextRevisionLocked(full)
 	if err != nil {
 		return Revision{}, err
@@ -523,10 +509,7 @@ func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int
 		return Revision{}, err
 	}
 	ref := deletionProposedRef(full, revision)
-	current, err := r.ref(ref)
-	if err != nil {
-		return Revision{}, err
-	}
+	current := r.ref(ref)
 	if current.IsZero() {
 		if err := r.push(ctx, []refUpdate{{Name: ref, New: commit}}); err != nil {
 			return Revision{}, err
@@ -540,10 +523,7 @@ func (r *Repository) RejectDeletion(ctx context.Context, p string, revision int)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ref := deletionProposedRef(joinPath(r.opts.Directory, p), revision)
-	current, err := r.ref(ref)
-	if err != nil {
-		return Revision{}, err
-	}
+	current := r.ref(ref)
 	if !current.IsZero() {
 		if err := r.push(ctx, []refUpdate{{Name: ref, Old: current}}); err != nil {
 			return Revision{}, err
@@ -580,10 +560,7 @@ func (r *Repository) Delete(ctx context.Context, rev Revision) error {
 		if rev.Lifecycle == porchv1alpha1.LifecycleProposed {
 			ref = proposedRef(full, rev.Workspace)
 		}
-		current, err := r.ref(ref)
-		if err != nil {
-			return err
-		}
+		current := r.ref(ref)
 		if current.IsZero() {
 			return fmt.Errorf("package %s workspace %s is not %s: %w", rev.Package, rev.Workspace, rev.Lifecycle, ErrNotFound)
 		}
@@ -600,17 +577,12 @@ func (r *Repository) Delete(ctx context.Context, rev Revision) error {
 
 func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, full string) error {
 	tagRef := revisionTagRef(full, rev.Revision)
-	tag, err := r.ref(tagRef)
-	if err != nil {
-		return err
-	}
+	tag := r.ref(tagRef)
 	if tag.IsZero() {
 		return fmt.Errorf("package %s revision v%d: %w", rev.Package, rev.Revision, ErrNotFound)
 	}
 	updates := []refUpdate{{Name: tagRef, Old: tag}}
-	if dp, err := r.ref(deletionProposedRef(full, rev.Revision)); err != nil {
-		return err
-	} else if !dp.IsZero() {
+	if dp := r.ref(deletionProposedRef(full, rev.Revision)); !dp.IsZero() {
 		updates = append(updates, refUpdate{Name: deletionProposedRef(full, rev.Revision), Old: dp})
 	}
 	next, err := r.nextRevisionLocked(full)
@@ -618,10 +590,7 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 		return err
 	}
 	if rev.Revision == next-1 {
-		branchHead, err := r.ref(r.branchRef())
-		if err != nil {
-			return err
-		}
+		branchHead := r.ref(r.branchRef())
 		if !branchHead.IsZero() {
 			c, err := object.GetCommit(r.storer, branchHead)
 			if err != nil {
@@ -660,10 +629,7 @@ func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision
 		return err
 	}
 	ref := floatingTagRef(joinPath(r.opts.Directory, p), tag)
-	current, err := r.ref(ref)
-	if err != nil {
-		return err
-	}
+	current := r.ref(ref)
 	if current == commit {
 		return nil
 	}
@@ -672,10 +638,7 @@ func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision
 
 // publishedCommitLocked returns the commit of a published revision.
 func (r *Repository) publishedCommitLocked(p string, revision int) (plumbing.Hash, error) {
-	tag, err := r.ref(revisionTagRef(joinPath(r.opts.Directory, p), revision))
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
+	tag := r.ref(revisionTagRef(joinPath(r.opts.Directory, p), revision))
 	if tag.IsZero() {
 		return plumbing.ZeroHash, fmt.Errorf("package %s revision v%d is not published: %w", p, revision, ErrNotFound)
 	}
@@ -695,10 +658,7 @@ func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Rev
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, p)
-	h, err := r.ref(floatingTagRef(full, tag))
-	if err != nil {
-		return Revision{}, err
-	}
+	h := r.ref(floatingTagRef(full, tag))
 	if h.IsZero() {
 		return Revision{}, fmt.Errorf("package %s has no tag %q: %w", p, tag, ErrNotFound)
 	}
