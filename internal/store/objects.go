@@ -142,9 +142,6 @@ func (r *Repository) replaceSubtree(root plumbing.Hash, p string, sub plumbing.H
 	if !newHash.IsZero() && newHash != emptyTreeHash {
 		entries = append(entries, object.TreeEntry{Name: head, Mode: filemode.Dir, Hash: newHash})
 	}
-	if len(entries) == 0 && !nested && sub.IsZero() && root.IsZero() {
-		return emptyTreeHash, r.ensureEmptyTree()
-	}
 	return r.writeTreeEntries(entries)
 }
 
