@@ -76,3 +76,15 @@ func TestParse_errors(t *testing.T) {
 	_, err = Parse([]byte("apiVersion: kpt.dev/v1\nkind: Kptfile\npipeline: [\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("parsing Kptfile")))
 }
+
+func TestMarshal_fieldOrder(t *testing.T) {
+	g := NewWithT(t)
+	kf := New("app")
+	kf.Upstream = &kptfilev1.Upstream{Type: kptfilev1.GitOrigin, Git: &kptfilev1.Git{Repo: "file:///r", Ref: "app/v1"}, UpdateStrategy: kptfilev1.ResourceMerge}
+	out, err := Marshal(kf)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(out)).To(Equal("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\nupstream:\n  type: git\n  git:\n    repo: file:///r\n    ref: app/v1\n  updateStrategy: resource-merge\n"))
+	back, err := Parse(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back).To(Equal(kf))
+}

@@ -167,3 +167,43 @@ func defaultFileName(n *yaml.RNode) string {
 	name := strings.ToLower(n.GetKind()) + "_" + n.GetName() + ".yaml"
 	return strings.NewReplacer("/", "_", ":", "_").Replace(name)
 }
+
+// ResourceFiles returns the set of files that hold KRM resources (the files
+// Resources reads). Other files, the Kptfiles included, are plain files.
+func (p *Package) ResourceFiles() map[string]bool {
+	out := map[string]bool{}
+	for name, data := range p.files {
+		if !IsResourceFile(name) {
+			continue
+		}
+		if _, ok, err := parseResources(name, data); err == nil && ok {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// Subpackages returns the folders (relative to the root) that hold a
+// Kptfile of their own, sorted; the root is not included.
+func (p *Package) Subpackages() []string {
+	var out []string
+	for _, name := range p.Paths() {
+		if strings.HasSuffix(name, "/Kptfile") {
+			out = append(out, strings.TrimSuffix(name, "/Kptfile"))
+		}
+	}
+	return out
+}
+
+// OwningPackage returns the folder of the (sub)package a file belongs to:
+// the deepest folder holding a Kptfile above it, "" for the root.
+func (p *Package) OwningPackage(file string) string {
+	dir := path.Dir(file)
+	for dir != "." && dir != "/" {
+		if _, ok := p.files[dir+"/Kptfile"]; ok {
+			return dir
+		}
+		dir = path.Dir(dir)
+	}
+	return ""
+}

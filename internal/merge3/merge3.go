@@ -72,15 +72,15 @@ func (w *walker) merge(local, orig, upd *yaml.Node, path []string) (*yaml.Node, 
 	if SameData(orig, upd) {
 		return local, nil // no upstream change
 	}
-	if isNull(upd) {
-		return nil, nil
+	if isNull(upd) || (upd == nil && local != nil) {
+		return nil, nil // removed upstream: removed, even if changed locally
 	}
-	if local == nil || SameData(local, orig) {
-		return Copy(upd), nil // no local change (or local removed it)
+	if local == nil {
+		return Copy(upd), nil // added upstream, or removed locally and changed upstream
 	}
-	if upd == nil {
-		return nil, nil // removed upstream, changed locally: upstream wins
-	}
+	// Recurse into maps and keyed lists even when local did not change
+	// them, so that only the leaves upstream changed are replaced and local
+	// comments and formatting stay.
 	switch {
 	case local.Kind == yaml.MappingNode && upd.Kind == yaml.MappingNode && (orig == nil || orig.Kind == yaml.MappingNode):
 		return w.mergeMap(local, orig, upd, path)
@@ -89,7 +89,8 @@ func (w *walker) merge(local, orig, upd *yaml.Node, path []string) (*yaml.Node, 
 			return w.mergeList(local, orig, upd, key, path)
 		}
 	}
-	// Scalars, lists without a key, or a change of kind: upstream wins.
+	// Scalars, lists without a key, or a change of kind: upstream's value,
+	// whether or not local changed it, with local's comments.
 	out := Copy(upd)
 	keepComments(out, local)
 	return out, nil

@@ -1,0 +1,456 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/kptfile"
+	"github.com/scion-dev/scion/internal/merge3"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+// Change is what an update or render did to one resource or file.
+type Change struct {
+	// Action is one of added, updated, deleted, kept (a local edit or
+	// deletion that was preserved).
+	Action string
+	// Resource names a KRM resource; File names a plain file.
+	Resource string
+	File     string
+}
+
+func (c Change) String() string {
+	what := c.Resource
+	if what == "" {
+		what = "file " + c.File
+	}
+	return c.Action + " " + what
+}
+
+// Change actions.
+const (
+	Added   = "added"
+	Updated = "updated"
+	Deleted = "deleted"
+	Kept    = "kept"
+)
+
+// Update brings local, which was derived from origin, up to date with
+// updated, using strategy (the Kptfile's updateStrategy when empty,
+// resource-merge when that is empty too). newOrigin is recorded as the
+// Kptfile's upstream ref and lock. local is not modified.
+func Update(local, origin, updated *pkg.Package, newOrigin Origin, strategy kptfilev1.UpdateStrategy) (*pkg.Package, []Change, error) {
+	lkf, err := local.Kptfile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("update: local package: %w", err)
+	}
+	if strategy == "" && lkf.Upstream != nil {
+		strategy = lkf.Upstream.UpdateStrategy
+	}
+	if strategy == "" {
+		strategy = kptfilev1.ResourceMerge
+	}
+	var (
+		out     *pkg.Package
+		changes []Change
+	)
+	switch strategy {
+	case kptfilev1.ResourceMerge:
+		out, changes, err = resourceMerge(local, origin, updated)
+	case kptfilev1.FastForward:
+		out, changes, err = fastForward(local, origin, updated)
+	case kptfilev1.ForceDeleteReplace:
+		out, changes, err = replaceWith(local, updated, false)
+	case kptfilev1.CopyMerge:
+		out, changes, err = replaceWith(local, updated, true)
+	default:
+		return nil, nil, fmt.Errorf("update: unknown strategy %q (want resource-merge, fast-forward, force-delete-replace or copy-merge)", strategy)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("update (%s): %w", strategy, err)
+	}
+	err = out.EditKptfile(func(kf *kptfilev1.KptFile) error {
+		kf.Metadata.Name = lkf.Metadata.Name
+		up := newOrigin.upstream(strategy)
+		if lkf.Upstream != nil && lkf.Upstream.UpdateStrategy != "" {
+			up.UpdateStrategy = lkf.Upstream.UpdateStrategy
+		}
+		kf.Upstream = up
+		kf.UpstreamLock = newOrigin.lock()
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("update: %w", err)
+	}
+	return out, changes, nil
+}
+
+// version is one side of an update: its resources by identity and its
+// plain files.
+type version struct {
+	pkg       *pkg.Package
+	order     []ResID
+	resources map[ResID]*yaml.RNode
+	placement map[ResID]placement
+	files     map[string][]byte // plain files, Kptfiles included
+}
+
+func readVersion(p *pkg.Package, useComments bool) (*version, error) {
+	v := &version{pkg: p, resources: map[ResID]*yaml.RNode{}, placement: map[ResID]placement{}, files: map[string][]byte{}}
+	if p == nil {
+		return v, nil
+	}
+	nodes, err := p.Resources()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		pl, err := stripReaderAnnotations(n)
+		if err != nil {
+			return nil, err
+		}
+		id := resID(p.OwningPackage(pl.path), n, useComments)
+		if _, dup := v.resources[id]; dup {
+			return nil, fmt.Errorf("resource %s appears twice", id)
+		}
+		v.order = append(v.order, id)
+		v.resources[id] = n
+		v.placement[id] = pl
+	}
+	krm := p.ResourceFiles()
+	for _, name := range p.Paths() {
+		if !krm[name] {
+			data, _ := p.File(name)
+			v.files[name] = data
+		}
+	}
+	return v, nil
+}
+
+// sameResource compares two resources, ignoring comments and formatting.
+func sameResource(a, b *yaml.RNode) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return merge3.SameData(a.YNode(), b.YNode())
+}
+
+func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change, error) {
+	l, err := readVersion(local, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local package: %w", err)
+	}
+	o, err := readVersion(origin, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("origin package: %w", err)
+	}
+	u, err := readVersion(updated, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("updated package: %w", err)
+	}
+	var (
+		result  []*yaml.RNode
+		changes []Change
+	)
+	emit := func(n *yaml.RNode, pl placement) error {
+		if err := place(n, pl); err != nil {
+			return err
+		}
+		result = append(result, n)
+		return nil
+	}
+	for _, id := range l.order {
+		ln, on, un := l.resources[id], o.resources[id], u.resources[id]
+		switch {
+		case on == nil && un == nil: // local only
+		case on == nil: // added on both sides
+			if !sameResource(ln, un) {
+				return nil, nil, fmt.Errorf("resource %s was added both upstream and locally with different content; remove one of them and update again", id)
+			}
+		case un == nil: // deleted upstream
+			if sameResource(ln, on) {
+				changes = append(changes, Change{Action: Deleted, Resource: id.String()})
+				continue
+			}
+			changes = append(changes, Change{Action: Kept, Resource: id.String() + " (deleted upstream, edited locally)"})
+		default:
+			before := ln.Copy()
+			merged, err := merge3.Merge(ln, on, un, merge3.Options{})
+			if err != nil {
+				return nil, nil, fmt.Errorf("merging %s: %w", id, err)
+			}
+			if merged == nil {
+				changes = append(changes, Change{Action: Deleted, Resource: id.String()})
+				continue
+			}
+			ln = merged
+			if !sameResource(before, merged) {
+				changes = append(changes, Change{Action: Updated, Resource: id.String()})
+			}
+		}
+		if err := emit(ln, l.placement[id]); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, id := range u.order {
+		if _, ok := l.resources[id]; ok {
+			continue
+		}
+		if _, inOrigin := o.resources[id]; inOrigin {
+			changes = append(changes, Change{Action: Kept, Resource: id.String() + " (deleted locally)"})
+			continue
+		}
+		n := u.resources[id].Copy()
+		setKptMergeComment(n)
+		if err := emit(n, u.placement[id]); err != nil {
+			return nil, nil, err
+		}
+		changes = append(changes, Change{Action: Added, Resource: id.String()})
+	}
+
+	out := local.DeepCopy()
+	fileChanges, err := mergeFiles(out, l.files, o.files, u.files)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := out.SetResources(result); err != nil {
+		return nil, nil, err
+	}
+	return out, append(changes, fileChanges...), nil
+}
+
+// mergeFiles applies the upstream change of plain files: a file edited
+// locally is kept, the others follow upstream. Kptfiles are merged field by
+// field.
+func mergeFiles(out *pkg.Package, l, o, u map[string][]byte) ([]Change, error) {
+	names := map[string]bool{}
+	for _, m := range []map[string][]byte{l, o, u} {
+		for name := range m {
+			names[name] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for name := range names {
+		sorted = append(sorted, name)
+	}
+	sort.Strings(sorted)
+	var changes []Change
+	for _, name := range sorted {
+		ld, lok := l[name]
+		od, ook := o[name]
+		ud, uok := u[name]
+		if isKptfile(name) && lok && ook && uok {
+			merged, err := mergeKptfile(ld, od, ud)
+			if err != nil {
+				return nil, fmt.Errorf("merging %s: %w", name, err)
+			}
+			if !bytes.Equal(merged, ld) {
+				changes = append(changes, Change{Action: Updated, File: name})
+			}
+			if err := out.SetFile(name, merged); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		localUnchanged := lok == ook && bytes.Equal(ld, od)
+		switch {
+		case ook && uok && bytes.Equal(od, ud): // no upstream change
+		case !localUnchanged:
+			if ook || uok {
+				changes = append(changes, Change{Action: Kept, File: name + " (edited locally)"})
+			}
+		case !uok:
+			out.DeleteFile(name)
+			changes = append(changes, Change{Action: Deleted, File: name})
+		default:
+			if err := out.SetFile(name, ud); err != nil {
+				return nil, err
+			}
+			action := Updated
+			if !lok {
+				action = Added
+			}
+			changes = append(changes, Change{Action: action, File: name})
+		}
+	}
+	return changes, nil
+}
+
+func isKptfile(name string) bool {
+	return name == kptfilev1.KptFileName || strings.HasSuffix(name, "/"+kptfilev1.KptFileName)
+}
+
+// mergeKptfile merges Kptfiles field by field; lists merge by their keys
+// (functions by name, readiness gates by condition type, conditions by
+// type).
+func mergeKptfile(l, o, u []byte) ([]byte, error) {
+	parse := func(b []byte) (*yaml.RNode, error) { return yaml.Parse(string(b)) }
+	ln, err := parse(l)
+	if err != nil {
+		return nil, err
+	}
+	on, err := parse(o)
+	if err != nil {
+		return nil, err
+	}
+	un, err := parse(u)
+	if err != nil {
+		return nil, err
+	}
+	// The upstream's own upstream is not ours: Update sets ours afterwards.
+	for _, n := range []*yaml.RNode{on, un} {
+		for _, f := range []string{"upstream", "upstreamLock"} {
+			if _, err := n.Pipe(yaml.Clear(f)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	before := ln.MustString()
+	merged, err := merge3.Merge(ln, on, un, merge3.Options{ListKeys: kptfile.ListKeys})
+	if err != nil {
+		return nil, err
+	}
+	s, err := merged.String()
+	if err != nil {
+		return nil, err
+	}
+	if s == before {
+		return l, nil
+	}
+	return []byte(s), nil
+}
+
+// fastForward takes updated as it is, when local has no changes of its own
+// relative to origin (the package context and the Kptfile's name and
+// upstream aside).
+func fastForward(local, origin, updated *pkg.Package) (*pkg.Package, []Change, error) {
+	l, err := readVersion(local, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local package: %w", err)
+	}
+	o, err := readVersion(origin, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("origin package: %w", err)
+	}
+	var diffs []string
+	for _, id := range l.order {
+		if IsPackageContext(l.resources[id]) {
+			continue
+		}
+		if !sameResource(l.resources[id], o.resources[id]) {
+			diffs = append(diffs, id.String())
+		}
+	}
+	for _, id := range o.order {
+		if _, ok := l.resources[id]; !ok {
+			diffs = append(diffs, id.String()+" (deleted)")
+		}
+	}
+	for name := range union(l.files, o.files) {
+		if isKptfile(name) {
+			continue
+		}
+		if !bytes.Equal(l.files[name], o.files[name]) {
+			diffs = append(diffs, "file "+name)
+		}
+	}
+	if len(diffs) > 0 {
+		sort.Strings(diffs)
+		return nil, nil, fmt.Errorf("the local package has changes of its own, which fast-forward does not merge: %s", strings.Join(diffs, ", "))
+	}
+	return replaceWith(local, updated, false)
+}
+
+// replaceWith takes updated's content: force-delete-replace drops local
+// changes (keepLocal false); copy-merge keeps local-only resources and
+// files (keepLocal true). Both keep the local package context and Kptfile
+// identity.
+func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []Change, error) {
+	l, err := readVersion(local, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local package: %w", err)
+	}
+	u, err := readVersion(updated, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("updated package: %w", err)
+	}
+	out := pkg.New(nil)
+	var (
+		result  []*yaml.RNode
+		changes []Change
+	)
+	for _, id := range u.order {
+		n := u.resources[id].Copy()
+		setKptMergeComment(n)
+		if err := place(n, u.placement[id]); err != nil {
+			return nil, nil, err
+		}
+		result = append(result, n)
+		switch ln := l.resources[id]; {
+		case ln == nil:
+			changes = append(changes, Change{Action: Added, Resource: id.String()})
+		case !sameResource(ln, u.resources[id]):
+			changes = append(changes, Change{Action: Updated, Resource: id.String()})
+		}
+	}
+	for _, id := range l.order {
+		if _, ok := u.resources[id]; ok {
+			continue
+		}
+		if keepLocal || IsPackageContext(l.resources[id]) {
+			if err := place(l.resources[id], l.placement[id]); err != nil {
+				return nil, nil, err
+			}
+			result = append(result, l.resources[id])
+			continue
+		}
+		changes = append(changes, Change{Action: Deleted, Resource: id.String()})
+	}
+	for name, data := range u.files {
+		if err := out.SetFile(name, data); err != nil {
+			return nil, nil, err
+		}
+		if isKptfile(name) {
+			continue
+		}
+		switch ld, ok := l.files[name]; {
+		case !ok:
+			changes = append(changes, Change{Action: Added, File: name})
+		case !bytes.Equal(ld, data):
+			changes = append(changes, Change{Action: Updated, File: name})
+		}
+	}
+	for name, data := range l.files {
+		_, upstream := u.files[name]
+		if isKptfile(name) && upstream {
+			continue
+		}
+		if keepLocal && !upstream {
+			if err := out.SetFile(name, data); err != nil {
+				return nil, nil, err
+			}
+		} else if !upstream {
+			changes = append(changes, Change{Action: Deleted, File: name})
+		}
+	}
+	if err := out.SetResources(result); err != nil {
+		return nil, nil, err
+	}
+	return out, changes, nil
+}
+
+func union(a, b map[string][]byte) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden expected/ folders")
+
+var testOrigin = Origin{Repo: "file:///catalog.git", Directory: "app", Ref: "app/v2", Commit: "2222222222222222222222222222222222222222"}
+
+func readPkg(t *testing.T, dir string) *pkg.Package {
+	t.Helper()
+	p, err := pkg.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readOptional(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestUpdate runs every case of testdata/update: <case>/{origin,updated,
+// local} in, <case>/expected out (byte for byte), or the message of
+// <case>/error.
+func TestUpdate(t *testing.T) {
+	cases, err := filepath.Glob("testdata/update/*")
+	if err != nil || len(cases) < 25 {
+		t.Fatalf("want at least 25 update cases, found %d (%v)", len(cases), err)
+	}
+	for _, dir := range cases {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			g := NewWithT(t)
+			local := readPkg(t, filepath.Join(dir, "local"))
+			before := local.DeepCopy()
+			out, changes, err := Update(local, readPkg(t, filepath.Join(dir, "origin")), readPkg(t, filepath.Join(dir, "updated")), testOrigin, kptfilev1.UpdateStrategy(readOptional(dir, "strategy")))
+			g.Expect(local.Equal(before)).To(BeTrue(), "the local package is not modified")
+			if want := readOptional(dir, "error"); want != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(want)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			expectedDir := filepath.Join(dir, "expected")
+			if *update {
+				g.Expect(os.RemoveAll(expectedDir)).To(Succeed())
+				g.Expect(out.WriteDir(expectedDir)).To(Succeed())
+				var lines []string
+				for _, c := range changes {
+					lines = append(lines, c.String())
+				}
+				sort.Strings(lines)
+				g.Expect(os.WriteFile(filepath.Join(dir, "changes"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)).To(Succeed())
+			}
+			expected := readPkg(t, expectedDir)
+			for name := range union(out.Files(), expected.Files()) {
+				got, _ := out.File(name)
+				want, ok := expected.File(name)
+				g.Expect(ok).To(BeTrue(), "unexpected file %s:\n%s", name, got)
+				g.Expect(string(got)).To(Equal(string(want)), "file %s", name)
+			}
+			var lines []string
+			for _, c := range changes {
+				lines = append(lines, c.String())
+			}
+			sort.Strings(lines)
+			g.Expect(strings.Join(lines, "\n") + "\n").To(Equal(readOptional(dir, "changes") + "\n"))
+		})
+	}
+}
