@@ -123,4 +123,3 @@ func TestUpdate_concurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
-

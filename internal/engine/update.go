@@ -132,6 +132,21 @@ func readVersion(p *pkg.Package, useComments bool) (*version, error) {
 	return v, nil
 }
 
+// readSides reads the versions of an update; a nil package reads as
+// empty.
+func readSides(local, origin, updated *pkg.Package) (l, o, u *version, err error) {
+	if l, err = readVersion(local, true); err != nil {
+		return nil, nil, nil, fmt.Errorf("local package: %w", err)
+	}
+	if o, err = readVersion(origin, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("origin package: %w", err)
+	}
+	if u, err = readVersion(updated, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("updated package: %w", err)
+	}
+	return l, o, u, nil
+}
+
 // sameResource compares two resources, ignoring comments and formatting.
 func sameResource(a, b *yaml.RNode) bool {
 	if a == nil || b == nil {
@@ -141,17 +156,9 @@ func sameResource(a, b *yaml.RNode) bool {
 }
 
 func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change, error) {
-	l, err := readVersion(local, true)
+	l, o, u, err := readSides(local, origin, updated)
 	if err != nil {
-		return nil, nil, fmt.Errorf("local package: %w", err)
-	}
-	o, err := readVersion(origin, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("origin package: %w", err)
-	}
-	u, err := readVersion(updated, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("updated package: %w", err)
+		return nil, nil, err
 	}
 	var (
 		result  []*yaml.RNode
@@ -329,13 +336,9 @@ func mergeKptfile(l, o, u []byte) ([]byte, error) {
 // relative to origin (the package context and the Kptfile's name and
 // upstream aside).
 func fastForward(local, origin, updated *pkg.Package) (*pkg.Package, []Change, error) {
-	l, err := readVersion(local, true)
+	l, o, _, err := readSides(local, origin, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("local package: %w", err)
-	}
-	o, err := readVersion(origin, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("origin package: %w", err)
+		return nil, nil, err
 	}
 	var diffs []string
 	for _, id := range l.order {
@@ -371,13 +374,9 @@ func fastForward(local, origin, updated *pkg.Package) (*pkg.Package, []Change, e
 // files (keepLocal true). Both keep the local package context and Kptfile
 // identity.
 func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []Change, error) {
-	l, err := readVersion(local, true)
+	l, _, u, err := readSides(local, nil, updated)
 	if err != nil {
-		return nil, nil, fmt.Errorf("local package: %w", err)
-	}
-	u, err := readVersion(updated, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("updated package: %w", err)
+		return nil, nil, err
 	}
 	out := pkg.New(nil)
 	var (

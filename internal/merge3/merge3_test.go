@@ -73,7 +73,7 @@ func TestMerge(t *testing.T) {
 			want: "a: 0\n",
 		},
 		{
-			name: "associative list merged by name",
+			name:     "associative list merged by name",
 			original: "containers:\n- name: app\n  image: app:1\n- name: sidecar\n  image: s:1\n",
 			updated:  "containers:\n- name: app\n  image: app:2\n- name: sidecar\n  image: s:1\n- name: new\n  image: n:1\n",
 			local:    "containers:\n- name: sidecar\n  image: s:1\n  args: [x]\n- name: app\n  image: app:1\n- name: mine\n  image: m:1\n",
