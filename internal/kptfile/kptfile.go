@@ -99,3 +99,18 @@ var ListKeys = map[string][]string{
 	"info.emails":         nil,
 	"info.keywords":       nil,
 }
+
+// SetCondition adds or replaces (by type) a condition in the Kptfile's
+// status.
+func SetCondition(kf *kptfilev1.KptFile, c kptfilev1.Condition) {
+	if kf.Status == nil {
+		kf.Status = &kptfilev1.Status{}
+	}
+	for i := range kf.Status.Conditions {
+		if kf.Status.Conditions[i].Type == c.Type {
+			kf.Status.Conditions[i] = c
+			return
+		}
+	}
+	kf.Status.Conditions = append(kf.Status.Conditions, c)
+}

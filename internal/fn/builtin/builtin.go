@@ -1,0 +1,75 @@
+// Package builtin implements the KRM functions Scion runs in process, by
+// the names of the kpt function catalog: set-namespace, set-labels,
+// set-annotations, set-image, apply-replacements, apply-setters,
+// search-replace, starlark, ensure-name-substring, upsert-resource, and
+// remove-resources (which deletes the resources its selectors pick).
+package builtin
+
+import (
+	"fmt"
+	"sort"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/fn"
+)
+
+// Functions returns the builtin functions by name. The map is new on each
+// call; the functions hold no state.
+func Functions() map[string]fn.Function {
+	return map[string]fn.Function{
+		"set-namespace":         fn.FunctionFunc(setNamespace),
+		"set-labels":            fn.FunctionFunc(setLabels),
+		"set-annotations":       fn.FunctionFunc(setAnnotations),
+		"set-image":             fn.FunctionFunc(setImage),
+		"apply-replacements":    fn.FunctionFunc(applyReplacements),
+		"apply-setters":         fn.FunctionFunc(applySetters),
+		"search-replace":        fn.FunctionFunc(searchReplace),
+		"starlark":              fn.FunctionFunc(starlarkRun),
+		"ensure-name-substring": fn.FunctionFunc(ensureNameSubstring),
+		"upsert-resource":       fn.FunctionFunc(upsertResource),
+		"remove-resources":      fn.FunctionFunc(removeResources),
+	}
+}
+
+// Names lists the builtin function names, sorted.
+func Names() []string {
+	var out []string
+	for name := range Functions() {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewRuntime returns a function runtime that knows the builtins.
+func NewRuntime() *fn.Runtime {
+	return &fn.Runtime{Builtins: Functions()}
+}
+
+// configData returns the data map of a ConfigMap-like functionConfig.
+func configData(config *yaml.RNode) map[string]string {
+	if config == nil {
+		return map[string]string{}
+	}
+	return config.GetDataMap()
+}
+
+// fail records an error result and returns it as an error.
+func fail(rl *framework.ResourceList, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	rl.Results = append(rl.Results, &framework.Result{Message: msg, Severity: framework.Error})
+	return fmt.Errorf("%s", msg)
+}
+
+func info(rl *framework.ResourceList, format string, args ...any) {
+	rl.Results = append(rl.Results, &framework.Result{Message: fmt.Sprintf(format, args...), Severity: framework.Info})
+}
+
+// isLocalConfig reports whether a resource is local configuration, never
+// applied to a cluster.
+func isLocalConfig(n *yaml.RNode) bool {
+	return n.GetAnnotations()["config.kubernetes.io/local-config"] == "true"
+}
+

@@ -1,0 +1,105 @@
+package builtin
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// searchReplace finds scalar fields by value (by-value), by regular
+// expression (by-value-regex) and/or by path (by-path, dot-separated, '*'
+// matching any one field, '**' any number of fields), and replaces their
+// value with put-value. In put-value, ${1}, ${2}... refer to the groups of
+// by-value-regex.
+func searchReplace(_ context.Context, rl *framework.ResourceList) error {
+	d := configData(rl.FunctionConfig)
+	byValue, byRegex, byPath, put := d["by-value"], d["by-value-regex"], d["by-path"], d["put-value"]
+	if byValue == "" && byRegex == "" && byPath == "" {
+		return fail(rl, "search-replace: one of data.by-value, data.by-value-regex and data.by-path is required")
+	}
+	_, hasPut := d["put-value"]
+	var re *regexp.Regexp
+	if byRegex != "" {
+		var err error
+		if re, err = regexp.Compile("^(?:" + byRegex + ")$"); err != nil {
+			return fail(rl, "search-replace: data.by-value-regex: %v", err)
+		}
+	}
+	var pathParts []string
+	if byPath != "" {
+		pathParts = strings.Split(byPath, ".")
+	}
+	count := 0
+	for _, n := range rl.Items {
+		visitScalars(n.YNode(), nil, func(p []string, v *yaml.Node) {
+			if byValue != "" && v.Value != byValue {
+				return
+			}
+			if re != nil && !re.MatchString(v.Value) {
+				return
+			}
+			if pathParts != nil && !matchPath(pathParts, p) {
+				return
+			}
+			count++
+			if !hasPut {
+				return
+			}
+			newValue := put
+			if re != nil {
+				newValue = re.ReplaceAllString(v.Value, put)
+			}
+			v.Value = newValue
+			v.Tag = resolvedTag(newValue)
+			v.Style = 0
+		})
+	}
+	verb := "matched"
+	if hasPut {
+		verb = "replaced"
+	}
+	info(rl, "search-replace: %s %d fields", verb, count)
+	return nil
+}
+
+func visitScalars(n *yaml.Node, path []string, fn func(path []string, v *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			visitScalars(c, path, fn)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			visitScalars(n.Content[i+1], append(append([]string{}, path...), n.Content[i].Value), fn)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			visitScalars(c, path, fn)
+		}
+	case yaml.ScalarNode:
+		fn(path, n)
+	}
+}
+
+// matchPath matches a field path against a pattern with '*' (one field)
+// and '**' (any number of fields).
+func matchPath(pattern, path []string) bool {
+	if len(pattern) == 0 {
+		return len(path) == 0
+	}
+	if pattern[0] == "**" {
+		for i := 0; i <= len(path); i++ {
+			if matchPath(pattern[1:], path[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(path) == 0 || (pattern[0] != "*" && pattern[0] != path[0]) {
+		return false
+	}
+	return matchPath(pattern[1:], path[1:])
+}

@@ -1,0 +1,143 @@
+package fn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// maxStderr bounds the stderr kept from a function.
+const maxStderr = 8 << 10
+
+// Exec runs a local executable speaking ResourceList on stdin and stdout.
+type Exec struct {
+	Path    string
+	Args    []string
+	Timeout time.Duration
+}
+
+// Run runs the executable.
+func (e *Exec) Run(ctx context.Context, rl *framework.ResourceList) error {
+	return runProcess(ctx, e.Timeout, e.Path, e.Args, rl)
+}
+
+// StderrError is returned when a function process fails; it carries what
+// the process wrote to stderr.
+type StderrError struct {
+	Err      error
+	ExitCode int
+	Stderr   string
+}
+
+func (e *StderrError) Error() string {
+	msg := e.Err.Error()
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+func (e *StderrError) Unwrap() error { return e.Err }
+
+func runProcess(ctx context.Context, timeout time.Duration, name string, args []string, rl *framework.ResourceList) error {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	in, err := encodeResourceList(rl)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &limitedWriter{buf: &stderr, max: maxStderr}
+	cmd.WaitDelay = time.Second
+	runErr := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return &StderrError{Err: fmt.Errorf("timed out after %s", timeout), ExitCode: -1, Stderr: stderr.String()}
+	}
+	// Results of a failing function are still worth reading.
+	out, decodeErr := decodeResourceList(stdout.Bytes())
+	if runErr != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) {
+			code = ee.ExitCode()
+		}
+		if decodeErr == nil {
+			rl.Results = append(rl.Results, out.Results...)
+		}
+		return &StderrError{Err: runErr, ExitCode: code, Stderr: stderr.String()}
+	}
+	if decodeErr != nil {
+		return &StderrError{Err: fmt.Errorf("reading its output: %w", decodeErr), Stderr: stderr.String()}
+	}
+	rl.Items = out.Items
+	rl.Results = append(rl.Results, out.Results...)
+	return nil
+}
+
+type limitedWriter struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		if len(p) > room {
+			w.buf.Write(p[:room])
+		} else {
+			w.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func encodeResourceList(rl *framework.ResourceList) ([]byte, error) {
+	var buf bytes.Buffer
+	w := kio.ByteWriter{Writer: &buf, KeepReaderAnnotations: true, WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind, FunctionConfig: rl.FunctionConfig}
+	if err := w.Write(rl.Items); err != nil {
+		return nil, fmt.Errorf("encoding the ResourceList: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeResourceList(data []byte) (*framework.ResourceList, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("the function wrote nothing to stdout")
+	}
+	r := &kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}
+	items, err := r.Read()
+	if err != nil {
+		return nil, err
+	}
+	if r.WrappingKind != kio.ResourceListKind {
+		return nil, fmt.Errorf("the function wrote a %q, not a ResourceList", r.WrappingKind)
+	}
+	out := &framework.ResourceList{Items: items}
+	if r.Results != nil {
+		if err := decodeResults(r.Results, &out.Results); err != nil {
+			return nil, fmt.Errorf("reading results: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func decodeResults(n *yaml.RNode, into *framework.Results) error {
+	s, err := n.String()
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal([]byte(s), into)
+}

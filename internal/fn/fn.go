@@ -1,0 +1,110 @@
+// Package fn runs KRM functions, following the KRM Functions
+// Specification: a function takes a ResourceList (items and a
+// functionConfig) and returns one with the items changed and results
+// added. Three runtimes are chosen by the pipeline entry: builtin
+// functions (matched by image name, whatever the registry and tag), local
+// executables (exec) and containers (docker, podman or nerdctl).
+package fn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+)
+
+// Function runs on a ResourceList in place.
+type Function interface {
+	Run(ctx context.Context, rl *framework.ResourceList) error
+}
+
+// FunctionFunc adapts a plain function to Function.
+type FunctionFunc func(ctx context.Context, rl *framework.ResourceList) error
+
+// Run calls f.
+func (f FunctionFunc) Run(ctx context.Context, rl *framework.ResourceList) error { return f(ctx, rl) }
+
+// Runtime resolves pipeline entries to functions. The zero value knows no
+// builtins and runs exec and container functions with DefaultTimeout.
+type Runtime struct {
+	// Builtins are the builtin functions by name (see BuiltinName).
+	Builtins map[string]Function
+	// Timeout bounds exec and container functions; DefaultTimeout when 0.
+	Timeout time.Duration
+	// DisableExec refuses exec functions (for packages from untrusted
+	// sources).
+	DisableExec bool
+	// ContainerRuntimes are the container CLIs tried in order; docker,
+	// podman and nerdctl when empty.
+	ContainerRuntimes []string
+}
+
+// DefaultTimeout bounds an exec or container function.
+const DefaultTimeout = time.Minute
+
+// ErrNoContainerRuntime is matched when a container function cannot run
+// because no container CLI is installed.
+var ErrNoContainerRuntime = errors.New("no container runtime")
+
+// BuiltinName returns the name a function image is matched to builtins by:
+// the last path element without tag or digest, so
+// "gcr.io/kpt-fn/set-namespace:v0.4" and
+// "ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest" both give
+// "set-namespace".
+func BuiltinName(image string) string {
+	name := path.Base(image)
+	if i := strings.IndexAny(name, ":@"); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// Describe names a pipeline function for messages: its name, with the image
+// or executable.
+func Describe(f kptfilev1.Function) string {
+	what := f.Image
+	if what == "" {
+		what = f.Exec
+	}
+	if f.Name != "" {
+		return fmt.Sprintf("%q (%s)", f.Name, what)
+	}
+	return fmt.Sprintf("%q", what)
+}
+
+// Resolve returns the function for a pipeline entry: a builtin when the
+// image's name matches one, an exec function for exec, a container
+// otherwise.
+func (r *Runtime) Resolve(f kptfilev1.Function) (Function, error) {
+	switch {
+	case f.Exec != "":
+		if r.DisableExec {
+			return nil, fmt.Errorf("function %s: exec functions are disabled", Describe(f))
+		}
+		return &Exec{Path: f.Exec, Timeout: r.timeout()}, nil
+	case f.Image != "":
+		if b, ok := r.Builtins[BuiltinName(f.Image)]; ok {
+			return b, nil
+		}
+		rt, err := r.containerRuntime()
+		if err != nil {
+			return nil, fmt.Errorf("function %s: image %s is not a builtin and %w", Describe(f), f.Image, err)
+		}
+		return &Container{Runtime: rt, Image: f.Image, Timeout: r.timeout()}, nil
+	default:
+		return nil, fmt.Errorf("function %s: one of image and exec is required", Describe(f))
+	}
+}
+
+func (r *Runtime) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultTimeout
+}

@@ -1,0 +1,133 @@
+package fn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+)
+
+var fnprog string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fnprog")
+	if err != nil {
+		panic(err)
+	}
+	fnprog = filepath.Join(dir, "fnprog")
+	if out, err := exec.Command("go", "build", "-o", fnprog, "./testdata/fnprog").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the test function: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func resourceList(mode string) *framework.ResourceList {
+	cfg := yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n")
+	_ = cfg.LoadMapIntoConfigMapData(map[string]string{"mode": mode})
+	return &framework.ResourceList{
+		Items:          []*yaml.RNode{yaml.MustParse("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n")},
+		FunctionConfig: cfg,
+	}
+}
+
+func TestExec(t *testing.T) {
+	ctx := context.Background()
+	t.Run("success", func(t *testing.T) {
+		g := NewWithT(t)
+		rl := resourceList("label")
+		g.Expect((&Exec{Path: fnprog}).Run(ctx, rl)).To(Succeed())
+		g.Expect(rl.Items).To(HaveLen(1))
+		g.Expect(rl.Items[0].GetLabels()).To(HaveKeyWithValue("touched-by", "fnprog"))
+	})
+	t.Run("failure keeps stderr and exit code", func(t *testing.T) {
+		g := NewWithT(t)
+		err := (&Exec{Path: fnprog}).Run(ctx, resourceList("crash"))
+		var se *StderrError
+		g.Expect(errors.As(err, &se)).To(BeTrue(), "%v", err)
+		g.Expect(se.ExitCode).To(Equal(3))
+		g.Expect(se.Stderr).To(ContainSubstring("fnprog: something broke"))
+		g.Expect(err.Error()).To(ContainSubstring("something broke"))
+	})
+	t.Run("error results are returned", func(t *testing.T) {
+		g := NewWithT(t)
+		rl := resourceList("result-error")
+		// The process exits 0; the error is in the results, which render
+		// checks.
+		g.Expect((&Exec{Path: fnprog}).Run(ctx, rl)).To(Succeed())
+		g.Expect(rl.Results).To(HaveLen(1))
+		g.Expect(rl.Results[0].Message).To(Equal("replicas must be at least 2"))
+		g.Expect(rl.Results[0].Severity).To(Equal(framework.Error))
+	})
+	t.Run("timeout", func(t *testing.T) {
+		g := NewWithT(t)
+		err := (&Exec{Path: fnprog, Timeout: 300 * time.Millisecond}).Run(ctx, resourceList("sleep"))
+		g.Expect(err).To(MatchError(ContainSubstring("timed out after 300ms")))
+	})
+	t.Run("output that is not a ResourceList", func(t *testing.T) {
+		g := NewWithT(t)
+		err := (&Exec{Path: fnprog}).Run(ctx, resourceList("garbage"))
+		g.Expect(err).To(MatchError(ContainSubstring("reading its output")))
+	})
+	t.Run("missing executable", func(t *testing.T) {
+		g := NewWithT(t)
+		err := (&Exec{Path: "/nonexistent/fn"}).Run(ctx, resourceList("label"))
+		g.Expect(err).To(MatchError(ContainSubstring("/nonexistent/fn")))
+	})
+}
+
+func TestResolve(t *testing.T) {
+	g := NewWithT(t)
+	builtin := FunctionFunc(func(context.Context, *framework.ResourceList) error { return nil })
+	rt := &Runtime{Builtins: map[string]Function{"set-namespace": builtin}, ContainerRuntimes: []string{"no-such-runtime-cli"}}
+	for _, image := range []string{"set-namespace", "gcr.io/kpt-fn/set-namespace:v0.4", "ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest", "localhost:5000/fns/set-namespace@sha256:0123"} {
+		f, err := rt.Resolve(kptfilev1.Function{Image: image})
+		g.Expect(err).NotTo(HaveOccurred(), image)
+		_, isBuiltin := f.(FunctionFunc)
+		g.Expect(isBuiltin).To(BeTrue(), image)
+	}
+	f, err := rt.Resolve(kptfilev1.Function{Exec: fnprog})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f).To(BeAssignableToTypeOf(&Exec{}))
+
+	_, err = rt.Resolve(kptfilev1.Function{Image: "gcr.io/example/custom-fn:v1", Name: "custom"})
+	g.Expect(errors.Is(err, ErrNoContainerRuntime)).To(BeTrue())
+	g.Expect(err.Error()).To(Equal(`function "custom" (gcr.io/example/custom-fn:v1): image gcr.io/example/custom-fn:v1 is not a builtin and no container runtime: none of no-such-runtime-cli is on the PATH`))
+
+	_, err = (&Runtime{DisableExec: true}).Resolve(kptfilev1.Function{Exec: fnprog})
+	g.Expect(err).To(MatchError(ContainSubstring("exec functions are disabled")))
+}
+
+// TestContainer checks the command line the container runtime gets
+// (network off, stdin attached) with a stand-in CLI script, since no
+// container engine runs on the test machines; the script runs the test
+// function in its place.
+func TestContainer(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	cli := filepath.Join(dir, "docker")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$@\" > %s\nexec %s\n", argsFile, fnprog)
+	g.Expect(os.WriteFile(cli, []byte(script), 0o755)).To(Succeed())
+	rt := &Runtime{ContainerRuntimes: []string{cli}}
+	f, err := rt.Resolve(kptfilev1.Function{Image: "example.com/fns/labeler:v1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	rl := resourceList("label")
+	g.Expect(f.Run(context.Background(), rl)).To(Succeed())
+	g.Expect(rl.Items[0].GetLabels()).To(HaveKeyWithValue("touched-by", "fnprog"))
+	args, err := os.ReadFile(argsFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(args)).To(Equal("run --rm -i --network none --security-opt no-new-privileges example.com/fns/labeler:v1\n"))
+}
