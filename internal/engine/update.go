@@ -453,3 +453,45 @@ func union(a, b map[string][]byte) map[string]bool {
 	}
 	return out
 }
+
+// Diff lists what differs between two versions of a package: resources
+// by identity (renames through kpt-merge comments count as updates) and
+// plain files by content.
+func Diff(before, after *pkg.Package) ([]Change, error) {
+	b, err := readVersion(before, true)
+	if err != nil {
+		return nil, err
+	}
+	a, err := readVersion(after, true)
+	if err != nil {
+		return nil, err
+	}
+	var changes []Change
+	for _, id := range a.order {
+		switch bn := b.resources[id]; {
+		case bn == nil:
+			changes = append(changes, Change{Action: Added, Resource: id.String()})
+		case !sameResource(bn, a.resources[id]):
+			changes = append(changes, Change{Action: Updated, Resource: id.String()})
+		}
+	}
+	for _, id := range b.order {
+		if _, ok := a.resources[id]; !ok {
+			changes = append(changes, Change{Action: Deleted, Resource: id.String()})
+		}
+	}
+	for name := range union(b.files, a.files) {
+		bd, bok := b.files[name]
+		ad, aok := a.files[name]
+		switch {
+		case !bok:
+			changes = append(changes, Change{Action: Added, File: name})
+		case !aok:
+			changes = append(changes, Change{Action: Deleted, File: name})
+		case !bytes.Equal(bd, ad):
+			changes = append(changes, Change{Action: Updated, File: name})
+		}
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].String() < changes[j].String() })
+	return changes, nil
+}

@@ -72,4 +72,3 @@ func info(rl *framework.ResourceList, format string, args ...any) {
 func isLocalConfig(n *yaml.RNode) bool {
 	return n.GetAnnotations()["config.kubernetes.io/local-config"] == "true"
 }
-

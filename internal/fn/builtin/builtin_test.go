@@ -114,7 +114,7 @@ func TestBuiltins(t *testing.T) {
 			err: "search-replace: one of data.by-value, data.by-value-regex and data.by-path is required"},
 
 		{name: "apply-replacements copies a field between resources", function: "apply-replacements",
-			config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: r\nreplacements:\n- source:\n    kind: ConfigMap\n    name: settings\n    fieldPath: data.image\n  targets:\n  - select:\n      kind: Deployment\n    fieldPaths:\n    - spec.template.spec.containers.[name=app].image\n",
+			config:   "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: r\nreplacements:\n- source:\n    kind: ConfigMap\n    name: settings\n    fieldPath: data.image\n  targets:\n  - select:\n      kind: Deployment\n    fieldPaths:\n    - spec.template.spec.containers.[name=app].image\n",
 			inputs:   []string{deployment, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  image: httpd:2\n"},
 			contains: []string{"image: httpd:2"}},
 		{name: "apply-replacements needs replacements", function: "apply-replacements", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: r\n",
