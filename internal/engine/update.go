@@ -467,8 +467,25 @@ func Diff(before, after *pkg.Package) ([]Change, error) {
 		return nil, err
 	}
 	var changes []Change
+	// A resource whose namespace changed (and that has no kpt-merge
+	// identity) is the same resource, updated.
+	moved := map[ResID]bool{}
+	movedFrom := func(id ResID) bool {
+		for _, bid := range b.order {
+			if _, still := a.resources[bid]; still || moved[bid] {
+				continue
+			}
+			if bid.Package == id.Package && bid.Group == id.Group && bid.Kind == id.Kind && bid.Name == id.Name {
+				moved[bid] = true
+				return true
+			}
+		}
+		return false
+	}
 	for _, id := range a.order {
 		switch bn := b.resources[id]; {
+		case bn == nil && movedFrom(id):
+			changes = append(changes, Change{Action: Updated, Resource: id.String()})
 		case bn == nil:
 			changes = append(changes, Change{Action: Added, Resource: id.String()})
 		case !sameResource(bn, a.resources[id]):
@@ -476,7 +493,7 @@ func Diff(before, after *pkg.Package) ([]Change, error) {
 		}
 	}
 	for _, id := range b.order {
-		if _, ok := a.resources[id]; !ok {
+		if _, ok := a.resources[id]; !ok && !moved[id] {
 			changes = append(changes, Change{Action: Deleted, Resource: id.String()})
 		}
 	}
