@@ -125,4 +125,3 @@ func TestFnRender(t *testing.T) {
 	_, err = runIn(t, dir, "fn", "render", "app")
 	g.Expect(err).To(MatchError(ContainSubstring("exec functions are disabled")))
 }
-

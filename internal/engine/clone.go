@@ -76,25 +76,20 @@ func Clone(upstream *pkg.Package, origin Origin, opts CloneOptions) (*pkg.Packag
 	if err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	if err := markIdentities(p); err != nil {
-		return nil, fmt.Errorf("clone: %w", err)
-	}
-	if opts.ForDeployment {
-		if err := EnsurePackageContext(p, name, opts.PackagePath); err != nil {
-			return nil, fmt.Errorf("clone: %w", err)
-		}
-	}
-	return p, nil
-}
-
-// markIdentities writes a kpt-merge comment on every resource.
-func markIdentities(p *pkg.Package) error {
 	nodes, err := p.Resources()
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("clone: %w", err)
 	}
 	for _, n := range nodes {
 		setKptMergeComment(n)
 	}
-	return p.SetResources(nodes)
+	if opts.ForDeployment {
+		if nodes, err = ensurePackageContext(p, nodes, name, opts.PackagePath); err != nil {
+			return nil, fmt.Errorf("clone: %w", err)
+		}
+	}
+	if err := p.SetResources(nodes); err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	return p, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -35,6 +34,15 @@ func EnsurePackageContext(p *pkg.Package, name, packagePath string) error {
 	if err != nil {
 		return err
 	}
+	nodes, err = ensurePackageContext(p, nodes, name, packagePath)
+	if err != nil {
+		return err
+	}
+	return p.SetResources(nodes)
+}
+
+// ensurePackageContext is EnsurePackageContext on a package's resources.
+func ensurePackageContext(p *pkg.Package, nodes []*yaml.RNode, name, packagePath string) ([]*yaml.RNode, error) {
 	existing := map[string]*yaml.RNode{} // by owning package folder
 	for _, n := range nodes {
 		if IsPackageContext(n) {
@@ -59,23 +67,17 @@ metadata:
   annotations:
     config.kubernetes.io/local-config: "true"
 `, configv1alpha1.PackageContextConfigMapName))
-			if err := place(cm, placement{path: path.Join(t.dir, PackageContextFile)}); err != nil {
-				return err
-			}
+			pkg.SetPlacement(cm, pkg.Placement{Path: path.Join(t.dir, PackageContextFile), Index: -1})
 			nodes = append(nodes, cm)
 		}
 		if err := cm.PipeE(yaml.LookupCreate(yaml.MappingNode, "data"), yaml.SetField(ContextKeyName, yaml.NewStringRNode(t.name))); err != nil {
-			return fmt.Errorf("package context of %q: %w", t.dir, err)
+			return nil, fmt.Errorf("package context of %q: %w", t.dir, err)
 		}
 		if t.packagePath != "" {
 			if err := cm.PipeE(yaml.LookupCreate(yaml.MappingNode, "data"), yaml.SetField(ContextKeyPackagePath, yaml.NewStringRNode(t.packagePath))); err != nil {
-				return fmt.Errorf("package context of %q: %w", t.dir, err)
+				return nil, fmt.Errorf("package context of %q: %w", t.dir, err)
 			}
 		}
 	}
-	return p.SetResources(nodes)
-}
-
-func resourceFile(n *yaml.RNode) string {
-	return n.GetAnnotations()[kioutil.PathAnnotation]
+	return nodes, nil
 }

@@ -217,12 +217,17 @@ func (r *renderer) runFunction(ctx context.Context, dir string, f kptfilev1.Func
 	if err != nil {
 		return fail(err.Error())
 	}
+	// Mutators work on render's own nodes; validators get copies, since
+	// whatever they do is discarded.
 	var selected, rest []*yaml.RNode
 	for _, n := range items {
-		if selects(f, n) {
-			selected = append(selected, n.Copy())
-		} else {
+		switch {
+		case !selects(f, n):
 			rest = append(rest, n)
+		case mutate:
+			selected = append(selected, n)
+		default:
+			selected = append(selected, n.Copy())
 		}
 	}
 	rl := &framework.ResourceList{Items: selected, FunctionConfig: config}
@@ -248,9 +253,7 @@ func (r *renderer) runFunction(ctx context.Context, dir string, f kptfilev1.Func
 	for _, n := range rl.Items {
 		// Output without a file goes next to the Kptfile of the pipeline.
 		if resourceFile(n) == "" {
-			if err := place(n, placement{path: path.Join(dir, defaultName(n))}); err != nil {
-				return fail(err.Error())
-			}
+			pkg.SetPlacement(n, pkg.Placement{Path: path.Join(dir, defaultName(n)), Index: -1})
 		}
 	}
 	res.items = append(rest, rl.Items...)

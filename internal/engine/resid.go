@@ -96,49 +96,12 @@ func setKptMergeComment(n *yaml.RNode) {
 	k.LineComment = c
 }
 
-// readerAnnotations are the annotations pkg.Resources adds.
-var readerAnnotations = []string{
-	kioutil.PathAnnotation, kioutil.LegacyPathAnnotation,
-	kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation,
-	kioutil.SeqIndentAnnotation, kioutil.IdAnnotation, kioutil.LegacyIdAnnotation,
-}
-
-// placement is where and how a resource is written: its file and the
-// sequence indentation style of that file.
-type placement struct {
-	path      string
-	seqIndent string
-}
-
-// stripReaderAnnotations removes the reader annotations in place (so they
-// do not take part in comparisons and merges) and returns the placement
-// they recorded.
-func stripReaderAnnotations(n *yaml.RNode) (placement, error) {
+// resourceFile returns the file a resource was read from (or is to be
+// written to).
+func resourceFile(n *yaml.RNode) string {
 	ann := n.GetAnnotations()
-	pl := placement{path: ann[kioutil.PathAnnotation], seqIndent: ann[kioutil.SeqIndentAnnotation]}
-	for _, a := range readerAnnotations {
-		if _, err := n.Pipe(yaml.ClearAnnotation(a)); err != nil {
-			return pl, err
-		}
+	if p := ann[kioutil.PathAnnotation]; p != "" {
+		return p
 	}
-	// Drop an annotations map the reader left empty.
-	if md := n.Field("metadata"); md != nil {
-		if an := md.Value.Field("annotations"); an != nil && len(an.Value.YNode().Content) == 0 {
-			if _, err := md.Value.Pipe(yaml.Clear("annotations")); err != nil {
-				return pl, err
-			}
-		}
-	}
-	return pl, nil
-}
-
-// place sets the annotations SetResources reads to write a resource.
-func place(n *yaml.RNode, pl placement) error {
-	if err := n.PipeE(yaml.SetAnnotation(kioutil.PathAnnotation, pl.path)); err != nil {
-		return err
-	}
-	if pl.seqIndent != "" {
-		return n.PipeE(yaml.SetAnnotation(kioutil.SeqIndentAnnotation, pl.seqIndent))
-	}
-	return nil
+	return ann[kioutil.LegacyPathAnnotation]
 }

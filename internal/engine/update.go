@@ -96,12 +96,12 @@ type version struct {
 	pkg       *pkg.Package
 	order     []ResID
 	resources map[ResID]*yaml.RNode
-	placement map[ResID]placement
+	placement map[ResID]pkg.Placement
 	files     map[string][]byte // plain files, Kptfiles included
 }
 
 func readVersion(p *pkg.Package, useComments bool) (*version, error) {
-	v := &version{pkg: p, resources: map[ResID]*yaml.RNode{}, placement: map[ResID]placement{}, files: map[string][]byte{}}
+	v := &version{pkg: p, resources: map[ResID]*yaml.RNode{}, placement: map[ResID]pkg.Placement{}, files: map[string][]byte{}}
 	if p == nil {
 		return v, nil
 	}
@@ -110,11 +110,8 @@ func readVersion(p *pkg.Package, useComments bool) (*version, error) {
 		return nil, err
 	}
 	for _, n := range nodes {
-		pl, err := stripReaderAnnotations(n)
-		if err != nil {
-			return nil, err
-		}
-		id := resID(p.OwningPackage(pl.path), n, useComments)
+		pl := pkg.TakePlacement(n)
+		id := resID(p.OwningPackage(pl.Path), n, useComments)
 		if _, dup := v.resources[id]; dup {
 			return nil, fmt.Errorf("resource %s appears twice", id)
 		}
@@ -164,10 +161,8 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 		result  []*yaml.RNode
 		changes []Change
 	)
-	emit := func(n *yaml.RNode, pl placement) error {
-		if err := place(n, pl); err != nil {
-			return err
-		}
+	emit := func(n *yaml.RNode, pl pkg.Placement) error {
+		pkg.SetPlacement(n, pl)
 		result = append(result, n)
 		return nil
 	}
@@ -386,9 +381,7 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 	for _, id := range u.order {
 		n := u.resources[id].Copy()
 		setKptMergeComment(n)
-		if err := place(n, u.placement[id]); err != nil {
-			return nil, nil, err
-		}
+		pkg.SetPlacement(n, u.placement[id])
 		result = append(result, n)
 		switch ln := l.resources[id]; {
 		case ln == nil:
@@ -402,9 +395,7 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 			continue
 		}
 		if keepLocal || IsPackageContext(l.resources[id]) {
-			if err := place(l.resources[id], l.placement[id]); err != nil {
-				return nil, nil, err
-			}
+			pkg.SetPlacement(l.resources[id], l.placement[id])
 			result = append(result, l.resources[id])
 			continue
 		}

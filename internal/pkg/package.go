@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/kptfile"
@@ -21,8 +22,15 @@ import (
 
 // Package holds the files of a package, keyed by slash-separated path
 // relative to the package root. The zero value is an empty package.
+//
+// Reading a package (Resources, File, Paths, ...) is safe from several
+// goroutines at once; changing it (SetFile, SetResources, ...) is not.
 type Package struct {
 	files map[string][]byte
+	// cache holds the parse of resource files by content; entries are
+	// immutable and may be shared between copies of a package.
+	mu    sync.Mutex
+	cache map[string]*parsedFile
 }
 
 // New returns a package with the given files. The map is copied.
@@ -78,8 +86,18 @@ func (p *Package) Files() map[string][]byte {
 	return out
 }
 
-// DeepCopy returns an independent copy of the package.
-func (p *Package) DeepCopy() *Package { return New(p.files) }
+// DeepCopy returns an independent copy of the package. The parse cache
+// comes along (its entries never change), so the copy does not parse again.
+func (p *Package) DeepCopy() *Package {
+	c := New(p.files)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.cache = make(map[string]*parsedFile, len(p.cache))
+	for k, v := range p.cache {
+		c.cache[k] = v
+	}
+	return c
+}
 
 // Equal reports whether two packages have the same files with the same
 // content.

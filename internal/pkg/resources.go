@@ -2,13 +2,14 @@ package pkg
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -20,167 +21,480 @@ func IsResourceFile(name string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
+// parsedFile is the parse of one file's exact content. Entries are never
+// modified once stored; their nodes are handed out as copies.
+type parsedFile struct {
+	data  []byte
+	nodes []*yaml.RNode // with reader annotations
+	krm   bool
+	err   error
+}
+
+// parse returns the cached parse of a file, parsing it when its content
+// changed since.
+func (p *Package) parse(name string) *parsedFile {
+	data := p.files[name]
+	if e := p.cached(name); e != nil && bytes.Equal(e.data, data) {
+		return e
+	}
+	e := &parsedFile{data: data}
+	e.nodes, e.krm, e.err = parseResources(name, data)
+	p.store(name, e)
+	return e
+}
+
+func (p *Package) cached(name string) *parsedFile {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cache[name]
+}
+
+// store records a cache entry (nil removes it).
+func (p *Package) store(name string, e *parsedFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e == nil {
+		delete(p.cache, name)
+		return
+	}
+	if p.cache == nil {
+		p.cache = map[string]*parsedFile{}
+	}
+	p.cache[name] = e
+}
+
 // Resources parses the KRM resources of every YAML file, in path order and
 // then document order. Each carries the internal.config.kubernetes.io/path
 // and index annotations (and their legacy config.kubernetes.io twins, as
-// KRM functions expect). YAML files whose documents are not all KRM objects
-// (apiVersion and kind) are not resources and are left out.
+// KRM functions expect) and the sequence indentation of its file. YAML
+// files whose documents are not all KRM objects (apiVersion and kind) are
+// not resources and are left out. The nodes are the caller's to change.
 func (p *Package) Resources() ([]*yaml.RNode, error) {
 	var out []*yaml.RNode
 	for _, name := range p.Paths() {
 		if !IsResourceFile(name) {
 			continue
 		}
-		nodes, ok, err := parseResources(name, p.files[name])
-		if err != nil {
-			return nil, err
+		e := p.parse(name)
+		if e.err != nil {
+			return nil, e.err
 		}
-		if ok {
-			out = append(out, nodes...)
+		if !e.krm {
+			continue
+		}
+		for _, n := range e.nodes {
+			out = append(out, n.Copy())
 		}
 	}
 	return out, nil
-}
-
-func parseResources(name string, data []byte) ([]*yaml.RNode, bool, error) {
-	r := &kio.ByteReader{
-		Reader:            bytes.NewReader(data),
-		PreserveSeqIndent: true,
-		SetAnnotations: map[string]string{
-			kioutil.PathAnnotation:       name,
-			kioutil.LegacyPathAnnotation: name,
-		},
-	}
-	nodes, err := r.Read()
-	if err != nil {
-		return nil, false, fmt.Errorf("parsing %s: %w", name, err)
-	}
-	for _, n := range nodes {
-		if n.GetApiVersion() == "" || n.GetKind() == "" {
-			return nil, false, nil
-		}
-		// The ByteReader sets the index annotations; keep the legacy one in
-		// step for functions that still read it.
-		if idx := n.GetAnnotations()[kioutil.IndexAnnotation]; idx != "" {
-			if err := n.PipeE(yaml.SetAnnotation(kioutil.LegacyIndexAnnotation, idx)); err != nil {
-				return nil, false, err
-			}
-		}
-	}
-	return nodes, true, nil
-}
-
-// readerAnnotations are the annotations Resources adds and SetResources
-// strips.
-var readerAnnotations = []string{
-	kioutil.PathAnnotation, kioutil.LegacyPathAnnotation,
-	kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation,
-	kioutil.IdAnnotation, kioutil.LegacyIdAnnotation,
-	kioutil.SeqIndentAnnotation,
-}
-
-// SetResources replaces the package's KRM resources with nodes. Each node
-// goes to the file named by its path annotation (a new resource without one
-// goes to <kind>_<name>.yaml), in index order. Resource files whose
-// resources are all gone are deleted; files whose content is unchanged keep
-// their exact bytes; non-KRM files are not touched.
-func (p *Package) SetResources(nodes []*yaml.RNode) error {
-	type entry struct {
-		node  *yaml.RNode
-		index int
-		order int
-	}
-	byFile := map[string][]entry{}
-	for i, n := range nodes {
-		ann := n.GetAnnotations()
-		name := ann[kioutil.PathAnnotation]
-		if name == "" {
-			name = ann[kioutil.LegacyPathAnnotation]
-		}
-		if name == "" {
-			name = defaultFileName(n)
-		}
-		if err := ValidPath(name); err != nil {
-			return fmt.Errorf("resource %s/%s: %w", n.GetKind(), n.GetName(), err)
-		}
-		idx := len(nodes) + i
-		if s := ann[kioutil.IndexAnnotation]; s != "" {
-			if v, err := strconv.Atoi(s); err == nil {
-				idx = v
-			}
-		}
-		byFile[name] = append(byFile[name], entry{node: n, index: idx, order: i})
-	}
-	// Remove resource files that no longer hold resources.
-	for _, name := range p.Paths() {
-		if _, ok := byFile[name]; ok || !IsResourceFile(name) {
-			continue
-		}
-		if _, isKRM, err := parseResources(name, p.files[name]); err == nil && isKRM {
-			delete(p.files, name)
-		}
-	}
-	for name, entries := range byFile {
-		sort.SliceStable(entries, func(a, b int) bool {
-			if entries[a].index != entries[b].index {
-				return entries[a].index < entries[b].index
-			}
-			return entries[a].order < entries[b].order
-		})
-		list := make([]*yaml.RNode, len(entries))
-		for i, e := range entries {
-			list[i] = e.node
-		}
-		var buf bytes.Buffer
-		w := kio.ByteWriter{Writer: &buf, ClearAnnotations: readerAnnotations}
-		if err := w.Write(list); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-		if old, ok := p.files[name]; ok && sameResources(name, old, buf.Bytes()) {
-			continue
-		}
-		if err := p.SetFile(name, buf.Bytes()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sameResources reports whether old, re-serialized, equals the new bytes:
-// then the old bytes are kept as they are.
-func sameResources(name string, old, new []byte) bool {
-	if bytes.Equal(old, new) {
-		return true
-	}
-	nodes, ok, err := parseResources(name, old)
-	if err != nil || !ok {
-		return false
-	}
-	var buf bytes.Buffer
-	if err := (kio.ByteWriter{Writer: &buf, ClearAnnotations: readerAnnotations}).Write(nodes); err != nil {
-		return false
-	}
-	return bytes.Equal(buf.Bytes(), new)
-}
-
-func defaultFileName(n *yaml.RNode) string {
-	name := strings.ToLower(n.GetKind()) + "_" + n.GetName() + ".yaml"
-	return strings.NewReplacer("/", "_", ":", "_").Replace(name)
 }
 
 // ResourceFiles returns the set of files that hold KRM resources (the files
 // Resources reads). Other files, the Kptfiles included, are plain files.
 func (p *Package) ResourceFiles() map[string]bool {
 	out := map[string]bool{}
-	for name, data := range p.files {
-		if !IsResourceFile(name) {
-			continue
-		}
-		if _, ok, err := parseResources(name, data); err == nil && ok {
-			out[name] = true
+	for name := range p.files {
+		if IsResourceFile(name) {
+			if e := p.parse(name); e.err == nil && e.krm {
+				out[name] = true
+			}
 		}
 	}
 	return out
+}
+
+func parseResources(name string, data []byte) ([]*yaml.RNode, bool, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	seqIndent := yaml.DeriveSeqIndentStyle(string(data))
+	var nodes []*yaml.RNode
+	for index := 0; ; {
+		doc := &yaml.Node{}
+		err := dec.Decode(doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("parsing %s: %w", name, err)
+		}
+		if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
+			continue // an empty document
+		}
+		n := yaml.NewRNode(doc)
+		if doc.Content[0].Kind != yaml.MappingNode || n.GetApiVersion() == "" || n.GetKind() == "" {
+			return nil, false, nil
+		}
+		SetPlacement(n, Placement{Path: name, Index: index, SeqIndent: seqIndent})
+		nodes = append(nodes, n)
+		index++
+	}
+	return nodes, len(nodes) > 0, nil
+}
+
+// Placement is where a resource is written: its file, its position in the
+// file and the sequence indentation style of the file.
+type Placement struct {
+	Path      string
+	Index     int
+	SeqIndent string
+}
+
+// readerAnnotations are the annotations SetPlacement sets.
+var readerAnnotations = []string{
+	kioutil.PathAnnotation, kioutil.LegacyPathAnnotation,
+	kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation,
+	kioutil.SeqIndentAnnotation,
+	kioutil.IdAnnotation, kioutil.LegacyIdAnnotation,
+}
+
+// SetPlacement records a resource's placement in its reader annotations.
+// An Index below 0 leaves the index unset (the resource goes after the
+// others of its file).
+func SetPlacement(n *yaml.RNode, pl Placement) {
+	ann := annotationsNode(n, true)
+	setString(ann, kioutil.PathAnnotation, pl.Path)
+	setString(ann, kioutil.LegacyPathAnnotation, pl.Path)
+	if pl.Index >= 0 {
+		setString(ann, kioutil.IndexAnnotation, strconv.Itoa(pl.Index))
+		setString(ann, kioutil.LegacyIndexAnnotation, strconv.Itoa(pl.Index))
+	}
+	if pl.SeqIndent != "" {
+		setString(ann, kioutil.SeqIndentAnnotation, pl.SeqIndent)
+	}
+}
+
+// TakePlacement removes the reader annotations from a resource and returns
+// the placement they recorded (Index -1 when absent).
+func TakePlacement(n *yaml.RNode) Placement {
+	pl := Placement{Index: -1}
+	ann := annotationsNode(n, false)
+	if ann == nil {
+		return pl
+	}
+	get := func(k string) string {
+		for i := 0; i+1 < len(ann.Content); i += 2 {
+			if ann.Content[i].Value == k {
+				return ann.Content[i+1].Value
+			}
+		}
+		return ""
+	}
+	pl.Path = get(kioutil.PathAnnotation)
+	if pl.Path == "" {
+		pl.Path = get(kioutil.LegacyPathAnnotation)
+	}
+	idx := get(kioutil.IndexAnnotation)
+	if idx == "" {
+		idx = get(kioutil.LegacyIndexAnnotation)
+	}
+	if v, err := strconv.Atoi(idx); err == nil {
+		pl.Index = v
+	}
+	pl.SeqIndent = get(kioutil.SeqIndentAnnotation)
+	clearReaderAnnotations(n)
+	return pl
+}
+
+// clearReaderAnnotations removes the reader annotations, and an
+// annotations map left empty by that.
+func clearReaderAnnotations(n *yaml.RNode) {
+	md := mapValue(n.YNode(), "metadata")
+	ann := mapValue(md, "annotations")
+	if ann == nil {
+		return
+	}
+	kept := ann.Content[:0:0]
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		k := ann.Content[i].Value
+		drop := false
+		for _, r := range readerAnnotations {
+			if k == r {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			kept = append(kept, ann.Content[i], ann.Content[i+1])
+		}
+	}
+	ann.Content = kept
+	if len(kept) == 0 {
+		removeKey(md, "annotations")
+	}
+}
+
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func removeKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+// annotationsNode returns the metadata.annotations map, creating it when
+// create is set.
+func annotationsNode(n *yaml.RNode, create bool) *yaml.Node {
+	root := n.YNode()
+	md := mapValue(root, "metadata")
+	if md == nil {
+		if !create {
+			return nil
+		}
+		md = &yaml.Node{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: "metadata"}, md)
+	}
+	ann := mapValue(md, "annotations")
+	if ann == nil {
+		if !create {
+			return nil
+		}
+		ann = &yaml.Node{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap}
+		md.Content = append(md.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: "annotations"}, ann)
+	}
+	if ann.Kind != yaml.MappingNode {
+		return nil
+	}
+	return ann
+}
+
+func setString(m *yaml.Node, key, value string) {
+	if m == nil {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: value}
+			return
+		}
+	}
+	m.Content = append(m.Content,
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: key},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: value})
+}
+
+// SetResources replaces the package's KRM resources with nodes. Each node
+// goes to the file named by its path annotation (a new resource without one
+// goes to <kind>_<name>.yaml), in index order (resources without an index
+// after the others, in the order given). Resource files whose resources are
+// all gone are deleted; a file whose resources are exactly what was read
+// from it (comments included) keeps its exact bytes; non-KRM files are not
+// touched. nodes are not modified.
+func (p *Package) SetResources(nodes []*yaml.RNode) error {
+	type entry struct {
+		view  *yaml.Node // the document without reader annotations
+		pl    Placement
+		order int
+	}
+	byFile := map[string][]entry{}
+	for i, n := range nodes {
+		pl := placementOf(n)
+		view := strippedDoc(n)
+		if pl.Path == "" {
+			pl.Path = defaultFileName(n)
+		}
+		if err := ValidPath(pl.Path); err != nil {
+			return fmt.Errorf("resource %s/%s: %w", n.GetKind(), n.GetName(), err)
+		}
+		if pl.Index < 0 {
+			pl.Index = len(nodes) + i
+		}
+		byFile[pl.Path] = append(byFile[pl.Path], entry{view: view, pl: pl, order: i})
+	}
+	// Remove resource files that no longer hold resources.
+	for _, name := range p.Paths() {
+		if _, ok := byFile[name]; ok || !IsResourceFile(name) {
+			continue
+		}
+		if e := p.parse(name); e.err == nil && e.krm {
+			delete(p.files, name)
+			p.store(name, nil)
+		}
+	}
+	for name, entries := range byFile {
+		sort.SliceStable(entries, func(a, b int) bool {
+			if entries[a].pl.Index != entries[b].pl.Index {
+				return entries[a].pl.Index < entries[b].pl.Index
+			}
+			return entries[a].order < entries[b].order
+		})
+		seqIndent := ""
+		views := make([]*yaml.Node, len(entries))
+		for i, e := range entries {
+			views[i] = e.view
+			if seqIndent == "" {
+				seqIndent = e.pl.SeqIndent
+			}
+		}
+		if _, ok := p.files[name]; ok && p.unchanged(name, views) {
+			continue // keep the exact bytes of a file whose resources did not change
+		}
+		data, err := encodeDocs(views, seqIndent)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		if p.files == nil {
+			p.files = map[string][]byte{}
+		}
+		p.files[name] = data
+		// Cache what was just written, so the next read does not parse it.
+		cached := make([]*yaml.RNode, len(views))
+		for i, v := range views {
+			cached[i] = yaml.NewRNode(yaml.CopyYNode(v))
+			SetPlacement(cached[i], Placement{Path: name, Index: i, SeqIndent: seqIndent})
+		}
+		p.store(name, &parsedFile{data: data, nodes: cached, krm: true})
+	}
+	return nil
+}
+
+// unchanged reports whether views are exactly (comments and style
+// included) the resources parsed from the file's current content.
+func (p *Package) unchanged(name string, views []*yaml.Node) bool {
+	e := p.parse(name)
+	if e.err != nil || !e.krm || len(e.nodes) != len(views) {
+		return false
+	}
+	for i, n := range e.nodes {
+		if !identical(strippedDoc(n), views[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// identical compares two YAML trees exactly: kinds, tags, values, styles,
+// comments and key order.
+func identical(a, b *yaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || a.Anchor != b.Anchor ||
+		a.HeadComment != b.HeadComment || a.LineComment != b.LineComment || a.FootComment != b.FootComment ||
+		len(a.Content) != len(b.Content) {
+		return false
+	}
+	if a.Kind == yaml.AliasNode && !identical(a.Alias, b.Alias) {
+		return false
+	}
+	for i := range a.Content {
+		if !identical(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// placementOf reads a resource's placement without changing it.
+func placementOf(n *yaml.RNode) Placement {
+	ann := n.GetAnnotations()
+	pl := Placement{Path: ann[kioutil.PathAnnotation], Index: -1, SeqIndent: ann[kioutil.SeqIndentAnnotation]}
+	if pl.Path == "" {
+		pl.Path = ann[kioutil.LegacyPathAnnotation]
+	}
+	idx := ann[kioutil.IndexAnnotation]
+	if idx == "" {
+		idx = ann[kioutil.LegacyIndexAnnotation]
+	}
+	if v, err := strconv.Atoi(idx); err == nil {
+		pl.Index = v
+	}
+	return pl
+}
+
+// strippedDoc returns the document of n without the reader annotations. It
+// shares every subtree with n but the path root → metadata → annotations,
+// which it copies, so n is not changed.
+func strippedDoc(n *yaml.RNode) *yaml.Node {
+	doc := n.Document()
+	root := n.YNode()
+	md := mapValue(root, "metadata")
+	ann := mapValue(md, "annotations")
+	if ann == nil || !hasReaderAnnotation(ann) {
+		return doc
+	}
+	newAnn := *ann
+	newAnn.Content = nil
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		if !isReaderAnnotation(ann.Content[i].Value) {
+			newAnn.Content = append(newAnn.Content, ann.Content[i], ann.Content[i+1])
+		}
+	}
+	newMD := *md
+	newMD.Content = nil
+	for i := 0; i+1 < len(md.Content); i += 2 {
+		if md.Content[i].Value == "annotations" {
+			if len(newAnn.Content) > 0 {
+				newMD.Content = append(newMD.Content, md.Content[i], &newAnn)
+			}
+			continue
+		}
+		newMD.Content = append(newMD.Content, md.Content[i], md.Content[i+1])
+	}
+	newRoot := *root
+	newRoot.Content = make([]*yaml.Node, len(root.Content))
+	copy(newRoot.Content, root.Content)
+	for i := 0; i+1 < len(newRoot.Content); i += 2 {
+		if newRoot.Content[i].Value == "metadata" {
+			newRoot.Content[i+1] = &newMD
+		}
+	}
+	if doc == root {
+		return &newRoot
+	}
+	newDoc := *doc
+	newDoc.Content = []*yaml.Node{&newRoot}
+	return &newDoc
+}
+
+func isReaderAnnotation(k string) bool {
+	for _, r := range readerAnnotations {
+		if k == r {
+			return true
+		}
+	}
+	return false
+}
+
+func hasReaderAnnotation(ann *yaml.Node) bool {
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		if isReaderAnnotation(ann.Content[i].Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeDocs writes documents separated by ---, with the file's sequence
+// indentation.
+func encodeDocs(docs []*yaml.Node, seqIndent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: yaml.SequenceIndentStyle(seqIndent)})
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func defaultFileName(n *yaml.RNode) string {
+	name := strings.ToLower(n.GetKind()) + "_" + n.GetName() + ".yaml"
+	return strings.NewReplacer("/", "_", ":", "_").Replace(name)
 }
 
 // Subpackages returns the folders (relative to the root) that hold a
