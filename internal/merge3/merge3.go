@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // DefaultListKeys are the fields tried, in order, as the key of a list of
@@ -108,7 +110,7 @@ func (w *walker) mergeMap(local, orig, upd *yaml.Node, path []string) (*yaml.Nod
 		}
 	}
 	for _, k := range keys {
-		l, o, u := field(local, k), field(orig, k), field(upd, k)
+		l, o, u := yamlutil.Field(local, k), yamlutil.Field(orig, k), yamlutil.Field(upd, k)
 		merged, err := w.merge(l, o, u, append(path, k))
 		if err != nil {
 			return nil, err
@@ -126,7 +128,7 @@ func (w *walker) mergeList(local, orig, upd *yaml.Node, key string, path []strin
 	inLocal := map[string]bool{}
 	var out []*yaml.Node
 	for _, l := range local.Content {
-		k := field(l, key).Value
+		k := yamlutil.Field(l, key).Value
 		inLocal[k] = true
 		merged, err := w.merge(l, origBy[k], updBy[k], append(path, "["+key+"="+k+"]"))
 		if err != nil {
@@ -137,7 +139,7 @@ func (w *walker) mergeList(local, orig, upd *yaml.Node, key string, path []strin
 		}
 	}
 	for _, u := range upd.Content {
-		k := field(u, key).Value
+		k := yamlutil.Field(u, key).Value
 		if inLocal[k] {
 			continue
 		}
@@ -170,7 +172,7 @@ outer:
 				if el.Kind != yaml.MappingNode {
 					return ""
 				}
-				v := field(el, key)
+				v := yamlutil.Field(el, key)
 				if v == nil || v.Kind != yaml.ScalarNode || seen[v.Value] {
 					continue outer
 				}
@@ -188,24 +190,11 @@ func index(list *yaml.Node, key string) map[string]*yaml.Node {
 		return out
 	}
 	for _, el := range list.Content {
-		if v := field(el, key); v != nil {
+		if v := yamlutil.Field(el, key); v != nil {
 			out[v.Value] = el
 		}
 	}
 	return out
-}
-
-// field returns the value of key in a mapping node, or nil.
-func field(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // setField sets, replaces or (value nil) removes key in m. A new key is
@@ -318,7 +307,7 @@ func SameData(a, b *yaml.Node) bool {
 			return false
 		}
 		for i := 0; i+1 < len(a.Content); i += 2 {
-			if !SameData(a.Content[i+1], field(b, a.Content[i].Value)) {
+			if !SameData(a.Content[i+1], yamlutil.Field(b, a.Content[i].Value)) {
 				return false
 			}
 		}

@@ -12,6 +12,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // IsResourceFile reports whether a file may hold KRM resources: a .yaml or
@@ -197,8 +199,8 @@ func TakePlacement(n *yaml.RNode) Placement {
 // clearReaderAnnotations removes the reader annotations, and an
 // annotations map left empty by that.
 func clearReaderAnnotations(n *yaml.RNode) {
-	md := mapValue(n.YNode(), "metadata")
-	ann := mapValue(md, "annotations")
+	md := yamlutil.Field(n.YNode(), "metadata")
+	ann := yamlutil.Field(md, "annotations")
 	if ann == nil {
 		return
 	}
@@ -222,18 +224,6 @@ func clearReaderAnnotations(n *yaml.RNode) {
 	}
 }
 
-func mapValue(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
-
 func removeKey(m *yaml.Node, key string) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
@@ -247,7 +237,7 @@ func removeKey(m *yaml.Node, key string) {
 // create is set.
 func annotationsNode(n *yaml.RNode, create bool) *yaml.Node {
 	root := n.YNode()
-	md := mapValue(root, "metadata")
+	md := yamlutil.Field(root, "metadata")
 	if md == nil {
 		if !create {
 			return nil
@@ -255,7 +245,7 @@ func annotationsNode(n *yaml.RNode, create bool) *yaml.Node {
 		md = &yaml.Node{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap}
 		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: "metadata"}, md)
 	}
-	ann := mapValue(md, "annotations")
+	ann := yamlutil.Field(md, "annotations")
 	if ann == nil {
 		if !create {
 			return nil
@@ -419,8 +409,8 @@ func placementOf(n *yaml.RNode) Placement {
 func strippedDoc(n *yaml.RNode) *yaml.Node {
 	doc := n.Document()
 	root := n.YNode()
-	md := mapValue(root, "metadata")
-	ann := mapValue(md, "annotations")
+	md := yamlutil.Field(root, "metadata")
+	ann := yamlutil.Field(md, "annotations")
 	if ann == nil || !hasReaderAnnotation(ann) {
 		return doc
 	}

@@ -7,6 +7,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 func sortedKeys(m map[string]string) []string {
@@ -43,11 +45,14 @@ func setImage(_ context.Context, rl *framework.ResourceList) error {
 	}
 	count := 0
 	for _, n := range rl.Items {
-		err := walk(n.YNode(), func(parentKey string, m *yaml.Node) {
-			if parentKey != "containers" && parentKey != "initContainers" && parentKey != "ephemeralContainers" {
+		yamlutil.Walk(n.YNode(), func(path []string, key, m *yaml.Node) {
+			if key != nil || m.Kind != yaml.MappingNode || len(path) == 0 {
+				return // containers are list items
+			}
+			if list := path[len(path)-1]; list != "containers" && list != "initContainers" && list != "ephemeralContainers" {
 				return
 			}
-			img := mapField(m, "image")
+			img := yamlutil.Field(m, "image")
 			if img == nil || img.Kind != yaml.ScalarNode {
 				return
 			}
@@ -74,46 +79,7 @@ func setImage(_ context.Context, rl *framework.ResourceList) error {
 			img.Value = out
 			count++
 		})
-		if err != nil {
-			return err
-		}
 	}
 	info(rl, "set-image: %d container images updated", count)
-	return nil
-}
-
-// walk calls fn for every mapping node that is an element of a list, with
-// the key of that list.
-func walk(n *yaml.Node, fn func(parentKey string, m *yaml.Node)) error {
-	var visit func(n *yaml.Node, key string)
-	visit = func(n *yaml.Node, key string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				visit(c, key)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				visit(n.Content[i+1], n.Content[i].Value)
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				if c.Kind == yaml.MappingNode {
-					fn(key, c)
-				}
-				visit(c, key)
-			}
-		}
-	}
-	visit(n, "")
-	return nil
-}
-
-func mapField(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
 	return nil
 }

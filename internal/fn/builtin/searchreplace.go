@@ -7,6 +7,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // searchReplace finds scalar fields by value (by-value), by regular
@@ -34,7 +36,10 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 	}
 	count := 0
 	for _, n := range rl.Items {
-		visitScalars(n.YNode(), nil, func(p []string, v *yaml.Node) {
+		yamlutil.Walk(n.YNode(), func(p []string, _, v *yaml.Node) {
+			if v.Kind != yaml.ScalarNode {
+				return
+			}
 			if byValue != "" && v.Value != byValue {
 				return
 			}
@@ -63,25 +68,6 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 	}
 	info(rl, "search-replace: %s %d fields", verb, count)
 	return nil
-}
-
-func visitScalars(n *yaml.Node, path []string, fn func(path []string, v *yaml.Node)) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			visitScalars(c, path, fn)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			visitScalars(n.Content[i+1], append(append([]string{}, path...), n.Content[i].Value), fn)
-		}
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			visitScalars(c, path, fn)
-		}
-	case yaml.ScalarNode:
-		fn(path, n)
-	}
 }
 
 // matchPath matches a field path against a pattern with '*' (one field)

@@ -7,6 +7,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 var (
@@ -27,7 +29,7 @@ func applySetters(_ context.Context, rl *framework.ResourceList) error {
 	count := 0
 	for _, n := range rl.Items {
 		var err error
-		visitValues(n.YNode(), func(key, value *yaml.Node) {
+		yamlutil.Walk(n.YNode(), func(_ []string, key, value *yaml.Node) {
 			comment := value.LineComment
 			if comment == "" && key != nil {
 				comment = key.LineComment
@@ -103,27 +105,4 @@ func keyName(k *yaml.Node) string {
 		return "(list item)"
 	}
 	return k.Value
-}
-
-// visitValues calls fn for every value node with its key (nil for list
-// items).
-func visitValues(n *yaml.Node, fn func(key, value *yaml.Node)) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			visitValues(c, fn)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			fn(n.Content[i], n.Content[i+1])
-			visitValues(n.Content[i+1], fn)
-		}
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			if c.Kind == yaml.ScalarNode {
-				fn(nil, c)
-			}
-			visitValues(c, fn)
-		}
-	}
 }

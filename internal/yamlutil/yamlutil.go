@@ -1,0 +1,46 @@
+// Package yamlutil holds small helpers on raw YAML nodes shared by the
+// packages that work below kyaml's RNode.
+package yamlutil
+
+import "sigs.k8s.io/kustomize/kyaml/yaml"
+
+// Field returns the value of key in a mapping node, or nil when m is not a
+// mapping or has no such key.
+func Field(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// Walk calls fn for every value below n, depth first: map values with
+// their key node, list items with a nil key. path holds the map keys
+// leading to the value (list items share their list's path).
+func Walk(n *yaml.Node, fn func(path []string, key, value *yaml.Node)) {
+	var visit func(n *yaml.Node, path []string)
+	visit = func(n *yaml.Node, path []string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				visit(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := append(path[:len(path):len(path)], n.Content[i].Value)
+				fn(p, n.Content[i], n.Content[i+1])
+				visit(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				fn(path, nil, c)
+				visit(c, path)
+			}
+		}
+	}
+	visit(n, nil)
+}
