@@ -677,3 +677,30 @@ func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Rev
 	}
 	return Revision{}, fmt.Errorf("tag %q of package %s points at %s, which is no published revision: %w", tag, p, short(meta.commit.String()), ErrNotFound)
 }
+
+// ReadFile returns one file of a revision (such as its Kptfile), without
+// reading the rest of the package.
+func (r *Repository) ReadFile(ctx context.Context, rev Revision, name string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := object.GetCommit(r.storer, plumbing.NewHash(rev.Commit))
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", short(rev.Commit), err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, err
+	}
+	f, err := t.File(joinPath(r.opts.Directory, rev.Package) + "/" + name)
+	if err != nil {
+		if errors.Is(err, object.ErrFileNotFound) {
+			return nil, fmt.Errorf("%s of %s: %w", name, rev.Package, ErrNotFound)
+		}
+		return nil, err
+	}
+	s, err := f.Contents()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}

@@ -433,3 +433,17 @@ func TestConflictError(t *testing.T) {
 		g.Expect(errors.Is(&tc.err, ErrConflict)).To(BeTrue())
 	}
 }
+
+func TestRepository_readFile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true, Directory: "pkgs"})
+	rev, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	kf, err := r.ReadFile(ctx, rev, "Kptfile")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(kf)).To(ContainSubstring("name: app"))
+	_, err = r.ReadFile(ctx, rev, "missing.yaml")
+	g.Expect(errors.Is(err, ErrNotFound)).To(BeTrue())
+}

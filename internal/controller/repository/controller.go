@@ -1,0 +1,180 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// RepositoryFinalizer keeps a Repository until its PackageRevision objects
+// are removed.
+const RepositoryFinalizer = "config.porch.kpt.dev/repository"
+
+// DefaultSyncPeriod is how often a Repository is re-read from git when its
+// spec.sync.period is not set.
+const DefaultSyncPeriod = 5 * time.Minute
+
+// Options configure the Reconciler.
+type Options struct {
+	// SyncPeriod is the default time between syncs.
+	SyncPeriod time.Duration
+	// Workers is the number of Repositories reconciled at once.
+	Workers int
+}
+
+// Reconciler reconciles Repositories.
+type Reconciler struct {
+	client.Client
+	Cache    *repocache.Cache
+	Service  *pkgservice.Service
+	Recorder recorder.EventRecorder
+	Options  Options
+}
+
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories/finalizers,verbs=update
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller: Repositories, reconciled on
+// spec changes (GenerationChanged) and periodically.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil {
+		return fmt.Errorf("repository controller: Cache, Service and Recorder are required")
+	}
+	if r.Options.SyncPeriod <= 0 {
+		r.Options.SyncPeriod = DefaultSyncPeriod
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("repository").
+		For(&configv1alpha1.Repository{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
+		Complete(r)
+}
+
+// scope holds what the steps of one reconcile learn.
+type scope struct {
+	repo   *configv1alpha1.Repository
+	store  *store.Repository
+	result pkgservice.SyncResult
+	// openErr is set when the repository could not be opened or fetched.
+	openErr error
+	// syncErr is set when PackageRevisions could not all be synced.
+	syncErr error
+}
+
+// Reconcile syncs one Repository.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	repo := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !repo.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, repo)
+	}
+	if !controllerutil.ContainsFinalizer(repo, RepositoryFinalizer) {
+		patch := client.MergeFrom(repo.DeepCopy())
+		controllerutil.AddFinalizer(repo, RepositoryFinalizer)
+		if err := r.Patch(ctx, repo, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &scope{repo: repo}
+	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
+	for _, step := range []func(context.Context, *scope) error{r.reconcileOpen, r.reconcileSync} {
+		if err := step(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.openErr != nil {
+			// Waiting for someone to fix the remote or the Secret: no
+			// backoff, try again at the next sync.
+			return ctrl.Result{RequeueAfter: r.retryPeriod(repo)}, nil
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.syncPeriod(repo)}, nil
+}
+
+func (r *Reconciler) syncPeriod(repo *configv1alpha1.Repository) time.Duration {
+	if repo.Spec.Sync != nil && repo.Spec.Sync.Period != nil && repo.Spec.Sync.Period.Duration > 0 {
+		return repo.Spec.Sync.Period.Duration
+	}
+	return r.Options.SyncPeriod
+}
+
+func (r *Reconciler) retryPeriod(repo *configv1alpha1.Repository) time.Duration {
+	return min(r.syncPeriod(repo), time.Minute)
+}
+
+// reconcileOpen opens the repository and fetches it. It records openErr
+// for failures a user must fix (credentials, missing repository or branch).
+func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
+	st, err := r.Cache.Open(ctx, s.repo)
+	if err == nil {
+		start := time.Now()
+		err = st.Fetch(ctx)
+		metrics.ObserveGit("fetch", start, &err)
+	}
+	if err != nil {
+		s.openErr = err
+		return nil
+	}
+	s.store = st
+	return nil
+}
+
+// reconcileSync projects the revisions as PackageRevisions; it records the
+// result and syncErr.
+func (r *Reconciler) reconcileSync(ctx context.Context, s *scope) error {
+	if s.store == nil {
+		return nil
+	}
+	s.result, s.syncErr = r.Service.Sync(ctx, s.repo, s.store)
+	switch {
+	case s.syncErr != nil:
+		metrics.RepositorySyncs.WithLabelValues("error").Inc()
+		return s.syncErr
+	case s.result.Changed():
+		metrics.RepositorySyncs.WithLabelValues("changed").Inc()
+		log.FromContext(ctx).Info("synced", "created", s.result.Created, "updated", s.result.Updated, "deleted", s.result.Deleted)
+	default:
+		metrics.RepositorySyncs.WithLabelValues("unchanged").Inc()
+	}
+	return nil
+}
+
+// reconcileDelete removes the Repository's PackageRevision objects (git is
+// left alone: the repository outlives its registration), then the
+// finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, repo *configv1alpha1.Repository) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(repo, RepositoryFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.DeleteAllOf(ctx, &porchv1alpha1.PackageRevision{}, client.InNamespace(repo.Namespace),
+		client.MatchingLabels{porchv1alpha1.RepositoryLabel: pkgservice.LabelValue(repo.Name)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting the PackageRevisions of %s: %w", repo.Name, err)
+	}
+	r.Cache.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
+	patch := client.MergeFrom(repo.DeepCopy())
+	controllerutil.RemoveFinalizer(repo, RepositoryFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, repo, patch))
+}

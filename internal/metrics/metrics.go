@@ -1,0 +1,45 @@
+// Package metrics defines Scion's Prometheus metrics, registered with
+// controller-runtime's registry (served by the manager next to its own
+// reconcile counts and durations).
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// GitOperationDuration times git operations by kind (open, fetch,
+	// list, read, write).
+	GitOperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scion_git_operation_duration_seconds",
+		Help:    "Duration of git operations, by operation.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"operation"})
+	// GitOperationErrors counts failed git operations by kind.
+	GitOperationErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scion_git_operation_errors_total",
+		Help: "Failed git operations, by operation.",
+	}, []string{"operation"})
+	// RepositorySyncs counts repository syncs by result (changed,
+	// unchanged, error).
+	RepositorySyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scion_repository_syncs_total",
+		Help: "Repository syncs, by result.",
+	}, []string{"result"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, RepositorySyncs)
+}
+
+// ObserveGit records the duration and outcome of a git operation; call it
+// as defer metrics.ObserveGit("fetch", time.Now(), &err).
+func ObserveGit(op string, start time.Time, err *error) {
+	GitOperationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil && *err != nil {
+		GitOperationErrors.WithLabelValues(op).Inc()
+	}
+}

@@ -1,0 +1,321 @@
+package pkgservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/kptfile"
+	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// ReadyReason is the reason of the Ready condition of a PackageRevision
+// that mirrors git.
+const ReadyReason = "Synced"
+
+// maxFactsCache bounds the Kptfile facts kept in memory.
+const maxFactsCache = 50_000
+
+// Service is the package service.
+type Service struct {
+	Client client.Client
+
+	mu    sync.Mutex
+	facts map[string]kptFacts // by commit and package path; commits never change
+}
+
+// kptFacts is what a PackageRevision shows of its Kptfile.
+type kptFacts struct {
+	gates      []kptfilev1.ReadinessGate
+	conditions []kptfilev1.Condition
+	lock       *kptfilev1.UpstreamLock
+}
+
+func (s *Service) kptfileFacts(ctx context.Context, repo *store.Repository, rev store.Revision) (kptFacts, error) {
+	key := rev.Commit + "\x00" + rev.Package
+	s.mu.Lock()
+	f, ok := s.facts[key]
+	s.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	start := time.Now()
+	data, err := repo.ReadFile(ctx, rev, kptfilev1.KptFileName)
+	metrics.ObserveGit("read", start, &err)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return kptFacts{}, nil // a folder without Kptfile: nothing to show
+		}
+		return kptFacts{}, err
+	}
+	kf, err := kptfile.Parse(data)
+	if err != nil {
+		log.FromContext(ctx).Info("ignoring an unreadable Kptfile", "package", rev.Package, "commit", rev.Commit, "error", err.Error())
+		return kptFacts{}, nil
+	}
+	if kf.Info != nil {
+		f.gates = kf.Info.ReadinessGates
+	}
+	if kf.Status != nil {
+		f.conditions = kf.Status.Conditions
+	}
+	f.lock = kf.UpstreamLock
+	s.mu.Lock()
+	if s.facts == nil || len(s.facts) >= maxFactsCache {
+		s.facts = map[string]kptFacts{}
+	}
+	s.facts[key] = f
+	s.mu.Unlock()
+	return f, nil
+}
+
+// SyncResult counts what a sync did.
+type SyncResult struct {
+	Revisions, Created, Updated, Deleted int
+}
+
+// Changed reports whether the sync wrote anything.
+func (r SyncResult) Changed() bool { return r.Created+r.Updated+r.Deleted > 0 }
+
+// Sync makes the PackageRevision objects of a Repository match the
+// revisions in git: it creates objects for new revisions, updates those
+// whose revision changed, and deletes those whose revision is gone. It
+// writes nothing for objects that already match, so a resync of an
+// unchanged repository makes no API writes. Spec changes a user asked for
+// and the PackageRevision controller has not handled yet (generation ahead
+// of status.observedGeneration) are left alone, and objects not yet
+// written to git (no status.commit) are never deleted.
+func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository) (SyncResult, error) {
+	logger := log.FromContext(ctx)
+	start := time.Now()
+	revs, err := repo.List(ctx)
+	metrics.ObserveGit("list", start, &err)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	existing := &porchv1alpha1.PackageRevisionList{}
+	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace),
+		client.MatchingLabels{porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name)}); err != nil {
+		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
+	}
+	current := map[string]*porchv1alpha1.PackageRevision{}
+	for i := range existing.Items {
+		pr := &existing.Items[i]
+		if pr.Spec.Repository == repoObj.Name {
+			current[pr.Name] = pr
+		}
+	}
+	res := SyncResult{Revisions: len(revs)}
+	seen := map[string]bool{}
+	var errs []error
+	for _, rev := range revs {
+		name := ObjectName(repoObj.Name, rev.Package, rev.Workspace)
+		if seen[name] {
+			logger.Info("two revisions map to one PackageRevision name; keeping the first", "name", name, "package", rev.Package, "workspace", rev.Workspace)
+			continue
+		}
+		seen[name] = true
+		facts, err := s.kptfileFacts(ctx, repo, rev)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		want := Desired(repoObj, rev, facts.gates, facts.conditions, facts.lock)
+		changed, err := s.apply(ctx, want, current[name])
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		case changed && current[name] == nil:
+			res.Created++
+		case changed:
+			res.Updated++
+		}
+	}
+	for name, pr := range current {
+		if seen[name] || pr.Status.Commit == "" || !pr.DeletionTimestamp.IsZero() || pr.Generation != pr.Status.ObservedGeneration {
+			continue
+		}
+		if err := s.Client.Delete(ctx, pr, client.Preconditions{UID: &pr.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+			continue
+		}
+		res.Deleted++
+	}
+	return res, errors.Join(errs...)
+}
+
+// Desired is the PackageRevision that shows a git revision.
+func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kptfilev1.ReadinessGate, conditions []kptfilev1.Condition, lock *kptfilev1.UpstreamLock) *porchv1alpha1.PackageRevision {
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ObjectName(repoObj.Name, rev.Package, rev.Workspace),
+			Namespace: repoObj.Namespace,
+			Labels: map[string]string{
+				porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name),
+				porchv1alpha1.PackageLabel:    LabelValue(rev.Package),
+				porchv1alpha1.LifecycleLabel:  string(rev.Lifecycle),
+			},
+			OwnerReferences: []metav1.OwnerReference{repositoryOwner(repoObj)},
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    rev.Package,
+			Repository:     repoObj.Name,
+			WorkspaceName:  rev.Workspace,
+			Revision:       rev.Revision,
+			Lifecycle:      rev.Lifecycle,
+			ReadinessGates: gates,
+		},
+		Status: porchv1alpha1.PackageRevisionStatus{
+			Commit:       rev.Commit,
+			UpstreamLock: lock,
+			PublishedBy:  rev.PublishedBy,
+			Deployment:   repoObj.Spec.Deployment,
+		},
+	}
+	if rev.Latest {
+		pr.Labels[porchv1alpha1.LatestRevisionLabel] = "true"
+	}
+	if !rev.PublishedAt.IsZero() {
+		pr.Status.PublishTimestamp = ptr.To(metav1.NewTime(rev.PublishedAt))
+	}
+	for _, c := range conditions {
+		if c.Type == configv1alpha1.ReadyCondition {
+			continue
+		}
+		pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
+			Type: c.Type, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message,
+		})
+	}
+	pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
+		Type: configv1alpha1.ReadyCondition, Status: "True", Reason: ReadyReason, Message: "the revision is in git at commit " + short(rev.Commit),
+	})
+	return pr
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func repositoryOwner(r *configv1alpha1.Repository) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: configv1alpha1.GroupVersion.String(), Kind: "Repository", Name: r.Name, UID: r.UID,
+	}
+}
+
+// apply creates or updates one PackageRevision to show want. It reports
+// whether it wrote anything.
+func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision) (bool, error) {
+	if cur == nil {
+		obj := want.DeepCopy()
+		obj.Status = porchv1alpha1.PackageRevisionStatus{}
+		if err := s.Client.Create(ctx, obj); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return false, nil // made by someone else meanwhile; the next sync compares
+			}
+			return false, err
+		}
+		before := obj.DeepCopy()
+		obj.Status = want.Status
+		obj.Status.ObservedGeneration = obj.Generation
+		return true, s.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+	}
+	pending := cur.Generation != cur.Status.ObservedGeneration
+	obj := cur.DeepCopy()
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		obj.Labels[k] = v
+	}
+	if _, latest := want.Labels[porchv1alpha1.LatestRevisionLabel]; !latest {
+		delete(obj.Labels, porchv1alpha1.LatestRevisionLabel)
+	}
+	if !hasOwner(obj.OwnerReferences, want.OwnerReferences[0]) {
+		obj.OwnerReferences = append(obj.OwnerReferences, want.OwnerReferences[0])
+	}
+	if !pending {
+		obj.Spec.PackageName = want.Spec.PackageName
+		obj.Spec.Repository = want.Spec.Repository
+		obj.Spec.WorkspaceName = want.Spec.WorkspaceName
+		obj.Spec.Revision = want.Spec.Revision
+		obj.Spec.Lifecycle = want.Spec.Lifecycle
+		obj.Spec.ReadinessGates = want.Spec.ReadinessGates
+	}
+	wrote := false
+	if !apiequality.Semantic.DeepEqual(obj.Labels, cur.Labels) || !apiequality.Semantic.DeepEqual(obj.OwnerReferences, cur.OwnerReferences) ||
+		!apiequality.Semantic.DeepEqual(obj.Spec, cur.Spec) {
+		if err := s.Client.Patch(ctx, obj, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, err
+		}
+		wrote = true
+	}
+	before := obj.DeepCopy()
+	st := want.Status
+	switch {
+	case pending:
+		st.ObservedGeneration = cur.Status.ObservedGeneration
+	default:
+		st.ObservedGeneration = obj.Generation
+	}
+	if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
+		// Conditions of drafts are also set by other actors on the
+		// object: the PackageRevision controller writes them to git.
+		st.Conditions = mergeReady(cur.Status.Conditions, want.Status.Conditions)
+	}
+	if apiequality.Semantic.DeepEqual(st, cur.Status) {
+		return wrote, nil
+	}
+	obj.Status = st
+	if err := s.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return wrote, err
+	}
+	return true, nil
+}
+
+// mergeReady keeps the conditions an object has and sets its Ready
+// condition from want.
+func mergeReady(cur, want []porchv1alpha1.Condition) []porchv1alpha1.Condition {
+	var ready porchv1alpha1.Condition
+	for _, c := range want {
+		if c.Type == configv1alpha1.ReadyCondition {
+			ready = c
+		}
+	}
+	out := make([]porchv1alpha1.Condition, 0, len(cur)+1)
+	found := false
+	for _, c := range cur {
+		if c.Type == configv1alpha1.ReadyCondition {
+			c, found = ready, true
+		}
+		out = append(out, c)
+	}
+	if !found {
+		out = append(out, ready)
+	}
+	return out
+}
+
+func hasOwner(refs []metav1.OwnerReference, want metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if r.UID == want.UID {
+			return true
+		}
+	}
+	return false
+}

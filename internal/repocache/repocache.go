@@ -1,0 +1,135 @@
+// Package repocache keeps one opened git store per Repository object,
+// with credentials read from the Repository's Secret, and reopens it when
+// the Repository's git settings or the Secret change.
+package repocache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Secret keys of git credentials.
+const (
+	SecretUsernameKey    = "username"
+	SecretPasswordKey    = "password"
+	SecretBearerTokenKey = "bearerToken"
+)
+
+// ErrSecret is matched by errors about a Repository's credentials Secret
+// (missing, or without usable keys).
+var ErrSecret = errors.New("credentials secret")
+
+// Cache holds the opened repositories. It is safe for concurrent use;
+// operations on different repositories run in parallel.
+type Cache struct {
+	// Reader reads Secrets; an uncached reader avoids watching every
+	// Secret of the cluster.
+	Reader client.Reader
+	// Dir is the root folder of the local git mirrors.
+	Dir string
+
+	mu    sync.Mutex
+	repos map[types.NamespacedName]*entry
+}
+
+type entry struct {
+	mu   sync.Mutex // serializes opening
+	hash string     // of the settings the store was opened with
+	repo *store.Repository
+}
+
+// Open returns the store of a Repository, opening (and fetching) it when it
+// is not open yet or its settings or credentials changed.
+func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.Repository, error) {
+	if r.Spec.Git == nil {
+		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
+	}
+	creds, secretVersion, err := c.credentials(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+	c.mu.Lock()
+	if c.repos == nil {
+		c.repos = map[types.NamespacedName]*entry{}
+	}
+	e, ok := c.repos[key]
+	if !ok {
+		e = &entry{}
+		c.repos[key] = e
+	}
+	c.mu.Unlock()
+
+	g := r.Spec.Git
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Directory, g.CreateBranch, g.Author, g.Email, secretVersion)))
+	hash := hex.EncodeToString(h[:8])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.repo != nil && e.hash == hash {
+		return e.repo, nil
+	}
+	start := time.Now()
+	repo, err := store.Open(ctx, store.Options{
+		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
+		Credentials: creds, Author: g.Author, Email: g.Email,
+		CacheDir: filepath.Join(c.Dir, r.Namespace, r.Name, urlHash(g.Repo)),
+	})
+	metrics.ObserveGit("open", start, &err)
+	if err != nil {
+		return nil, err
+	}
+	e.repo, e.hash = repo, hash
+	return repo, nil
+}
+
+// Forget drops a Repository's store (when the Repository is deleted).
+func (c *Cache) Forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.repos, key)
+}
+
+func urlHash(u string) string {
+	h := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(h[:6])
+}
+
+// credentials reads the Repository's Secret. The version returned changes
+// whenever the Secret does.
+func (c *Cache) credentials(ctx context.Context, r *configv1alpha1.Repository) (store.Credentials, string, error) {
+	ref := r.Spec.Git.SecretRef
+	if ref == nil || ref.Name == "" {
+		return store.Credentials{}, "", nil
+	}
+	s := &corev1.Secret{}
+	if err := c.Reader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return store.Credentials{}, "", fmt.Errorf("secret %s/%s named by spec.git.secretRef does not exist: %w", r.Namespace, ref.Name, ErrSecret)
+		}
+		return store.Credentials{}, "", fmt.Errorf("reading secret %s/%s: %w", r.Namespace, ref.Name, err)
+	}
+	creds := store.Credentials{
+		Username:    string(s.Data[SecretUsernameKey]),
+		Password:    string(s.Data[SecretPasswordKey]),
+		BearerToken: string(s.Data[SecretBearerTokenKey]),
+	}
+	if creds.BearerToken == "" && creds.Password == "" {
+		return store.Credentials{}, "", fmt.Errorf("secret %s/%s has neither %q nor %q: %w", r.Namespace, ref.Name, SecretPasswordKey, SecretBearerTokenKey, ErrSecret)
+	}
+	return creds, s.ResourceVersion, nil
+}
