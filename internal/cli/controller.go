@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/manager"
+)
+
+// ControllerOptions are the options of `scion controller`.
+type ControllerOptions struct {
+	Streams
+	Manager manager.Options
+	Zap     zap.Options
+}
+
+// NewCmdController returns `scion controller`, the controller manager.
+func NewCmdController(streams Streams) *cobra.Command {
+	o := &ControllerOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Scion controller manager against the cluster of the current kubeconfig",
+		Long: `Run every Scion controller: Repositories are synced from git and their package
+revisions shown as PackageRevisions. Uses the in-cluster configuration, or
+the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Manager.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables it)`)
+	f.StringVar(&o.Manager.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	f.BoolVar(&o.Manager.LeaderElection, "leader-elect", true, "run one active replica at a time")
+	f.StringVar(&o.Manager.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	f.StringVar(&o.Manager.CacheDir, "cache-dir", "", "folder of the local git mirrors (default: $XDG_CACHE_HOME/scion/repositories)")
+	f.IntVar(&o.Manager.RepositoryWorkers, "repository-workers", 4, "Repositories synced at once")
+	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.Zap.BindFlags(goFlags)
+	f.AddGoFlagSet(goFlags)
+	// controller-runtime reads --kubeconfig from the standard flag set.
+	if kf := flag.CommandLine.Lookup("kubeconfig"); kf != nil {
+		f.AddGoFlag(kf)
+	}
+	return cmd
+}
+
+// Complete fills in defaults.
+func (o *ControllerOptions) Complete() error {
+	if o.Manager.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no --cache-dir and no user cache folder: %w", err)
+		}
+		o.Manager.CacheDir = filepath.Join(dir, "scion", "repositories")
+	}
+	if o.Manager.SyncPeriod < time.Second {
+		return fmt.Errorf("--sync-period must be at least 1s")
+	}
+	return nil
+}
+
+// Run runs the manager until SIGTERM or SIGINT.
+func (o *ControllerOptions) Run() error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(o.ErrOut)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the cluster: %w", err)
+	}
+	return manager.Run(ctrl.SetupSignalHandler(), cfg, o.Manager)
+}

@@ -1,0 +1,97 @@
+// Package manager assembles Scion's controller manager: every reconciler,
+// the shared repository cache and package service, health probes and
+// metrics.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/scheme"
+)
+
+// Options configure the manager.
+type Options struct {
+	// MetricsAddr serves Prometheus metrics ("0" disables).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables).
+	ProbeAddr string
+	// LeaderElection makes one replica active at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease (the pod's namespace when
+	// empty and running in a cluster).
+	LeaderElectionNamespace string
+	// CacheDir holds the local git mirrors.
+	CacheDir string
+	// RepositoryWorkers reconcile Repositories in parallel.
+	RepositoryWorkers int
+	// SyncPeriod is the default time between repository syncs.
+	SyncPeriod time.Duration
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// LeaderElectionID names the leader election lease.
+const LeaderElectionID = "scion-controller.config.porch.kpt.dev"
+
+// New builds a manager with every Scion reconciler registered.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.CacheDir == "" {
+		return nil, errors.New("a cache directory is required")
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme.New(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir}
+	service := &pkgservice.Service{Client: mgr.GetClient()}
+	if err := (&repository.Reconciler{
+		Client:   mgr.GetClient(),
+		Cache:    cache,
+		Service:  service,
+		Recorder: mgr.GetEventRecorder("scion-repository"),
+		Options:  repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the repository controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := New(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
