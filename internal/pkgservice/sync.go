@@ -111,50 +111,64 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 		client.MatchingLabels{porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name)}); err != nil {
 		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
 	}
+	// Objects are matched to revisions by identity (package and
+	// workspace), not by name: a PackageRevision created by a user may
+	// have any name.
 	current := map[string]*porchv1alpha1.PackageRevision{}
 	for i := range existing.Items {
 		pr := &existing.Items[i]
 		if pr.Spec.Repository == repoObj.Name {
-			current[pr.Name] = pr
+			current[Identity(pr.Spec.PackageName, pr.Spec.WorkspaceName)] = pr
 		}
 	}
 	res := SyncResult{Revisions: len(revs)}
 	seen := map[string]bool{}
 	var errs []error
 	for _, rev := range revs {
-		name := ObjectName(repoObj.Name, rev.Package, rev.Workspace)
-		if seen[name] {
-			logger.Info("two revisions map to one PackageRevision name; keeping the first", "name", name, "package", rev.Package, "workspace", rev.Workspace)
+		id := Identity(rev.Package, rev.Workspace)
+		if seen[id] {
+			logger.Info("two revisions have the same package and workspace; showing the first", "package", rev.Package, "workspace", rev.Workspace)
 			continue
 		}
-		seen[name] = true
-		facts, err := s.kptfileFacts(ctx, repo, rev)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
-		}
-		want := Desired(repoObj, rev, facts.gates, facts.conditions, facts.lock)
-		changed, err := s.apply(ctx, want, current[name])
+		seen[id] = true
+		changed, err := s.Show(ctx, repoObj, repo, rev, current[id])
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		case changed && current[name] == nil:
+			errs = append(errs, fmt.Errorf("%s %s: %w", rev.Package, rev.Workspace, err))
+		case changed && current[id] == nil:
 			res.Created++
 		case changed:
 			res.Updated++
 		}
 	}
-	for name, pr := range current {
-		if seen[name] || pr.Status.Commit == "" || !pr.DeletionTimestamp.IsZero() || pr.Generation != pr.Status.ObservedGeneration {
+	for id, pr := range current {
+		if seen[id] || pr.Status.Commit == "" || !pr.DeletionTimestamp.IsZero() || pr.Generation != pr.Status.ObservedGeneration {
 			continue
 		}
 		if err := s.Client.Delete(ctx, pr, client.Preconditions{UID: &pr.UID}); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("deleting %s: %w", pr.Name, err))
 			continue
 		}
 		res.Deleted++
 	}
 	return res, errors.Join(errs...)
+}
+
+// Identity keys a package revision by package path and workspace.
+func Identity(pkgPath, workspace string) string { return pkgPath + "\x00" + workspace }
+
+// Show makes the PackageRevision cur (nil: create one) show the git
+// revision rev. It reports whether it wrote anything.
+func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision, cur *porchv1alpha1.PackageRevision) (bool, error) {
+	facts, err := s.kptfileFacts(ctx, repo, rev)
+	if err != nil {
+		return false, err
+	}
+	want := Desired(repoObj, rev, facts.gates, facts.conditions, facts.lock)
+	if cur != nil {
+		want.Name = cur.Name
+	}
+	return s.apply(ctx, want, cur)
 }
 
 // Desired is the PackageRevision that shows a git revision.
