@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -36,6 +37,8 @@ type Options struct {
 	CacheDir string
 	// RepositoryWorkers reconcile Repositories in parallel.
 	RepositoryWorkers int
+	// PackageRevisionWorkers reconcile PackageRevisions in parallel.
+	PackageRevisionWorkers int
 	// SyncPeriod is the default time between repository syncs.
 	SyncPeriod time.Duration
 }
@@ -72,6 +75,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Options:  repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
+	}
+	if err := (&packagerevision.Reconciler{
+		Client:   mgr.GetClient(),
+		Cache:    cache,
+		Service:  service,
+		Recorder: mgr.GetEventRecorder("scion-packagerevision"),
+		Options:  packagerevision.Options{Workers: o.PackageRevisionWorkers},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			continue
 		}
 		seen[id] = true
-		changed, err := s.Show(ctx, repoObj, repo, rev, current[id])
+		changed, err := s.Show(ctx, repoObj, repo, rev, current[id], ShowOptions{})
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s %s: %w", rev.Package, rev.Workspace, err))
@@ -157,9 +157,19 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 // Identity keys a package revision by package path and workspace.
 func Identity(pkgPath, workspace string) string { return pkgPath + "\x00" + workspace }
 
+// ShowOptions tune Show.
+type ShowOptions struct {
+	// Handled says the caller acted on the object's spec: the spec is set
+	// from git and observedGeneration advances even if the generation was
+	// ahead.
+	Handled bool
+	// Ready replaces the Ready condition derived from git.
+	Ready *porchv1alpha1.Condition
+}
+
 // Show makes the PackageRevision cur (nil: create one) show the git
 // revision rev. It reports whether it wrote anything.
-func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision, cur *porchv1alpha1.PackageRevision) (bool, error) {
+func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision, cur *porchv1alpha1.PackageRevision, o ShowOptions) (bool, error) {
 	facts, err := s.kptfileFacts(ctx, repo, rev)
 	if err != nil {
 		return false, err
@@ -168,7 +178,14 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	if cur != nil {
 		want.Name = cur.Name
 	}
-	return s.apply(ctx, want, cur)
+	if o.Ready != nil {
+		for i := range want.Status.Conditions {
+			if want.Status.Conditions[i].Type == configv1alpha1.ReadyCondition {
+				want.Status.Conditions[i] = *o.Ready
+			}
+		}
+	}
+	return s.apply(ctx, want, cur, o.Handled)
 }
 
 // Desired is the PackageRevision that shows a git revision.
@@ -234,7 +251,7 @@ func repositoryOwner(r *configv1alpha1.Repository) metav1.OwnerReference {
 
 // apply creates or updates one PackageRevision to show want. It reports
 // whether it wrote anything.
-func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision) (bool, error) {
+func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision, handled bool) (bool, error) {
 	if cur == nil {
 		obj := want.DeepCopy()
 		obj.Status = porchv1alpha1.PackageRevisionStatus{}
@@ -249,7 +266,7 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		obj.Status.ObservedGeneration = obj.Generation
 		return true, s.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
 	}
-	pending := cur.Generation != cur.Status.ObservedGeneration
+	pending := cur.Generation != cur.Status.ObservedGeneration && !handled
 	obj := cur.DeepCopy()
 	if obj.Labels == nil {
 		obj.Labels = map[string]string{}

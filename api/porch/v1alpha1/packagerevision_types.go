@@ -26,6 +26,12 @@ const (
 	// LatestRevisionLabel is "true" on the latest published revision of a
 	// package.
 	LatestRevisionLabel = "kpt.dev/latest-revision"
+	// ApprovedByAnnotation names who approved a revision; it is recorded
+	// as the publisher (status.publishedBy) when the revision is published.
+	ApprovedByAnnotation = "porch.kpt.dev/approved-by"
+	// PackageRevisionFinalizer keeps a PackageRevision until its revision
+	// is removed from git.
+	PackageRevisionFinalizer = "porch.kpt.dev/packagerevision"
 )
 
 // TaskType is the kind of a task.

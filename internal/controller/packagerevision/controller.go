@@ -1,0 +1,278 @@
+package packagerevision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Options configure the Reconciler.
+type Options struct {
+	// Workers is the number of PackageRevisions reconciled at once.
+	Workers int
+}
+
+// Reconciler reconciles PackageRevisions.
+type Reconciler struct {
+	client.Client
+	Cache    *repocache.Cache
+	Service  *pkgservice.Service
+	Recorder recorder.EventRecorder
+	Options  Options
+}
+
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+
+// SetupWithManager registers the controller. PackageRevisions are
+// reconciled when their spec changes, when they are being deleted, and
+// when other actors change their conditions (which gate publishing and are
+// written into drafts' Kptfiles); the controller's own Ready updates do
+// not trigger it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil {
+		return fmt.Errorf("packagerevision controller: Cache, Service and Recorder are required")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("packagerevision").
+		For(&porchv1alpha1.PackageRevision{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.Funcs{UpdateFunc: conditionsChanged},
+		))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
+		Complete(r)
+}
+
+// conditionsChanged reports a change of conditions other than Ready, or a
+// deletion starting.
+func conditionsChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*porchv1alpha1.PackageRevision)
+	n, ok2 := e.ObjectNew.(*porchv1alpha1.PackageRevision)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() {
+		return true
+	}
+	return !reflect.DeepEqual(actorConditions(o), actorConditions(n))
+}
+
+func actorConditions(pr *porchv1alpha1.PackageRevision) map[string]porchv1alpha1.Condition {
+	out := map[string]porchv1alpha1.Condition{}
+	for _, c := range pr.Status.Conditions {
+		if c.Type != configv1alpha1.ReadyCondition {
+			c.LastTransitionTime = nil
+			out[c.Type] = c
+		}
+	}
+	return out
+}
+
+// Reasons of the Ready condition of a PackageRevision.
+const (
+	RepositoryNotReadyReason   = "RepositoryNotReady"
+	InvalidReason              = "Invalid"
+	ReadinessGatesNotMetReason = "ReadinessGatesNotMet"
+)
+
+// Reconcile brings one PackageRevision's git revision in line with its
+// spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pr := &porchv1alpha1.PackageRevision{}
+	if err := r.Get(ctx, req.NamespacedName, pr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	repoObj := &configv1alpha1.Repository{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, repoObj)
+	if apierrors.IsNotFound(err) && !pr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.removeFinalizer(ctx, pr) // nothing left to clean in git we know of
+	}
+	var repo *store.Repository
+	if err == nil {
+		repo, err = r.Cache.Open(ctx, repoObj)
+	}
+	if err != nil {
+		// Waiting for the Repository: no backoff noise, look again soon.
+		return ctrl.Result{RequeueAfter: 15 * time.Second}, r.setReady(ctx, pr, "False", RepositoryNotReadyReason,
+			fmt.Sprintf("repository %s is not usable: %v", pr.Spec.Repository, err))
+	}
+	if !pr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, pr, repo)
+	}
+	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
+		patch := client.MergeFrom(pr.DeepCopy())
+		controllerutil.AddFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer)
+		if err := r.Patch(ctx, pr, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.reconcileRevision(ctx, pr, repoObj, repo)
+}
+
+// reconcileRevision materializes the draft if git does not have it, writes
+// a draft's object conditions into its Kptfile, moves the lifecycle, and
+// shows the result on the object.
+func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.PackageRevision, repoObj *configv1alpha1.Repository, repo *store.Repository) (ctrl.Result, error) {
+	rev, err := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && pr.Status.Commit != "":
+		return ctrl.Result{}, nil // removed from git by someone else: the sync deletes the object
+	case errors.Is(err, store.ErrNotFound):
+		if lc := pr.Spec.Lifecycle; lc != "" && lc != porchv1alpha1.LifecycleDraft {
+			return r.fail(ctx, pr, fmt.Errorf("spec.lifecycle: a new PackageRevision starts as Draft, not %s: %w", lc, pkgservice.ErrInvalid))
+		}
+		contents, message, err := pkgservice.Contents(ctx, pr, repoObj.Spec.Deployment, r.resolver(pr.Namespace))
+		if err != nil {
+			return r.fail(ctx, pr, err)
+		}
+		if rev, err = pkgservice.CreateDraft(ctx, repo, pr, contents, message); err != nil {
+			return r.fail(ctx, pr, err)
+		}
+		r.Recorder.Eventf(pr, nil, "Normal", "Created", "Create", "draft written to git at %s", shortHash(rev.Commit))
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if rev.Lifecycle == porchv1alpha1.LifecycleDraft {
+		if rev, err = pkgservice.MirrorToKptfile(ctx, repo, pr, rev); err != nil {
+			return r.fail(ctx, pr, err)
+		}
+	}
+	before := rev.Lifecycle
+	moved, err := pkgservice.Move(ctx, repo, repoObj.Name, repoObj.Spec.Deployment, pr, rev)
+	var gates *pkgservice.GatesError
+	switch {
+	case errors.As(err, &gates):
+		_, showErr := r.Service.Show(ctx, repoObj, repo, rev, pr, pkgservice.ShowOptions{
+			Ready: &porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "False", Reason: ReadinessGatesNotMetReason, Message: gates.Error()},
+		})
+		r.Recorder.Eventf(pr, nil, "Warning", ReadinessGatesNotMetReason, "Publish", "%s", gates.Error())
+		return ctrl.Result{}, showErr // waits for a condition change
+	case err != nil:
+		return r.fail(ctx, pr, err)
+	}
+	if moved.Lifecycle != before {
+		r.Recorder.Eventf(pr, nil, "Normal", string(moved.Lifecycle), "Lifecycle", "%s -> %s", before, moved.Lifecycle)
+	}
+	_, err = r.Service.Show(ctx, repoObj, repo, moved, pr, pkgservice.ShowOptions{Handled: true})
+	return ctrl.Result{}, err
+}
+
+// fail reports an error: invalid requests stay on the object until its
+// spec changes; anything else is retried with backoff.
+func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) (ctrl.Result, error) {
+	if errors.Is(err, pkgservice.ErrInvalid) {
+		r.Recorder.Eventf(pr, nil, "Warning", InvalidReason, "Reconcile", "%v", err)
+		return ctrl.Result{}, r.setReady(ctx, pr, "False", InvalidReason, err.Error())
+	}
+	if setErr := r.setReady(ctx, pr, "False", "Error", err.Error()); setErr != nil {
+		return ctrl.Result{}, errors.Join(err, setErr)
+	}
+	return ctrl.Result{}, err
+}
+
+// setReady writes the Ready condition of an object git does not show yet
+// (or cannot show now).
+func (r *Reconciler) setReady(ctx context.Context, pr *porchv1alpha1.PackageRevision, status, reason, message string) error {
+	before := pr.DeepCopy()
+	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message}
+	found := false
+	for i := range pr.Status.Conditions {
+		if pr.Status.Conditions[i].Type == c.Type {
+			if pr.Status.Conditions[i] == c {
+				return nil
+			}
+			pr.Status.Conditions[i], found = c, true
+		}
+	}
+	if !found {
+		pr.Status.Conditions = append(pr.Status.Conditions, c)
+	}
+	return client.IgnoreNotFound(r.Status().Patch(ctx, pr, client.MergeFrom(before)))
+}
+
+// reconcileDelete removes the revision from git, then the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *store.Repository) error {
+	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
+		return nil
+	}
+	rev, err := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if err := repo.Delete(ctx, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.Recorder.Eventf(pr, nil, "Warning", "DeleteFailed", "Delete", "removing %s from git: %v", pr.Name, err)
+			return r.setReadyAndReturn(ctx, pr, fmt.Errorf("removing the revision from git: %w", err))
+		}
+		r.Recorder.Eventf(pr, nil, "Normal", "Deleted", "Delete", "removed from git")
+	}
+	return r.removeFinalizer(ctx, pr)
+}
+
+func (r *Reconciler) setReadyAndReturn(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) error {
+	return errors.Join(err, r.setReady(ctx, pr, "False", "DeleteFailed", err.Error()))
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {
+	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(pr.DeepCopy())
+	controllerutil.RemoveFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, pr, patch))
+}
+
+// resolver finds the git revision behind a PackageRevision name.
+func (r *Reconciler) resolver(namespace string) pkgservice.SourceResolver {
+	return func(ctx context.Context, name string) (pkgservice.Source, error) {
+		src := &porchv1alpha1.PackageRevision{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, src); err != nil {
+			if apierrors.IsNotFound(err) {
+				return pkgservice.Source{}, fmt.Errorf("PackageRevision %s/%s does not exist: %w", namespace, name, pkgservice.ErrInvalid)
+			}
+			return pkgservice.Source{}, err
+		}
+		repoObj := &configv1alpha1.Repository{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: src.Spec.Repository}, repoObj); err != nil {
+			return pkgservice.Source{}, fmt.Errorf("repository %s of %s: %w", src.Spec.Repository, name, err)
+		}
+		repo, err := r.Cache.Open(ctx, repoObj)
+		if err != nil {
+			return pkgservice.Source{}, err
+		}
+		rev, err := repo.Get(ctx, src.Spec.PackageName, src.Spec.WorkspaceName, 0)
+		if err != nil {
+			return pkgservice.Source{}, fmt.Errorf("revision of %s: %w", name, err)
+		}
+		return pkgservice.Source{Repository: repoObj, Store: repo, Revision: rev}, nil
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

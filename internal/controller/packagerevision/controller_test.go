@@ -1,0 +1,280 @@
+package packagerevision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+func newRepository(t *testing.T, ns, name string, deployment bool) string {
+	t.Helper()
+	bare := gitserver.InitBare(t, t.TempDir(), name+".git")
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Deployment: deployment,
+			Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}},
+	}
+	if err := k8sClient.Create(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	return bare
+}
+
+func newRevision(ns, repo, pkgName, ws string, task porchv1alpha1.Task) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: pkgservice.ObjectName(repo, pkgName, ws), Namespace: ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: pkgName, Repository: repo, WorkspaceName: ws,
+			Tasks: []porchv1alpha1.Task{task}},
+	}
+}
+
+func initTask() porchv1alpha1.Task {
+	return porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "a test package"}}
+}
+
+func get(g Gomega, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	out := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pr), out)).To(Succeed())
+	return out
+}
+
+func ready(pr *porchv1alpha1.PackageRevision) porchv1alpha1.Condition {
+	for _, c := range pr.Status.Conditions {
+		if c.Type == configv1alpha1.ReadyCondition {
+			return c
+		}
+	}
+	return porchv1alpha1.Condition{}
+}
+
+// setLifecycle asks for a lifecycle and waits until git has it.
+func setLifecycle(t *testing.T, pr *porchv1alpha1.PackageRevision, lc porchv1alpha1.Lifecycle) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	g := NewWithT(t)
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = lc
+	g.Expect(k8sClient.Patch(context.Background(), cur, patch)).To(Succeed())
+	var out *porchv1alpha1.PackageRevision
+	g.Eventually(func(g Gomega) {
+		out = get(g, pr)
+		g.Expect(out.Status.ObservedGeneration).To(Equal(out.Generation))
+		g.Expect(out.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(lc)))
+	}, timeout, interval).Should(Succeed())
+	return out
+}
+
+func TestPackageRevision_lifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "blueprints", false)
+
+	pr := newRevision(ns, "blueprints", "base/ns", "ws1", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+		g.Expect(got.Status.Commit).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "show", "drafts/base/ns/ws1:base/ns/Kptfile")).To(ContainSubstring("description: a test package"))
+	g.Expect(gitserver.Git(t, bare, "log", "-1", "--format=%B", "drafts/base/ns/ws1")).To(ContainSubstring(pkgservice.TrailerObjectUID + ": " + string(get(g, pr).UID)))
+
+	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "proposed/*")).To(ContainSubstring("proposed/base/ns/ws1"))
+	setLifecycle(t, pr, porchv1alpha1.LifecycleDraft)
+	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "jane"}
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	pub := setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+	g.Expect(pub.Spec.Revision).To(Equal(1))
+	g.Expect(pub.Status.PublishedBy).To(Equal("jane"))
+	g.Expect(pub.Labels).To(HaveKeyWithValue(porchv1alpha1.LatestRevisionLabel, "true"))
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("base/ns/v1"))
+
+	// A Published revision cannot go back to Draft (the API server says so).
+	cur = get(g, pr)
+	patch = client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(MatchError(ContainSubstring("a Published revision can only move to DeletionProposed")))
+
+	setLifecycle(t, pr, porchv1alpha1.LifecycleDeletionProposed)
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "deletionProposed/*")).To(ContainSubstring("deletionProposed/base/ns/v1"))
+	setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+	setLifecycle(t, pr, porchv1alpha1.LifecycleDeletionProposed)
+
+	// Deleting the object removes the revision from git.
+	g.Expect(k8sClient.Delete(ctx, get(g, pr))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(BeEmpty())
+	g.Expect(gitserver.Git(t, bare, "ls-tree", "main", "base/")).To(BeEmpty())
+}
+
+func TestPackageRevision_readinessGates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns, "catalog", false)
+	bare := newRepository(t, ns, "cluster-01", true)
+
+	// A published blueprint, cloned into the deployment repository.
+	up := newRevision(ns, "catalog", "app", "v1", initTask())
+	g.Expect(k8sClient.Create(ctx, up)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, up).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	setLifecycle(t, up, porchv1alpha1.LifecycleProposed)
+	setLifecycle(t, up, porchv1alpha1.LifecyclePublished)
+
+	down := newRevision(ns, "cluster-01", "app", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone,
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: up.Name}}})
+	down.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/approved"}}
+	g.Expect(k8sClient.Create(ctx, down)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, down)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.UpstreamLock).NotTo(BeNil())
+		g.Expect(got.Status.UpstreamLock.Git.Ref).To(Equal("app/v1"))
+	}, timeout, interval).Should(Succeed())
+	kf := gitserver.Git(t, bare, "show", "drafts/app/ws:app/Kptfile")
+	g.Expect(kf).To(ContainSubstring("conditionType: example.com/approved"), "gates added on the object are written to the Kptfile")
+	g.Expect(gitserver.Git(t, bare, "show", "drafts/app/ws:app/package-context.yaml")).To(ContainSubstring("name: app"), "clones into deployment repositories get a package context")
+
+	setLifecycle(t, down, porchv1alpha1.LifecycleProposed)
+	cur := get(g, down)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := ready(get(g, down))
+		g.Expect(c.Reason).To(Equal(ReadinessGatesNotMetReason))
+		g.Expect(c.Message).To(Equal("cannot publish into deployment repository cluster-01: readiness gates not met: example.com/approved"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(BeEmpty(), "nothing is published while a gate is unmet")
+
+	// Setting the condition lets the publish through.
+	cur = get(g, down)
+	before := cur.DeepCopy()
+	cur.Status.Conditions = append(cur.Status.Conditions, porchv1alpha1.Condition{Type: "example.com/approved", Status: "True", Reason: "Reviewed"})
+	g.Expect(k8sClient.Status().Patch(ctx, cur, client.MergeFrom(before))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, down)
+		g.Expect(got.Spec.Revision).To(Equal(1))
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"))
+}
+
+func TestPackageRevision_concurrentPublish(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "r", false)
+	var prs []*porchv1alpha1.PackageRevision
+	for i := 0; i < 3; i++ {
+		pr := newRevision(ns, "r", "app", fmt.Sprintf("ws%d", i), initTask())
+		pr.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+		g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+		prs = append(prs, pr)
+	}
+	for _, pr := range prs {
+		g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+		setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	}
+	var wg sync.WaitGroup
+	for _, pr := range prs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cur := &porchv1alpha1.PackageRevision{}
+			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), cur)
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+			_ = k8sClient.Patch(ctx, cur, patch)
+		}()
+	}
+	wg.Wait()
+	revisions := map[int]bool{}
+	g.Eventually(func(g Gomega) {
+		revisions = map[int]bool{}
+		for _, pr := range prs {
+			got := get(g, pr)
+			g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+			g.Expect(got.Spec.Revision).To(BeNumerically(">", 0))
+			revisions[got.Spec.Revision] = true
+		}
+	}, timeout, interval).Should(Succeed())
+	g.Expect(revisions).To(Equal(map[int]bool{1: true, 2: true, 3: true}))
+	g.Expect(strings.Fields(gitserver.Git(t, bare, "tag"))).To(ConsistOf("app/v1", "app/v2", "app/v3"))
+}
+
+// TestPackageRevision_crashAfterGitWrite: a draft written to git for an
+// object, before the object was updated (a crash), is found again and not
+// written twice.
+func TestPackageRevision_crashAfterGitWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	// The object exists before its Repository, so the controller waits.
+	pr := newRevision(ns, "late", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(RepositoryNotReadyReason)) }, timeout, interval).Should(Succeed())
+
+	// What a crashed controller left: the draft in git, recording the object.
+	bare := gitserver.InitBare(t, t.TempDir(), "late.git")
+	work := t.TempDir()
+	gitserver.Git(t, work, "init", "-q", "-b", "main")
+	gitserver.Git(t, work, "commit", "-q", "--allow-empty", "-m", "init")
+	gitserver.Git(t, work, "push", "-q", bare, "main")
+	uid := string(get(g, pr).UID)
+	g.Expect(writeFile(work, "app/Kptfile", "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")).To(Succeed())
+	gitserver.Git(t, work, "add", "-A")
+	gitserver.Git(t, work, "commit", "-q", "-m", "Initialize app\n\n"+pkgservice.TrailerObjectUID+": "+uid+"\nScion-Package: app\nScion-Workspace: ws")
+	gitserver.Git(t, work, "push", "-q", bare, "HEAD:refs/heads/drafts/app/ws")
+	head := gitserver.Git(t, bare, "rev-parse", "drafts/app/ws")
+
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}}
+	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+		g.Expect(got.Status.Commit).To(Equal(head))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "rev-parse", "drafts/app/ws")).To(Equal(head), "no second draft commit")
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1), "the sync shows the draft on the same object")
+}
+
+func TestPackageRevision_invalid(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns, "r", false)
+	pr := newRevision(ns, "r", "app", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone,
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: "missing"}}})
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := ready(get(g, pr))
+		g.Expect(c.Reason).To(Equal(InvalidReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.tasks[0].clone.upstreamRef: PackageRevision " + ns + "/missing does not exist"))
+	}, timeout, interval).Should(Succeed())
+}

@@ -1,0 +1,14 @@
+package packagerevision
+
+import (
+	"os"
+	"path/filepath"
+)
+
+func writeFile(dir, name, content string) error {
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), 0o644)
+}

@@ -1,0 +1,245 @@
+package pkgservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/kptfile"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Commit trailers that tie a draft to the object that asked for it, so a
+// draft written before a crash is found again instead of written twice.
+const (
+	TrailerObject    = "Scion-Object"
+	TrailerObjectUID = "Scion-Object-UID"
+)
+
+// ErrInvalid is matched by errors a retry cannot fix: the object asks for
+// something impossible (a bad task, a transition git does not allow).
+var ErrInvalid = errors.New("invalid")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
+}
+
+// Source is a package revision a task reads from.
+type Source struct {
+	Repository *configv1alpha1.Repository
+	Store      *store.Repository
+	Revision   store.Revision
+}
+
+// Origin is the upstream identity of a source, as a Kptfile records it.
+func (s Source) Origin() engine.Origin {
+	full := s.Revision.Package
+	if d := s.Store.Directory(); d != "" {
+		full = path.Join(d, full)
+	}
+	ref := "drafts/" + full + "/" + s.Revision.Workspace
+	switch s.Revision.Lifecycle {
+	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
+		ref = fmt.Sprintf("%s/v%d", full, s.Revision.Revision)
+	case porchv1alpha1.LifecycleProposed:
+		ref = "proposed/" + full + "/" + s.Revision.Workspace
+	}
+	return engine.Origin{Repo: s.Store.URL(), Directory: full, Ref: ref, Commit: s.Revision.Commit}
+}
+
+// Read returns the files of the source.
+func (s Source) Read(ctx context.Context) (*pkg.Package, error) {
+	return s.Store.Read(ctx, s.Revision)
+}
+
+// SourceResolver finds the package revision a task names.
+type SourceResolver func(ctx context.Context, name string) (Source, error)
+
+// Contents computes the package a PackageRevision's first task describes.
+func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment bool, resolve SourceResolver) (*pkg.Package, string, error) {
+	if len(pr.Spec.Tasks) == 0 {
+		return nil, "", invalid("spec.tasks is empty: a new PackageRevision needs an init, clone, edit or upgrade task")
+	}
+	t := pr.Spec.Tasks[0]
+	name := path.Base(pr.Spec.PackageName)
+	switch t.Type {
+	case porchv1alpha1.TaskTypeInit:
+		kf := kptfile.New(name)
+		if t.Init != nil {
+			kf.Info = &kptfilev1.PackageInfo{Description: t.Init.Description, Keywords: t.Init.Keywords, Site: t.Init.Site}
+			if kf.Info.Description == "" && len(kf.Info.Keywords) == 0 && kf.Info.Site == "" {
+				kf.Info = nil
+			}
+		}
+		data, err := kptfile.Marshal(kf)
+		if err != nil {
+			return nil, "", err
+		}
+		p := pkg.New(map[string][]byte{kptfilev1.KptFileName: data, "README.md": []byte("# " + name + "\n")})
+		if deployment {
+			if err := engine.EnsurePackageContext(p, name, pr.Spec.PackageName); err != nil {
+				return nil, "", err
+			}
+		}
+		return p, "Initialize " + pr.Spec.PackageName, nil
+	case porchv1alpha1.TaskTypeClone:
+		src, err := resolve(ctx, t.Clone.UpstreamRef.Name)
+		if err != nil {
+			return nil, "", fmt.Errorf("spec.tasks[0].clone.upstreamRef: %w", err)
+		}
+		up, err := src.Read(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := engine.Clone(up, src.Origin(), engine.CloneOptions{Name: name, PackagePath: pr.Spec.PackageName, ForDeployment: deployment})
+		if err != nil {
+			return nil, "", invalid("spec.tasks[0].clone: %v", err)
+		}
+		return p, fmt.Sprintf("Clone %s from %s", pr.Spec.PackageName, t.Clone.UpstreamRef.Name), nil
+	case porchv1alpha1.TaskTypeEdit:
+		src, err := resolve(ctx, t.Edit.SourceRef.Name)
+		if err != nil {
+			return nil, "", fmt.Errorf("spec.tasks[0].edit.sourceRef: %w", err)
+		}
+		if src.Revision.Package != pr.Spec.PackageName || src.Repository.Name != pr.Spec.Repository {
+			return nil, "", invalid("spec.tasks[0].edit.sourceRef: %s is package %s in %s; an edit copies a revision of the same package", t.Edit.SourceRef.Name, src.Revision.Package, src.Repository.Name)
+		}
+		p, err := src.Read(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return p, fmt.Sprintf("Edit %s from %s", pr.Spec.PackageName, t.Edit.SourceRef.Name), nil
+	case porchv1alpha1.TaskTypeUpgrade:
+		u := t.Upgrade
+		var srcs [3]Source
+		for i, ref := range []struct{ field, name string }{{"oldUpstream", u.OldUpstream.Name}, {"newUpstream", u.NewUpstream.Name}, {"localPackageRevisionRef", u.LocalPackageRevisionRef.Name}} {
+			s, err := resolve(ctx, ref.name)
+			if err != nil {
+				return nil, "", fmt.Errorf("spec.tasks[0].upgrade.%s: %w", ref.field, err)
+			}
+			srcs[i] = s
+		}
+		var pkgs [3]*pkg.Package
+		for i, s := range srcs {
+			p, err := s.Read(ctx)
+			if err != nil {
+				return nil, "", err
+			}
+			pkgs[i] = p
+		}
+		out, _, err := engine.Update(pkgs[2], pkgs[0], pkgs[1], srcs[1].Origin(), u.Strategy)
+		if err != nil {
+			return nil, "", invalid("spec.tasks[0].upgrade: %v", err)
+		}
+		return out, fmt.Sprintf("Upgrade %s to %s", pr.Spec.PackageName, u.NewUpstream.Name), nil
+	default:
+		return nil, "", invalid("spec.tasks[0]: unknown task type %q", t.Type)
+	}
+}
+
+// CreateDraft writes a new draft for pr with contents, as one commit that
+// records the object's UID. When a draft of the same package and workspace
+// already exists and records this object, it is returned: the write
+// happened before a crash or restart.
+func CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
+	rev, err := repo.WriteDraft(ctx, store.DraftWrite{
+		Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName, Contents: contents, Message: message,
+		Trailers: store.Trailers{TrailerObject: pr.Namespace + "/" + pr.Name, TrailerObjectUID: string(pr.UID)},
+	})
+	if err == nil || !errors.Is(err, store.ErrConflict) {
+		return rev, err
+	}
+	existing, getErr := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if getErr == nil && existing.Trailers[TrailerObjectUID] == string(pr.UID) {
+		return existing, nil
+	}
+	return store.Revision{}, invalid("package %s already has a revision in workspace %q: choose another workspaceName", pr.Spec.PackageName, pr.Spec.WorkspaceName)
+}
+
+// UnmetGates lists the readiness gates whose condition is not True.
+func UnmetGates(gates []kptfilev1.ReadinessGate, conditions []porchv1alpha1.Condition) []string {
+	status := map[string]porchv1alpha1.ConditionStatus{}
+	for _, c := range conditions {
+		status[c.Type] = c.Status
+	}
+	var unmet []string
+	seen := map[string]bool{}
+	for _, g := range gates {
+		if status[g.ConditionType] != "True" && !seen[g.ConditionType] {
+			unmet = append(unmet, g.ConditionType)
+			seen[g.ConditionType] = true
+		}
+	}
+	sort.Strings(unmet)
+	return unmet
+}
+
+// MirrorToKptfile writes the readiness gates and conditions set on a draft's
+// object into its Kptfile, so git keeps them (and their history). It
+// returns the new revision, or rev when the Kptfile already says so.
+func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
+	p, err := repo.Read(ctx, rev)
+	if err != nil {
+		return rev, err
+	}
+	if _, ok := p.File(kptfilev1.KptFileName); !ok {
+		return rev, nil
+	}
+	before := p.DeepCopy()
+	err = p.EditKptfile(func(kf *kptfilev1.KptFile) error {
+		for _, g := range pr.Spec.ReadinessGates {
+			if kf.Info == nil {
+				kf.Info = &kptfilev1.PackageInfo{}
+			}
+			found := false
+			for _, have := range kf.Info.ReadinessGates {
+				found = found || have.ConditionType == g.ConditionType
+			}
+			if !found {
+				kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, g)
+			}
+		}
+		for _, c := range pr.Status.Conditions {
+			if c.Type == configv1alpha1.ReadyCondition || c.Type == engine.RenderedCondition {
+				continue
+			}
+			kptfile.SetCondition(kf, kptfilev1.Condition{Type: c.Type, Status: kptfilev1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
+		}
+		return nil
+	})
+	if err != nil {
+		return rev, invalid("the Kptfile of %s: %v", pr.Name, err)
+	}
+	if p.Equal(before) {
+		return rev, nil
+	}
+	var changed []string
+	for _, c := range pr.Status.Conditions {
+		if c.Type != configv1alpha1.ReadyCondition {
+			changed = append(changed, c.Type+"="+string(c.Status))
+		}
+	}
+	return repo.WriteDraft(ctx, store.DraftWrite{
+		Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit, Contents: p,
+		Message: "Set conditions and readiness gates: " + strings.Join(changed, ", "), Trailers: keep(rev.Trailers),
+	})
+}
+
+// keep returns the trailers a later commit of a draft carries over.
+func keep(t store.Trailers) store.Trailers {
+	out := store.Trailers{}
+	for _, k := range []string{TrailerObject, TrailerObjectUID} {
+		if v, ok := t[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
