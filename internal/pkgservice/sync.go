@@ -22,10 +22,6 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// ReadyReason is the reason of the Ready condition of a PackageRevision
-// that mirrors git.
-const ReadyReason = "Synced"
-
 // maxFactsCache bounds the Kptfile facts kept in memory.
 const maxFactsCache = 50_000
 
@@ -231,7 +227,7 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 		})
 	}
 	pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
-		Type: configv1alpha1.ReadyCondition, Status: "True", Reason: ReadyReason, Message: "the revision is in git at commit " + short(rev.Commit),
+		Type: configv1alpha1.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, Message: "the revision is in git at commit " + short(rev.Commit),
 	})
 	return pr
 }
@@ -264,6 +260,11 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		before := obj.DeepCopy()
 		obj.Status = want.Status
 		obj.Status.ObservedGeneration = obj.Generation
+		for i := range obj.Status.Conditions {
+			if obj.Status.Conditions[i].Type == configv1alpha1.ReadyCondition {
+				obj.Status.Conditions[i].ObservedGeneration = obj.Generation
+			}
+		}
 		return true, s.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
 	}
 	pending := cur.Generation != cur.Status.ObservedGeneration && !handled
@@ -303,6 +304,13 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		st.ObservedGeneration = cur.Status.ObservedGeneration
 	default:
 		st.ObservedGeneration = obj.Generation
+	}
+	// Ready says which generation it describes, so waiters can tell a
+	// fresh verdict from a stale one.
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == configv1alpha1.ReadyCondition && st.Conditions[i].ObservedGeneration == 0 {
+			st.Conditions[i].ObservedGeneration = st.ObservedGeneration
+		}
 	}
 	if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
 		// Conditions of drafts are also set by other actors on the

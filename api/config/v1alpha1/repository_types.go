@@ -11,6 +11,10 @@ type RepositoryType string
 // GitRepositoryType is a git repository.
 const GitRepositoryType RepositoryType = "git"
 
+// SyncRequestedAnnotation, when its value changes, makes the controller
+// sync the Repository at once (scion rpkg push sets it).
+const SyncRequestedAnnotation = "config.porch.kpt.dev/sync-requested"
+
 // RepositorySpec describes a git repository holding packages.
 // +kubebuilder:validation:XValidation:rule="self.type != 'git' || has(self.git)",message="spec.git is required when spec.type is git"
 type RepositorySpec struct {

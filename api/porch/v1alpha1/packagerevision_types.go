@@ -34,6 +34,23 @@ const (
 	PackageRevisionFinalizer = "porch.kpt.dev/packagerevision"
 )
 
+// Reasons of the Ready condition of a PackageRevision.
+const (
+	// SyncedReason: git has the revision as the spec asks.
+	SyncedReason = "Synced"
+	// RepositoryNotReadyReason: the Repository is missing or unusable.
+	RepositoryNotReadyReason = "RepositoryNotReady"
+	// InvalidReason: the spec asks for something impossible.
+	InvalidReason = "Invalid"
+	// ReadinessGatesNotMetReason: publishing into a deployment repository
+	// waits for readiness gates.
+	ReadinessGatesNotMetReason = "ReadinessGatesNotMet"
+	// DeleteFailedReason: the revision could not be removed from git.
+	DeleteFailedReason = "DeleteFailed"
+	// ErrorReason: a transient failure, retried.
+	ErrorReason = "Error"
+)
+
 // TaskType is the kind of a task.
 // +kubebuilder:validation:Enum=init;clone;edit;upgrade
 type TaskType string

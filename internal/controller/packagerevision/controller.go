@@ -89,13 +89,6 @@ func actorConditions(pr *porchv1alpha1.PackageRevision) map[string]porchv1alpha1
 	return out
 }
 
-// Reasons of the Ready condition of a PackageRevision.
-const (
-	RepositoryNotReadyReason   = "RepositoryNotReady"
-	InvalidReason              = "Invalid"
-	ReadinessGatesNotMetReason = "ReadinessGatesNotMet"
-)
-
 // Reconcile brings one PackageRevision's git revision in line with its
 // spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -114,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		// Waiting for the Repository: no backoff noise, look again soon.
-		return ctrl.Result{RequeueAfter: 15 * time.Second}, r.setReady(ctx, pr, "False", RepositoryNotReadyReason,
+		return ctrl.Result{RequeueAfter: 15 * time.Second}, r.setReady(ctx, pr, "False", porchv1alpha1.RepositoryNotReadyReason,
 			fmt.Sprintf("repository %s is not usable: %v", pr.Spec.Repository, err))
 	}
 	if !pr.DeletionTimestamp.IsZero() {
@@ -164,9 +157,9 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 	switch {
 	case errors.As(err, &gates):
 		_, showErr := r.Service.Show(ctx, repoObj, repo, rev, pr, pkgservice.ShowOptions{
-			Ready: &porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "False", Reason: ReadinessGatesNotMetReason, Message: gates.Error()},
+			Ready: &porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "False", Reason: porchv1alpha1.ReadinessGatesNotMetReason, Message: gates.Error(), ObservedGeneration: pr.Generation},
 		})
-		r.Recorder.Eventf(pr, nil, "Warning", ReadinessGatesNotMetReason, "Publish", "%s", gates.Error())
+		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.ReadinessGatesNotMetReason, "Publish", "%s", gates.Error())
 		return ctrl.Result{}, showErr // waits for a condition change
 	case err != nil:
 		return r.fail(ctx, pr, err)
@@ -182,10 +175,10 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 // spec changes; anything else is retried with backoff.
 func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) (ctrl.Result, error) {
 	if errors.Is(err, pkgservice.ErrInvalid) {
-		r.Recorder.Eventf(pr, nil, "Warning", InvalidReason, "Reconcile", "%v", err)
-		return ctrl.Result{}, r.setReady(ctx, pr, "False", InvalidReason, err.Error())
+		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.InvalidReason, "Reconcile", "%v", err)
+		return ctrl.Result{}, r.setReady(ctx, pr, "False", porchv1alpha1.InvalidReason, err.Error())
 	}
-	if setErr := r.setReady(ctx, pr, "False", "Error", err.Error()); setErr != nil {
+	if setErr := r.setReady(ctx, pr, "False", porchv1alpha1.ErrorReason, err.Error()); setErr != nil {
 		return ctrl.Result{}, errors.Join(err, setErr)
 	}
 	return ctrl.Result{}, err
@@ -195,7 +188,7 @@ func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision
 // (or cannot show now).
 func (r *Reconciler) setReady(ctx context.Context, pr *porchv1alpha1.PackageRevision, status, reason, message string) error {
 	before := pr.DeepCopy()
-	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message}
+	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: pr.Generation}
 	found := false
 	for i := range pr.Status.Conditions {
 		if pr.Status.Conditions[i].Type == c.Type {
@@ -223,7 +216,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pr *porchv1alpha1.Pack
 		return err
 	default:
 		if err := repo.Delete(ctx, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
-			r.Recorder.Eventf(pr, nil, "Warning", "DeleteFailed", "Delete", "removing %s from git: %v", pr.Name, err)
+			r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.DeleteFailedReason, "Delete", "removing %s from git: %v", pr.Name, err)
 			return r.setReadyAndReturn(ctx, pr, fmt.Errorf("removing the revision from git: %w", err))
 		}
 		r.Recorder.Eventf(pr, nil, "Normal", "Deleted", "Delete", "removed from git")
@@ -232,7 +225,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pr *porchv1alpha1.Pack
 }
 
 func (r *Reconciler) setReadyAndReturn(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) error {
-	return errors.Join(err, r.setReady(ctx, pr, "False", "DeleteFailed", err.Error()))
+	return errors.Join(err, r.setReady(ctx, pr, "False", porchv1alpha1.DeleteFailedReason, err.Error()))
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {

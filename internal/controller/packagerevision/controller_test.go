@@ -164,7 +164,7 @@ func TestPackageRevision_readinessGates(t *testing.T) {
 	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := ready(get(g, down))
-		g.Expect(c.Reason).To(Equal(ReadinessGatesNotMetReason))
+		g.Expect(c.Reason).To(Equal(porchv1alpha1.ReadinessGatesNotMetReason))
 		g.Expect(c.Message).To(Equal("cannot publish into deployment repository cluster-01: readiness gates not met: example.com/approved"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "tag")).To(BeEmpty(), "nothing is published while a gate is unmet")
@@ -235,7 +235,7 @@ func TestPackageRevision_crashAfterGitWrite(t *testing.T) {
 	// The object exists before its Repository, so the controller waits.
 	pr := newRevision(ns, "late", "app", "ws", initTask())
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(RepositoryNotReadyReason)) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(porchv1alpha1.RepositoryNotReadyReason)) }, timeout, interval).Should(Succeed())
 
 	// What a crashed controller left: the draft in git, recording the object.
 	bare := gitserver.InitBare(t, t.TempDir(), "late.git")
@@ -274,7 +274,7 @@ func TestPackageRevision_invalid(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := ready(get(g, pr))
-		g.Expect(c.Reason).To(Equal(InvalidReason))
+		g.Expect(c.Reason).To(Equal(porchv1alpha1.InvalidReason))
 		g.Expect(c.Message).To(ContainSubstring("spec.tasks[0].clone.upstreamRef: PackageRevision " + ns + "/missing does not exist"))
 	}, timeout, interval).Should(Succeed())
 }

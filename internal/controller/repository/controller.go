@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -67,10 +68,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
-		For(&configv1alpha1.Repository{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&configv1alpha1.Repository{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			syncRequested,
+		))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
 }
+
+// syncRequested passes updates that change the sync-requested annotation.
+var syncRequested = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetAnnotations()[configv1alpha1.SyncRequestedAnnotation] != e.ObjectNew.GetAnnotations()[configv1alpha1.SyncRequestedAnnotation]
+}}
 
 // scope holds what the steps of one reconcile learn.
 type scope struct {

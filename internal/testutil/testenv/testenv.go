@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -80,4 +82,15 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// WriteKubeconfig writes a kubeconfig for the control plane, whose context
+// names user as its user.
+func (e *Env) WriteKubeconfig(path, user string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: e.Config.CertData, ClientKeyData: e.Config.KeyData, Token: e.Config.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*cfg, path)
 }

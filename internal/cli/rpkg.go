@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// RpkgOptions are the options every `scion rpkg` command shares.
+type RpkgOptions struct {
+	Streams
+	Kube    KubeFlags
+	Timeout time.Duration
+
+	client *rpkg.Client
+	user   string
+}
+
+// Complete connects to the cluster.
+func (o *RpkgOptions) Complete() error {
+	c, ns, user, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	o.client = &rpkg.Client{Client: c, Namespace: ns, Timeout: o.Timeout}
+	o.user = user
+	return nil
+}
+
+// NewCmdRpkg returns `scion rpkg`, package revisions in a cluster.
+func NewCmdRpkg(streams Streams) *cobra.Command {
+	o := &RpkgOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "rpkg",
+		Short: "Manage package revisions in a cluster (like porchctl rpkg)",
+		Long: `Manage package revisions in a cluster. Commands that change a revision wait
+(up to --timeout) until the controller has acted, and fail with its reason,
+such as unmet readiness gates.`,
+	}
+	o.Kube.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the controller (0: do not wait)")
+	cmd.AddCommand(
+		newCmdRpkgGet(o), newCmdRpkgInit(o), newCmdRpkgClone(o), newCmdRpkgCopy(o), newCmdRpkgUpgrade(o),
+		newCmdRpkgLifecycle(o, "propose", "Propose drafts for publishing", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+			return c.Propose(ctx, name)
+		}),
+		newCmdRpkgLifecycle(o, "approve", "Publish proposed revisions", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+			return c.Approve(ctx, name, o.user)
+		}),
+		newCmdRpkgLifecycle(o, "reject", "Send proposed revisions back to Draft, or keep revisions proposed for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+			return c.Reject(ctx, name)
+		}),
+		newCmdRpkgLifecycle(o, "propose-delete", "Propose published revisions for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+			return c.ProposeDelete(ctx, name)
+		}),
+		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o),
+	)
+	return cmd
+}
+
+func rpkgRun(o *RpkgOptions, fn func(ctx context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return fn(ctx)
+	}
+}
+
+func newCmdRpkgGet(o *RpkgOptions) *cobra.Command {
+	var f rpkg.Filter
+	var output, lifecycle string
+	cmd := &cobra.Command{
+		Use:   "get [NAME]",
+		Short: "List package revisions (or show one)",
+		Args:  cobra.MaximumNArgs(1),
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			f.Lifecycle = porchv1alpha1.Lifecycle(lifecycle)
+			var revs []porchv1alpha1.PackageRevision
+			if len(args) == 1 {
+				pr, err := o.client.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				revs = []porchv1alpha1.PackageRevision{*pr}
+			} else {
+				var err error
+				if revs, err = o.client.List(ctx, f); err != nil {
+					return err
+				}
+			}
+			return rpkg.Print(o.Out, revs, output)
+		})(c, args)
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVar(&f.Repository, "repository", "", "only revisions of this repository")
+	cmd.Flags().StringVar(&f.Package, "package", "", "only revisions of this package")
+	cmd.Flags().StringVar(&lifecycle, "lifecycle", "", "only revisions in this lifecycle")
+	return cmd
+}
+
+func createFlags(cmd *cobra.Command, c *rpkg.CreateOptions, needRepo bool) {
+	cmd.Flags().StringVar(&c.Repository, "repository", "", "repository of the new revision")
+	cmd.Flags().StringVar(&c.Workspace, "workspace", "", "workspace name of the new revision (required)")
+	_ = cmd.MarkFlagRequired("workspace")
+	if needRepo {
+		_ = cmd.MarkFlagRequired("repository")
+	}
+}
+
+func printCreated(o *RpkgOptions, pr *porchv1alpha1.PackageRevision, err error) error {
+	if pr != nil {
+		fmt.Fprintf(o.Out, "%s created\n", pr.Name)
+	}
+	return err
+}
+
+func newCmdRpkgInit(o *RpkgOptions) *cobra.Command {
+	var c rpkg.CreateOptions
+	var init porchv1alpha1.PackageInitTaskSpec
+	cmd := &cobra.Command{Use: "init PACKAGE", Short: "Create a new package as a draft", Args: cobra.ExactArgs(1)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		c.Package = args[0]
+		return rpkgRun(o, func(ctx context.Context) error {
+			pr, err := o.client.Init(ctx, c, init)
+			return printCreated(o, pr, err)
+		})(cc, args)
+	}
+	createFlags(cmd, &c, true)
+	cmd.Flags().StringVar(&init.Description, "description", "", "package description")
+	cmd.Flags().StringSliceVar(&init.Keywords, "keywords", nil, "package keywords")
+	cmd.Flags().StringVar(&init.Site, "site", "", "package site")
+	return cmd
+}
+
+func newCmdRpkgClone(o *RpkgOptions) *cobra.Command {
+	var c rpkg.CreateOptions
+	cmd := &cobra.Command{Use: "clone SOURCE PACKAGE", Short: "Clone a package revision into a new draft", Args: cobra.ExactArgs(2)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		c.Package = args[1]
+		return rpkgRun(o, func(ctx context.Context) error {
+			pr, err := o.client.Clone(ctx, args[0], c)
+			return printCreated(o, pr, err)
+		})(cc, args)
+	}
+	createFlags(cmd, &c, true)
+	return cmd
+}
+
+func newCmdRpkgCopy(o *RpkgOptions) *cobra.Command {
+	var ws string
+	cmd := &cobra.Command{Use: "copy SOURCE", Short: "Copy a revision into a new draft of the same package", Args: cobra.ExactArgs(1)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			pr, err := o.client.Copy(ctx, args[0], ws)
+			return printCreated(o, pr, err)
+		})(cc, args)
+	}
+	cmd.Flags().StringVar(&ws, "workspace", "", "workspace name of the new draft (required)")
+	_ = cmd.MarkFlagRequired("workspace")
+	return cmd
+}
+
+func newCmdRpkgUpgrade(o *RpkgOptions) *cobra.Command {
+	var ws, upstream, strategy string
+	cmd := &cobra.Command{Use: "upgrade NAME --upstream NEW", Short: "Create a new draft of NAME updated to a new upstream revision", Args: cobra.ExactArgs(1)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			pr, err := o.client.Upgrade(ctx, args[0], upstream, ws, kptfilev1.UpdateStrategy(strategy))
+			return printCreated(o, pr, err)
+		})(cc, args)
+	}
+	cmd.Flags().StringVar(&ws, "workspace", "", "workspace name of the new draft (required)")
+	cmd.Flags().StringVar(&upstream, "upstream", "", "the new upstream package revision (required)")
+	cmd.Flags().StringVar(&strategy, "strategy", "", "resource-merge (default), fast-forward, force-delete-replace or copy-merge")
+	_ = cmd.MarkFlagRequired("workspace")
+	_ = cmd.MarkFlagRequired("upstream")
+	return cmd
+}
+
+func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, fn func(context.Context, *rpkg.Client, string) (*porchv1alpha1.PackageRevision, error)) *cobra.Command {
+	cmd := &cobra.Command{Use: use + " NAME...", Short: short, Args: cobra.MinimumNArgs(1)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			var errs []error
+			for _, name := range args {
+				pr, err := fn(ctx, o.client, name)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(o.Out, "%s is %s\n", name, pr.Spec.Lifecycle)
+			}
+			return errors.Join(errs...)
+		})(cc, args)
+	}
+	return cmd
+}
+
+func newCmdRpkgDelete(o *RpkgOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete NAME...", Short: "Delete package revisions (from git too)", Args: cobra.MinimumNArgs(1)}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			var errs []error
+			for _, name := range args {
+				if err := o.client.Delete(ctx, name); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(o.Out, "%s deleted\n", name)
+			}
+			return errors.Join(errs...)
+		})(cc, args)
+	}
+	return cmd
+}
+
+// gitCredentials reads the user's own git credentials from the
+// environment.
+func gitCredentials() store.Credentials {
+	return store.Credentials{Username: os.Getenv("SCION_GIT_USERNAME"), Password: os.Getenv("SCION_GIT_PASSWORD"), BearerToken: os.Getenv("SCION_GIT_TOKEN")}
+}
+
+func newCmdRpkgPull(o *RpkgOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pull NAME DIR",
+		Short: "Write the files of a package revision into DIR, read from git with your own credentials",
+		Long:  "Write the files of a package revision into DIR. Git is read directly; credentials come from SCION_GIT_USERNAME and SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.",
+		Args:  cobra.ExactArgs(2),
+	}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			rev, err := o.client.Pull(ctx, args[0], args[1], gitCredentials())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "pulled %s (commit %.12s) into %s\n", args[0], rev.Commit, args[1])
+			return nil
+		})(cc, args)
+	}
+	return cmd
+}
+
+func newCmdRpkgPush(o *RpkgOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "push NAME DIR",
+		Short: "Write DIR as a new commit of a draft, to git with your own credentials",
+		Long:  "Write the package in DIR as one new commit of the draft NAME. The push fails if the draft changed since the object last showed it. Credentials as for pull.",
+		Args:  cobra.ExactArgs(2),
+	}
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			rev, err := o.client.Push(ctx, args[0], args[1], gitCredentials())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "pushed %s to %s (commit %.12s)\n", args[1], args[0], rev.Commit)
+			return nil
+		})(cc, args)
+	}
+	return cmd
+}
+
+func newCmdRpkgCondition(o *RpkgOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "condition", Short: "Set and list package conditions"}
+	var reason, message string
+	set := &cobra.Command{
+		Use:   "set NAME TYPE True|False|Unknown",
+		Short: "Set a package condition (written into a draft's Kptfile by the controller)",
+		Args:  cobra.ExactArgs(3),
+	}
+	set.RunE = func(cc *cobra.Command, args []string) error {
+		status := porchv1alpha1.ConditionStatus(args[2])
+		if status != "True" && status != "False" && status != "Unknown" {
+			return fmt.Errorf("status must be True, False or Unknown, not %q", args[2])
+		}
+		return rpkgRun(o, func(ctx context.Context) error {
+			if _, err := o.client.SetCondition(ctx, args[0], porchv1alpha1.Condition{Type: args[1], Status: status, Reason: reason, Message: message}); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s: %s=%s\n", args[0], args[1], status)
+			return nil
+		})(cc, args)
+	}
+	set.Flags().StringVar(&reason, "reason", "", "condition reason")
+	set.Flags().StringVar(&message, "message", "", "condition message")
+	list := &cobra.Command{Use: "list NAME", Short: "List a revision's conditions and readiness gates", Args: cobra.ExactArgs(1)}
+	list.RunE = func(cc *cobra.Command, args []string) error {
+		return rpkgRun(o, func(ctx context.Context) error {
+			pr, err := o.client.Get(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return rpkg.PrintConditions(o.Out, pr)
+		})(cc, args)
+	}
+	cmd.AddCommand(set, list)
+	return cmd
+}

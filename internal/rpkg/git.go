@@ -1,0 +1,106 @@
+package rpkg
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// openGit opens the git repository of a revision with the user's own
+// credentials, in a throwaway cache.
+func (c *Client) openGit(ctx context.Context, name string, creds store.Credentials) (*porchv1alpha1.PackageRevision, *configv1alpha1.Repository, *store.Repository, func(), error) {
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	repoObj := &configv1alpha1.Repository{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: pr.Spec.Repository}, repoObj); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("repository %s of %s: %w", pr.Spec.Repository, name, err)
+	}
+	if repoObj.Spec.Git == nil {
+		return nil, nil, nil, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)
+	}
+	dir, err := os.MkdirTemp("", "scion-rpkg")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	g := repoObj.Spec.Git
+	st, err := store.Open(ctx, store.Options{URL: g.Repo, Branch: g.Branch, Directory: g.Directory, Credentials: creds, Author: g.Author, Email: g.Email, CacheDir: dir})
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, nil, err
+	}
+	return pr, repoObj, st, cleanup, nil
+}
+
+// Pull writes the files of a revision into dir (which is created, and
+// emptied of files that are not in the package).
+func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+	pr, _, st, cleanup, err := c.openGit(ctx, name, creds)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	defer cleanup()
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	p, err := st.Read(ctx, rev)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	return rev, p.WriteDir(dir)
+}
+
+// Push writes dir as one new commit of a draft, against the draft commit
+// the object shows (so edits made meanwhile are not overwritten), and asks
+// the Repository to sync.
+func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+	pr, repoObj, st, cleanup, err := c.openGit(ctx, name, creds)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	defer cleanup()
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	if rev.Lifecycle != porchv1alpha1.LifecycleDraft {
+		return store.Revision{}, fmt.Errorf("%s is %s: only drafts can be pushed; copy it to a new draft first", name, rev.Lifecycle)
+	}
+	p, err := pkg.ReadDir(dir)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	trailers := store.Trailers{}
+	for _, k := range []string{pkgservice.TrailerObject, pkgservice.TrailerObjectUID} {
+		if v, ok := rev.Trailers[k]; ok {
+			trailers[k] = v
+		}
+	}
+	out, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit,
+		Contents: p, Message: "Push " + dir, Trailers: trailers})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	patch := client.MergeFrom(repoObj.DeepCopy())
+	if repoObj.Annotations == nil {
+		repoObj.Annotations = map[string]string{}
+	}
+	repoObj.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := c.Client.Patch(ctx, repoObj, patch); err != nil {
+		return out, fmt.Errorf("pushed, but asking %s to sync failed (it syncs at its next period): %w", repoObj.Name, err)
+	}
+	return out, nil
+}

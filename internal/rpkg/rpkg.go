@@ -1,0 +1,341 @@
+// Package rpkg implements `scion rpkg`: package revisions in a cluster,
+// created and moved through their lifecycle by writing PackageRevision
+// objects and waiting for the controller to act.
+package rpkg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+)
+
+// Client works on the PackageRevisions of one namespace.
+type Client struct {
+	client.Client
+	Namespace string
+	// Timeout bounds each wait for the controller; 0 means do not wait.
+	Timeout time.Duration
+	// Poll is the interval of waits.
+	Poll time.Duration
+}
+
+// Get returns one PackageRevision.
+func (c *Client) Get(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	pr := &porchv1alpha1.PackageRevision{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("package revision %s not found in namespace %s", name, c.Namespace)
+		}
+		return nil, err
+	}
+	return pr, nil
+}
+
+// Filter narrows List.
+type Filter struct {
+	Repository string
+	Package    string
+	Lifecycle  porchv1alpha1.Lifecycle
+}
+
+// List returns the namespace's PackageRevisions matching f, sorted by
+// repository, package and revision.
+func (c *Client) List(ctx context.Context, f Filter) ([]porchv1alpha1.PackageRevision, error) {
+	labels := client.MatchingLabels{}
+	if f.Repository != "" {
+		labels[porchv1alpha1.RepositoryLabel] = pkgservice.LabelValue(f.Repository)
+	}
+	if f.Package != "" {
+		labels[porchv1alpha1.PackageLabel] = pkgservice.LabelValue(f.Package)
+	}
+	if f.Lifecycle != "" {
+		labels[porchv1alpha1.LifecycleLabel] = string(f.Lifecycle)
+	}
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), labels); err != nil {
+		return nil, err
+	}
+	out := list.Items[:0]
+	for _, pr := range list.Items {
+		if (f.Package == "" || pr.Spec.PackageName == f.Package) && (f.Repository == "" || pr.Spec.Repository == f.Repository) {
+			out = append(out, pr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Spec, out[j].Spec
+		if a.Repository != b.Repository {
+			return a.Repository < b.Repository
+		}
+		if a.PackageName != b.PackageName {
+			return a.PackageName < b.PackageName
+		}
+		if a.Revision != b.Revision {
+			return a.Revision < b.Revision
+		}
+		return a.WorkspaceName < b.WorkspaceName
+	})
+	return out, nil
+}
+
+// CreateOptions name a new revision.
+type CreateOptions struct {
+	Repository, Package, Workspace string
+}
+
+// Init creates a new package.
+func (c *Client) Init(ctx context.Context, o CreateOptions, init porchv1alpha1.PackageInitTaskSpec) (*porchv1alpha1.PackageRevision, error) {
+	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &init})
+}
+
+// Clone creates a draft cloned from the revision source.
+func (c *Client) Clone(ctx context.Context, source string, o CreateOptions) (*porchv1alpha1.PackageRevision, error) {
+	if _, err := c.Get(ctx, source); err != nil {
+		return nil, err
+	}
+	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: source}}})
+}
+
+// Copy creates a new draft of source's package from source.
+func (c *Client) Copy(ctx context.Context, source, workspace string) (*porchv1alpha1.PackageRevision, error) {
+	src, err := c.Get(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	return c.create(ctx, CreateOptions{Repository: src.Spec.Repository, Package: src.Spec.PackageName, Workspace: workspace},
+		porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{SourceRef: porchv1alpha1.PackageRevisionRef{Name: source}}})
+}
+
+// Upgrade creates a new draft of local's package, 3-way updated from the
+// upstream revision local was cloned from (found by its locked commit) to
+// newUpstream.
+func (c *Client) Upgrade(ctx context.Context, local, newUpstream, workspace string, strategy kptfilev1.UpdateStrategy) (*porchv1alpha1.PackageRevision, error) {
+	lpr, err := c.Get(ctx, local)
+	if err != nil {
+		return nil, err
+	}
+	npr, err := c.Get(ctx, newUpstream)
+	if err != nil {
+		return nil, err
+	}
+	lock := lpr.Status.UpstreamLock
+	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
+		return nil, fmt.Errorf("%s records no upstream commit (status.upstreamLock); it was not cloned from a package revision", local)
+	}
+	candidates, err := c.List(ctx, Filter{Repository: npr.Spec.Repository, Package: npr.Spec.PackageName})
+	if err != nil {
+		return nil, err
+	}
+	old := ""
+	for _, pr := range candidates {
+		if pr.Status.Commit == lock.Git.Commit {
+			old = pr.Name
+		}
+	}
+	if old == "" {
+		return nil, fmt.Errorf("no revision of %s in %s is at commit %s, the upstream %s was cloned from", npr.Spec.PackageName, npr.Spec.Repository, lock.Git.Commit, local)
+	}
+	return c.create(ctx, CreateOptions{Repository: lpr.Spec.Repository, Package: lpr.Spec.PackageName, Workspace: workspace},
+		porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeUpgrade, Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
+			OldUpstream: porchv1alpha1.PackageRevisionRef{Name: old}, NewUpstream: porchv1alpha1.PackageRevisionRef{Name: newUpstream},
+			LocalPackageRevisionRef: porchv1alpha1.PackageRevisionRef{Name: local}, Strategy: strategy,
+		}})
+}
+
+func (c *Client) create(ctx context.Context, o CreateOptions, task porchv1alpha1.Task) (*porchv1alpha1.PackageRevision, error) {
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: pkgservice.ObjectName(o.Repository, o.Package, o.Workspace), Namespace: c.Namespace},
+		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: o.Package, Repository: o.Repository, WorkspaceName: o.Workspace,
+			Lifecycle: porchv1alpha1.LifecycleDraft, Tasks: []porchv1alpha1.Task{task}},
+	}
+	if err := c.Client.Create(ctx, pr); err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, pr.Name)
+}
+
+// Propose moves a Draft to Proposed.
+func (c *Client) Propose(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	return c.move(ctx, name, nil, porchv1alpha1.LifecycleProposed)
+}
+
+// Approve publishes a Proposed revision, recording approver.
+func (c *Client) Approve(ctx context.Context, name, approver string) (*porchv1alpha1.PackageRevision, error) {
+	return c.move(ctx, name, map[string]string{porchv1alpha1.ApprovedByAnnotation: approver}, porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleProposed)
+}
+
+// Reject sends a Proposed revision back to Draft, or a DeletionProposed
+// one back to Published.
+func (c *Client) Reject(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.LifecycleProposed:
+		return c.move(ctx, name, nil, porchv1alpha1.LifecycleDraft)
+	case porchv1alpha1.LifecycleDeletionProposed:
+		return c.move(ctx, name, nil, porchv1alpha1.LifecyclePublished)
+	default:
+		return nil, fmt.Errorf("%s is %s; only Proposed and DeletionProposed revisions can be rejected", name, pr.Spec.Lifecycle)
+	}
+}
+
+// ProposeDelete moves a Published revision to DeletionProposed.
+func (c *Client) ProposeDelete(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	return c.move(ctx, name, nil, porchv1alpha1.LifecycleDeletionProposed)
+}
+
+// Delete deletes a revision (the controller removes it from git) and
+// waits until it is gone.
+func (c *Client) Delete(ctx context.Context, name string) error {
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.Client.Delete(ctx, pr); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if c.Timeout <= 0 {
+		return nil
+	}
+	err = wait.PollUntilContextTimeout(ctx, c.poll(), c.Timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		cur := &porchv1alpha1.PackageRevision{}
+		if c.Client.Get(ctx, client.ObjectKeyFromObject(pr), cur) == nil {
+			if r := Ready(cur); r.Message != "" {
+				return fmt.Errorf("%s is not deleted yet: %s", name, r.Message)
+			}
+		}
+		return fmt.Errorf("%s is not deleted yet: %w", name, err)
+	}
+	return nil
+}
+
+// move sets spec.lifecycle (and annotations) when the revision is in one
+// of from (any when empty), and waits for the controller.
+func (c *Client) move(ctx context.Context, name string, annotations map[string]string, to porchv1alpha1.Lifecycle, from ...porchv1alpha1.Lifecycle) (*porchv1alpha1.PackageRevision, error) {
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(from) > 0 && pr.Spec.Lifecycle != from[0] && pr.Spec.Lifecycle != to {
+		return nil, fmt.Errorf("%s is %s; it must be %s first", name, pr.Spec.Lifecycle, from[0])
+	}
+	patch := client.MergeFrom(pr.DeepCopy())
+	pr.Spec.Lifecycle = to
+	for k, v := range annotations {
+		if pr.Annotations == nil {
+			pr.Annotations = map[string]string{}
+		}
+		pr.Annotations[k] = v
+	}
+	if err := c.Client.Patch(ctx, pr, patch); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c.wait(ctx, name)
+}
+
+// Ready returns the Ready condition of a PackageRevision.
+func Ready(pr *porchv1alpha1.PackageRevision) porchv1alpha1.Condition {
+	for _, c := range pr.Status.Conditions {
+		if c.Type == configv1alpha1.ReadyCondition {
+			return c
+		}
+	}
+	return porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "Unknown"}
+}
+
+// ErrNotReady is matched when the controller reports it cannot do what
+// was asked (the message says why).
+var ErrNotReady = errors.New("not ready")
+
+// wait waits until the controller has handled the object's spec (Ready
+// True at the current generation), or reports why it has not.
+func (c *Client) wait(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	pr, err := c.Get(ctx, name)
+	if err != nil || c.Timeout <= 0 {
+		return pr, err
+	}
+	var last *porchv1alpha1.PackageRevision
+	err = wait.PollUntilContextTimeout(ctx, c.poll(), c.Timeout, true, func(ctx context.Context) (bool, error) {
+		cur, err := c.Get(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		last = cur
+		r := Ready(cur)
+		fresh := r.ObservedGeneration == cur.Generation
+		if r.Reason == porchv1alpha1.ReadinessGatesNotMetReason && len(pkgservice.UnmetGates(cur.Spec.ReadinessGates, cur.Status.Conditions)) == 0 {
+			fresh = false // the gates were met since: the controller has not looked again yet
+		}
+		if fresh && r.Status == "False" && r.Reason != "" && r.Reason != porchv1alpha1.ErrorReason {
+			return false, fmt.Errorf("%s: %s (%s): %w", name, r.Message, r.Reason, ErrNotReady)
+		}
+		return cur.Status.ObservedGeneration == cur.Generation && r.Status == "True", nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotReady) {
+			return last, err
+		}
+		msg := "the controller has not acted yet"
+		if last != nil && Ready(last).Message != "" {
+			msg = Ready(last).Message
+		}
+		return last, fmt.Errorf("%s: timed out after %s: %s", name, c.Timeout, msg)
+	}
+	return last, nil
+}
+
+func (c *Client) poll() time.Duration {
+	if c.Poll > 0 {
+		return c.Poll
+	}
+	return 250 * time.Millisecond
+}
+
+// SetCondition sets a package condition on a revision (written into a
+// draft's Kptfile by the controller).
+func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alpha1.Condition) (*porchv1alpha1.PackageRevision, error) {
+	if cond.Type == configv1alpha1.ReadyCondition {
+		return nil, errors.New("Ready is set by the controller; choose another condition type")
+	}
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	before := pr.DeepCopy()
+	now := metav1.Now()
+	cond.LastTransitionTime = &now
+	found := false
+	for i := range pr.Status.Conditions {
+		if pr.Status.Conditions[i].Type == cond.Type {
+			if pr.Status.Conditions[i].Status == cond.Status {
+				cond.LastTransitionTime = pr.Status.Conditions[i].LastTransitionTime
+			}
+			pr.Status.Conditions[i], found = cond, true
+		}
+	}
+	if !found {
+		pr.Status.Conditions = append(pr.Status.Conditions, cond)
+	}
+	if err := c.Client.Status().Patch(ctx, pr, client.MergeFrom(before)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pr, nil
+}

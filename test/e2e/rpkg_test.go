@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+func setup(t *testing.T) (string, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := "e2e-" + rand.String(6)
+	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	bares := map[string]string{}
+	for name, deployment := range map[string]bool{"catalog": false, "cluster-01": true} {
+		bares[name] = gitserver.InitBare(t, root, name+".git")
+		repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bares[name], CreateBranch: true}}}
+		if err := k8sClient.Create(ctx, repo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns, bares["catalog"], bares["cluster-01"]
+}
+
+func TestRpkg(t *testing.T) {
+	g := NewWithT(t)
+	ns, catalog, cluster := setup(t)
+
+	out, err := scion(ns, "rpkg", "init", "base", "--repository", "catalog", "--workspace", "v1", "--description", "the base package")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("catalog.base.v1 created\n"))
+	out, err = scion(ns, "rpkg", "propose", "catalog.base.v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("catalog.base.v1 is Proposed\n"))
+	out, err = scion(ns, "rpkg", "approve", "catalog.base.v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("catalog.base.v1 is Published\n"))
+	g.Expect(gitserver.Git(t, catalog, "for-each-ref", "--format=%(taggername)", "refs/tags/base/v1")).To(Equal("tester"), "the kubeconfig user is the approver")
+
+	// Clone into the deployment repository, then edit it with pull and push.
+	out, err = scion(ns, "rpkg", "clone", "catalog.base.v1", "base", "--repository", "cluster-01", "--workspace", "ws")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("cluster-01.base.ws created\n"))
+	dir := filepath.Join(t.TempDir(), "base")
+	out, err = scion(ns, "rpkg", "pull", "cluster-01.base.ws", dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(HavePrefix("pulled cluster-01.base.ws (commit "))
+	kf, err := os.ReadFile(filepath.Join(dir, "Kptfile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(kf)).To(ContainSubstring("ref: base/v1"))
+	edited := strings.Replace(string(kf), "info:\n", "info:\n  readinessGates:\n  - conditionType: example.com/approved\n", 1)
+	g.Expect(edited).NotTo(Equal(string(kf)))
+	g.Expect(os.WriteFile(filepath.Join(dir, "Kptfile"), []byte(edited), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\ndata:\n  owner: cluster-01\n"), 0o644)).To(Succeed())
+	out, err = scion(ns, "rpkg", "push", "cluster-01.base.ws", dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	pushed := gitserver.Git(t, cluster, "rev-parse", "drafts/base/ws")
+	g.Expect(out).To(ContainSubstring("(commit " + pushed[:12] + ")"))
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cluster-01.base.ws"}, pr)).To(Succeed())
+		g.Expect(pr.Status.Commit).To(Equal(pushed))
+		g.Expect(pr.Spec.ReadinessGates).To(HaveLen(1))
+	}).Should(Succeed(), "the push makes the Repository sync at once")
+
+	// Approval into the deployment repository waits for the gate.
+	_, err = scion(ns, "rpkg", "propose", "cluster-01.base.ws")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = scion(ns, "rpkg", "approve", "cluster-01.base.ws")
+	g.Expect(err).To(MatchError(ContainSubstring("cluster-01.base.ws: cannot publish into deployment repository cluster-01: readiness gates not met: example.com/approved (ReadinessGatesNotMet)")))
+	out, err = scion(ns, "rpkg", "condition", "list", "cluster-01.base.ws")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`example.com/approved\s+-\s+true\s+-\s+not set yet`))
+	out, err = scion(ns, "rpkg", "condition", "set", "cluster-01.base.ws", "example.com/approved", "True", "--reason", "Reviewed")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("cluster-01.base.ws: example.com/approved=True\n"))
+	out, err = scion(ns, "rpkg", "approve", "cluster-01.base.ws")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("cluster-01.base.ws is Published\n"))
+
+	out, err = scion(ns, "rpkg", "get", "--repository", "cluster-01")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`(?m)^NAME\s+PACKAGE\s+WORKSPACE\s+REVISION\s+LATEST\s+LIFECYCLE\s+REPOSITORY\s+READY$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^cluster-01\.base\.ws\s+base\s+ws\s+1\s+true\s+Published\s+cluster-01\s+True$`))
+
+	// A new upstream revision, and an upgrade that keeps the local edit.
+	_, err = scion(ns, "rpkg", "copy", "catalog.base.v1", "--workspace", "v2")
+	g.Expect(err).NotTo(HaveOccurred())
+	updir := filepath.Join(t.TempDir(), "up")
+	_, err = scion(ns, "rpkg", "pull", "catalog.base.v2", updir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(updir, "README.md"), []byte("# base, version 2\n"), 0o644)).To(Succeed())
+	_, err = scion(ns, "rpkg", "push", "catalog.base.v2", updir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "catalog.base.v2"}, pr)).To(Succeed())
+		g.Expect(pr.Status.Commit).To(Equal(gitserver.Git(t, catalog, "rev-parse", "drafts/base/v2")))
+	}).Should(Succeed())
+	_, err = scion(ns, "rpkg", "propose", "catalog.base.v2")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = scion(ns, "rpkg", "approve", "catalog.base.v2")
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err = scion(ns, "rpkg", "upgrade", "cluster-01.base.ws", "--upstream", "catalog.base.v2", "--workspace", "ws2")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal("cluster-01.base.ws2 created\n"))
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/README.md")).To(Equal("# base, version 2"))
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/cm.yaml")).To(ContainSubstring("owner: cluster-01"), "the local edit survives the upgrade")
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/Kptfile")).To(ContainSubstring("ref: base/v2"))
+
+	// Delete removes the draft from git too.
+	out, err = scion(ns, "rpkg", "delete", "cluster-01.base.ws2")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("cluster-01.base.ws2 deleted\n"))
+	g.Expect(gitserver.Git(t, cluster, "branch", "--list", "drafts/*")).To(BeEmpty())
+
+	// Errors name the revision.
+	_, err = scion(ns, "rpkg", "propose", "nope")
+	g.Expect(err).To(MatchError("package revision nope not found in namespace " + ns))
+	_, err = scion(ns, "rpkg", "reject", "cluster-01.base.ws")
+	g.Expect(err).To(MatchError("cluster-01.base.ws is Published; only Proposed and DeletionProposed revisions can be rejected"))
+}
