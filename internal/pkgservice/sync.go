@@ -25,6 +25,10 @@ import (
 // maxFactsCache bounds the Kptfile facts kept in memory.
 const maxFactsCache = 50_000
 
+// syncParallelism bounds the PackageRevision writes one sync makes at
+// once.
+const syncParallelism = 16
+
 // Service is the package service.
 type Service struct {
 	Client client.Client
@@ -119,7 +123,12 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	}
 	res := SyncResult{Revisions: len(revs)}
 	seen := map[string]bool{}
-	var errs []error
+	var (
+		errs []error
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, syncParallelism)
+	)
 	for _, rev := range revs {
 		id := Identity(rev.Package, rev.Workspace)
 		if seen[id] {
@@ -127,16 +136,24 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			continue
 		}
 		seen[id] = true
-		changed, err := s.Show(ctx, repoObj, repo, rev, current[id], ShowOptions{})
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s %s: %w", rev.Package, rev.Workspace, err))
-		case changed && current[id] == nil:
-			res.Created++
-		case changed:
-			res.Updated++
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			changed, err := s.Show(ctx, repoObj, repo, rev, current[id], ShowOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s %s: %w", rev.Package, rev.Workspace, err))
+			case changed && current[id] == nil:
+				res.Created++
+			case changed:
+				res.Updated++
+			}
+		}()
 	}
+	wg.Wait()
 	for id, pr := range current {
 		if seen[id] || pr.Status.Commit == "" || !pr.DeletionTimestamp.IsZero() || pr.Generation != pr.Status.ObservedGeneration {
 			continue

@@ -4,6 +4,7 @@
 package gitserver
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -93,3 +94,47 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // URLFor returns the URL of the repository named name.
 func (s *Server) URLFor(name string) string { return s.URL + "/" + name }
+
+// SeedRevisions fills the bare repository with packages*(published+1)
+// package revisions in one git fast-import: per package pkg-NNNN,
+// `published` tagged revisions (pkg-NNNN/v1...) on main and one draft
+// (branch drafts/pkg-NNNN/draft). Each package has a Kptfile and
+// `resources` ConfigMaps.
+func SeedRevisions(t testing.TB, bare string, packages, published, resources int) {
+	t.Helper()
+	var b strings.Builder
+	mark := 0
+	file := func(path, content string) {
+		fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", path, len(content), content)
+	}
+	const who = "Seed <seed@example.com> 1700000000 +0000"
+	mainMark := 0
+	for p := 0; p < packages; p++ {
+		name := fmt.Sprintf("pkg-%04d", p)
+		for n := 1; n <= published+1; n++ {
+			mark++
+			ref := "refs/heads/main"
+			if n > published {
+				ref = "refs/heads/drafts/" + name + "/draft"
+			}
+			fmt.Fprintf(&b, "commit %s\nmark :%d\ncommitter %s\ndata 6\nseeded\n", ref, mark, who)
+			if mainMark > 0 {
+				fmt.Fprintf(&b, "from :%d\n", mainMark)
+			}
+			file(name+"/Kptfile", fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: %s\ninfo:\n  description: revision %d\n", name, n))
+			for r := 0; r < resources; r++ {
+				file(fmt.Sprintf("%s/cm-%02d.yaml", name, r), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  revision: \"%d\"\n", r, n))
+			}
+			if n <= published {
+				mainMark = mark
+				fmt.Fprintf(&b, "tag %s/v%d\nfrom :%d\ntagger %s\ndata 10\npublished\n", name, n, mark, who)
+			}
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = bare
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git fast-import: %v\n%s", err, out)
+	}
+}
