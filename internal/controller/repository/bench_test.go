@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -64,7 +64,9 @@ func BenchmarkProjection1000(b *testing.B) {
 		if err := k8sClient.Patch(ctx, r, patch); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, func() bool { return testutil.ToFloat64(metrics.RepositorySyncs.WithLabelValues("unchanged")) > unchanged })
+		waitFor(b, func() bool {
+			return testutil.ToFloat64(metrics.RepositorySyncs.WithLabelValues("unchanged")) > unchanged
+		})
 		resync := time.Since(start)
 		stop()
 		after := versions(b, ns)
