@@ -278,3 +278,35 @@ func TestPackageRevision_invalid(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("spec.tasks[0].clone.upstreamRef: PackageRevision " + ns + "/missing does not exist"))
 	}, timeout, interval).Should(Succeed())
 }
+
+// TestPackageRevision_deleteFailure: when git refuses the deletion, the
+// object keeps its finalizer and says why; once git accepts, it goes.
+func TestPackageRevision_deleteFailure(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "guarded", false)
+	pr := newRevision(ns, "guarded", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+
+	hook := bare + "/hooks/pre-receive"
+	g.Expect(writeFile(bare, "hooks/pre-receive", "#!/bin/sh\necho 'deletions are frozen' >&2\nexit 1\n")).To(Succeed())
+	g.Expect(chmod(hook)).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, get(g, pr))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.Finalizers).To(ContainElement(porchv1alpha1.PackageRevisionFinalizer))
+		c := ready(got)
+		g.Expect(c.Reason).To(Equal(porchv1alpha1.DeleteFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("removing the revision from git"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "drafts/*")).NotTo(BeEmpty(), "nothing was lost")
+
+	g.Expect(removeFile(hook)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, timeout, interval).Should(Succeed(), "the deletion is retried and completes")
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "drafts/*")).To(BeEmpty())
+}

@@ -12,3 +12,7 @@ func writeFile(dir, name, content string) error {
 	}
 	return os.WriteFile(p, []byte(content), 0o644)
 }
+
+func chmod(path string) error { return os.Chmod(path, 0o755) }
+
+func removeFile(path string) error { return os.Remove(path) }
