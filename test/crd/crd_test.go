@@ -9,11 +9,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -23,10 +21,14 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
-var k8sClient client.Client
+var (
+	env       *testenv.Env
+	k8sClient client.Client
+)
 
 func TestMain(m *testing.M) {
-	env, err := testenv.Start()
+	var err error
+	env, err = testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -39,15 +41,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-" + rand.String(6)}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return env.Namespace(t, "test") }
 
 // fixture reads a YAML fixture and returns it with the expected message
 // from its "# expect: " first line.

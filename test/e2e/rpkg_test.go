@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -21,10 +19,7 @@ import (
 func setup(t *testing.T) (string, string, string) {
 	t.Helper()
 	ctx := context.Background()
-	ns := "e2e-" + rand.String(6)
-	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := env.Namespace(t, "e2e")
 	root := t.TempDir()
 	bares := map[string]string{}
 	for name, deployment := range map[string]bool{"catalog": false, "cluster-01": true} {

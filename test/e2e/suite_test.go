@@ -18,12 +18,14 @@ import (
 )
 
 var (
+	env        *testenv.Env
 	k8sClient  client.Client
 	kubeconfig string
 )
 
 func TestMain(m *testing.M) {
-	env, err := testenv.Start()
+	var err error
+	env, err = testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

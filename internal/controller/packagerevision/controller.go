@@ -98,8 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	repoObj := &configv1alpha1.Repository{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, repoObj)
-	if apierrors.IsNotFound(err) && !pr.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.removeFinalizer(ctx, pr) // nothing left to clean in git we know of
+	if !pr.DeletionTimestamp.IsZero() && (apierrors.IsNotFound(err) || (err == nil && !repoObj.DeletionTimestamp.IsZero())) {
+		// The Repository is being unregistered: its objects go, git stays.
+		return ctrl.Result{}, r.removeFinalizer(ctx, pr)
 	}
 	var repo *store.Repository
 	if err == nil {

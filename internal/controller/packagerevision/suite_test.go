@@ -1,4 +1,4 @@
-package packagerevision
+package packagerevision_test
 
 import (
 	"context"
@@ -7,26 +7,22 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/scion-dev/scion/internal/controller/repository"
-	"github.com/scion-dev/scion/internal/pkgservice"
-	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
-var k8sClient client.Client
+var (
+	env       *testenv.Env
+	k8sClient client.Client
+)
 
-// TestMain runs the PackageRevision controller together with the
-// Repository controller, as the manager does.
+// TestMain runs the whole manager (the Repository controller shows what
+// the PackageRevision controller writes) against a real API server.
 func TestMain(m *testing.M) {
-	env, err := testenv.Start()
-	if err != nil {
+	var err error
+	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -34,40 +30,24 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		panic(err)
-	}
-	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: cacheDir}
-	service := &pkgservice.Service{Client: mgr.GetClient()}
-	if err := (&repository.Reconciler{Client: mgr.GetClient(), Cache: cache, Service: service,
-		Recorder: mgr.GetEventRecorder("repository"), Options: repository.Options{SyncPeriod: 2 * time.Second}}).SetupWithManager(mgr); err != nil {
-		panic(err)
-	}
-	if err := (&Reconciler{Client: mgr.GetClient(), Cache: cache, Service: service,
-		Recorder: mgr.GetEventRecorder("packagerevision"), Options: Options{Workers: 4}}).SetupWithManager(mgr); err != nil {
-		panic(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
+			RepositoryWorkers: 2, PackageRevisionWorkers: 4, SyncPeriod: 2 * time.Second})
+	}()
 	k8sClient = env.Client
 	code := m.Run()
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
 	_ = env.Stop()
 	_ = os.RemoveAll(cacheDir)
 	os.Exit(code)
 }
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pr-" + rand.String(6)}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return env.Namespace(t, "pr") }
 
 const (
 	timeout  = 30 * time.Second

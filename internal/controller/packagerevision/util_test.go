@@ -1,4 +1,4 @@
-package packagerevision
+package packagerevision_test
 
 import (
 	"os"

@@ -1,17 +1,14 @@
-package repository
+package repository_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -30,7 +27,7 @@ func BenchmarkProjection1000(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ns := newNamespaceB(b)
+		ns := env.Namespace(b, "bench")
 		bare := gitserver.InitBare(b, b.TempDir(), "big.git")
 		gitserver.SeedRevisions(b, bare, 250, 3, 20)
 		var peak atomic.Uint64
@@ -87,14 +84,6 @@ func BenchmarkProjection1000(b *testing.B) {
 		b.ReportMetric(float64(writes), "resync-writes")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 	}
-}
-
-func newNamespaceB(b *testing.B) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano())}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		b.Fatal(err)
-	}
-	return ns.Name
 }
 
 func versions(b *testing.B, ns string) map[string]string {

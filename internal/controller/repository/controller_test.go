@@ -1,4 +1,4 @@
-package repository
+package repository_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -100,7 +101,7 @@ func TestRepository_projectsRevisions(t *testing.T) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(SyncedReason))
+		g.Expect(c.Reason).To(Equal(repository.SyncedReason))
 	}, timeout, interval).Should(Succeed())
 
 	var revs map[string]porchv1alpha1.PackageRevision
@@ -189,7 +190,7 @@ func TestRepository_credentials(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(SecretErrorReason))
+		g.Expect(c.Reason).To(Equal(repository.SecretErrorReason))
 		g.Expect(c.Message).To(ContainSubstring("secret " + ns + "/git-creds named by spec.git.secretRef does not exist"))
 	}, timeout, interval).Should(Succeed())
 
@@ -200,7 +201,7 @@ func TestRepository_credentials(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(AuthenticationFailedReason))
+		g.Expect(c.Reason).To(Equal(repository.AuthenticationFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("check the credentials in secret " + ns + "/git-creds"))
 		g.Expect(c.Message).NotTo(ContainSubstring("wrong-password"))
 	}, timeout, interval).Should(Succeed())
@@ -226,7 +227,7 @@ func TestRepository_missingBranch(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(BranchNotFoundReason))
+		g.Expect(c.Reason).To(Equal(repository.BranchNotFoundReason))
 		g.Expect(c.Message).To(ContainSubstring(`branch "main" does not exist`))
 	}, timeout, interval).Should(Succeed())
 

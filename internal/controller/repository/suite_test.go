@@ -1,4 +1,4 @@
-package repository
+package repository_test
 
 import (
 	"context"
@@ -7,25 +7,22 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/scion-dev/scion/internal/pkgservice"
-	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
-var k8sClient client.Client
+var (
+	env       *testenv.Env
+	k8sClient client.Client
+)
 
+// TestMain runs the manager against a real API server.
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
-	env, err := testenv.Start()
-	if err != nil {
+	var err error
+	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -33,40 +30,24 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		panic(err)
-	}
-	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Cache:    &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: cacheDir},
-		Service:  &pkgservice.Service{Client: mgr.GetClient()},
-		Recorder: mgr.GetEventRecorder("repository-controller"),
-		Options:  Options{Workers: 2},
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		panic(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
+			RepositoryWorkers: 2, PackageRevisionWorkers: 2, SyncPeriod: repository.DefaultSyncPeriod})
+	}()
 	k8sClient = env.Client
 	code := m.Run()
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
 	_ = env.Stop()
 	_ = os.RemoveAll(cacheDir)
 	os.Exit(code)
 }
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "repo-" + rand.String(6)}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t *testing.T) string { return env.Namespace(t, "repo") }
 
 const (
 	timeout  = 30 * time.Second
