@@ -213,6 +213,9 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 				porchv1alpha1.LifecycleLabel:  string(rev.Lifecycle),
 			},
 			OwnerReferences: []metav1.OwnerReference{repositoryOwner(repoObj)},
+			// Created with the finalizer the PackageRevision controller
+			// needs, rather than one more write per object later.
+			Finalizers: []string{porchv1alpha1.PackageRevisionFinalizer},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    rev.Package,
