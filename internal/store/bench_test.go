@@ -122,3 +122,18 @@ func BenchmarkOpenList1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGet1000 looks up one revision in a repository of 1,000.
+func BenchmarkGet1000(b *testing.B) {
+	ctx := context.Background()
+	url, _ := newRemote(b)
+	r := open(b, Options{URL: url, CreateBranch: true})
+	seedRevisions(b, r, 250, 3)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.Get(ctx, "pkg-0123", "draft", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

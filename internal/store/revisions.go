@@ -60,10 +60,12 @@ func (r *Repository) Head() string {
 func (r *Repository) List(ctx context.Context) ([]Revision, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.listLocked()
+	return r.listLocked("")
 }
 
-func (r *Repository) listLocked() ([]Revision, error) {
+// listLocked lists the revisions of one package (relative path), or of all
+// packages when only is empty.
+func (r *Repository) listLocked(only string) ([]Revision, error) {
 	var (
 		out       []Revision
 		published = map[string]map[int]plumbing.Hash{} // package -> revision -> tag value
@@ -85,7 +87,7 @@ func (r *Repository) listLocked() ([]Revision, error) {
 				return nil
 			}
 			p, ok := r.relPackage(full)
-			if !ok {
+			if !ok || (only != "" && p != only) {
 				return nil
 			}
 			meta, err := r.metaFor(ref.Hash())
@@ -105,7 +107,7 @@ func (r *Repository) listLocked() ([]Revision, error) {
 				return nil // a floating tag
 			}
 			p, ok := r.relPackage(full)
-			if !ok {
+			if !ok || (only != "" && p != only) {
 				return nil
 			}
 			if isTag {
@@ -206,7 +208,9 @@ func (r *Repository) relPackage(full string) (string, bool) {
 
 // Get finds one revision: by workspace (revision 0) or by revision number.
 func (r *Repository) Get(ctx context.Context, pkgPath, workspace string, revision int) (Revision, error) {
-	revs, err := r.List(ctx)
+	r.mu.Lock()
+	revs, err := r.listLocked(pkgPath)
+	r.mu.Unlock()
 	if err != nil {
 		return Revision{}, err
 	}
@@ -328,12 +332,12 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 }
 
 func (r *Repository) checkWorkspaceFreeLocked(p, ws string) error {
-	revs, err := r.listLocked()
+	revs, err := r.listLocked(p)
 	if err != nil {
 		return err
 	}
 	for _, rev := range revs {
-		if rev.Package == p && rev.Workspace == ws {
+		if rev.Workspace == ws {
 			return fmt.Errorf("package %s already has a %s revision in workspace %q: %w", p, rev.Lifecycle, ws, &ConflictError{Ref: draftRef(joinPath(r.opts.Directory, p), ws).String(), Detail: "workspace in use"})
 		}
 	}
@@ -533,7 +537,7 @@ func (r *Repository) RejectDeletion(ctx context.Context, p string, revision int)
 }
 
 func (r *Repository) findLocked(p string, revision int) (Revision, error) {
-	revs, err := r.listLocked()
+	revs, err := r.listLocked(p)
 	if err != nil {
 		return Revision{}, err
 	}
@@ -666,12 +670,12 @@ func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Rev
 	if err != nil {
 		return Revision{}, err
 	}
-	revs, err := r.listLocked()
+	revs, err := r.listLocked(p)
 	if err != nil {
 		return Revision{}, err
 	}
 	for _, rev := range revs {
-		if rev.Package == p && rev.Revision > 0 && rev.Commit == meta.commit.String() {
+		if rev.Revision > 0 && rev.Commit == meta.commit.String() {
 			return rev, nil
 		}
 	}
