@@ -5,8 +5,9 @@ import (
 	"regexp"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/pkg"
 )
 
 // ResID identifies a resource inside a package across versions: the
@@ -98,10 +99,4 @@ func setKptMergeComment(n *yaml.RNode) {
 
 // resourceFile returns the file a resource was read from (or is to be
 // written to).
-func resourceFile(n *yaml.RNode) string {
-	ann := n.GetAnnotations()
-	if p := ann[kioutil.PathAnnotation]; p != "" {
-		return p
-	}
-	return ann[kioutil.LegacyPathAnnotation]
-}
+func resourceFile(n *yaml.RNode) string { return pkg.PathOf(n) }

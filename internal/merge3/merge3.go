@@ -125,6 +125,28 @@ func (w *walker) mergeMap(local, orig, upd *yaml.Node, path []string) (*yaml.Nod
 // order.
 func (w *walker) mergeList(local, orig, upd *yaml.Node, key string, path []string) (*yaml.Node, error) {
 	origBy, updBy := index(orig, key), index(upd, key)
+	if followsOrigin(local, orig, key) {
+		// Local neither reordered nor added elements: take upstream's
+		// order (which may put new elements first).
+		localBy := index(local, key)
+		var out []*yaml.Node
+		for _, u := range upd.Content {
+			k := yamlutil.Field(u, key).Value
+			l, o := localBy[k], origBy[k]
+			if l == nil && o != nil && SameData(o, u) {
+				continue // removed locally, unchanged upstream
+			}
+			merged, err := w.merge(l, o, u, append(path, "["+key+"="+k+"]"))
+			if err != nil {
+				return nil, err
+			}
+			if merged != nil {
+				out = append(out, merged)
+			}
+		}
+		local.Content = out
+		return local, nil
+	}
 	inLocal := map[string]bool{}
 	var out []*yaml.Node
 	for _, l := range local.Content {
@@ -153,6 +175,26 @@ func (w *walker) mergeList(local, orig, upd *yaml.Node, key string, path []strin
 	}
 	local.Content = out
 	return local, nil
+}
+
+// followsOrigin reports whether local's elements are a subsequence of
+// orig's, in orig's order (nothing added or reordered locally).
+func followsOrigin(local, orig *yaml.Node, key string) bool {
+	if orig == nil {
+		return false
+	}
+	i := 0
+	for _, l := range local.Content {
+		k := yamlutil.Field(l, key).Value
+		for i < len(orig.Content) && yamlutil.Field(orig.Content[i], key).Value != k {
+			i++
+		}
+		if i == len(orig.Content) {
+			return false
+		}
+		i++
+	}
+	return true
 }
 
 func (w *walker) listKey(local, orig, upd *yaml.Node, path []string) string {

@@ -511,3 +511,12 @@ func (p *Package) OwningPackage(file string) string {
 	}
 	return ""
 }
+
+// PathOf returns the file a resource was read from (or is to be written
+// to), from its path annotations.
+func PathOf(n *yaml.RNode) string { return placementOf(n).Path }
+
+// SetAnnotation sets an annotation on a resource, as a plain string.
+func SetAnnotation(n *yaml.RNode, key, value string) {
+	setString(annotationsNode(n, true), key, value)
+}

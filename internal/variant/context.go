@@ -1,0 +1,64 @@
+package variant
+
+import (
+	"fmt"
+	"sort"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+// ErrNoPackageContext is returned when the package context ConfigMap a
+// PackageVariant edits does not exist.
+var ErrNoPackageContext = fmt.Errorf("the package has no %s ConfigMap (clone it for deployment, or add one)", configv1alpha1.PackageContextConfigMapName)
+
+// ApplyContext sets spec.packageContext.data and removes removeKeys in the
+// root package's kptfile.kpt.dev ConfigMap. Keys set earlier and no longer
+// listed stay, unless removeKeys lists them. It reports whether the
+// ConfigMap changed.
+func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, error) {
+	if pc == nil || (len(pc.Data) == 0 && len(pc.RemoveKeys) == 0) {
+		return false, nil
+	}
+	nodes, err := p.Resources()
+	if err != nil {
+		return false, err
+	}
+	var cm *yaml.RNode
+	for _, n := range nodes {
+		if engine.IsPackageContext(n) && p.OwningPackage(pkg.PathOf(n)) == "" {
+			cm = n
+			break
+		}
+	}
+	if cm == nil {
+		return false, ErrNoPackageContext
+	}
+	before := cm.MustString()
+	data, err := cm.Pipe(yaml.LookupCreate(yaml.MappingNode, "data"))
+	if err != nil {
+		return false, err
+	}
+	keys := make([]string, 0, len(pc.Data))
+	for k := range pc.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := data.PipeE(yaml.SetField(k, yaml.NewStringRNode(pc.Data[k]))); err != nil {
+			return false, err
+		}
+	}
+	for _, k := range pc.RemoveKeys {
+		if _, err := data.Pipe(yaml.Clear(k)); err != nil {
+			return false, err
+		}
+	}
+	if cm.MustString() == before {
+		return false, nil
+	}
+	return true, p.SetResources(nodes)
+}

@@ -1,0 +1,274 @@
+package variant
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+const upstreamKptfile = `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  mutators:
+  - image: apply-setters
+    name: setters
+    configMap:
+      replicas: "2"
+`
+
+const contextCM = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kptfile.kpt.dev
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  name: app
+  keep: me
+  stale: old
+`
+
+func testPkg(extra map[string]string) *pkg.Package {
+	files := map[string][]byte{"Kptfile": []byte(upstreamKptfile), "package-context.yaml": []byte(contextCM)}
+	for k, v := range extra {
+		files[k] = []byte(v)
+	}
+	return pkg.New(files)
+}
+
+func TestApplyContext(t *testing.T) {
+	g := NewWithT(t)
+	p := testPkg(nil)
+	changed, err := ApplyContext(p, &configv1alpha1.PackageContext{Data: map[string]string{"region": "useast1", "env": "prod"}, RemoveKeys: []string{"stale", "absent"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	cm, _ := p.File("package-context.yaml")
+	g.Expect(string(cm)).To(ContainSubstring("  name: app\n  keep: me\n  env: prod\n  region: useast1\n"))
+	g.Expect(string(cm)).NotTo(ContainSubstring("stale"))
+
+	// Applying again changes nothing; keys added earlier and no longer listed stay.
+	changed, err = ApplyContext(p, &configv1alpha1.PackageContext{Data: map[string]string{"region": "useast1"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeFalse())
+	cm, _ = p.File("package-context.yaml")
+	g.Expect(string(cm)).To(ContainSubstring("env: prod"))
+
+	_, err = ApplyContext(pkg.New(map[string][]byte{"Kptfile": []byte(upstreamKptfile)}), &configv1alpha1.PackageContext{Data: map[string]string{"a": "b"}})
+	g.Expect(err).To(MatchError(ErrNoPackageContext))
+	changed, err = ApplyContext(pkg.New(map[string][]byte{"Kptfile": []byte(upstreamKptfile)}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeFalse(), "no package context needed when none is asked for")
+}
+
+func names(t *testing.T, p *pkg.Package) []string {
+	kf, err := p.Kptfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	if kf.Pipeline != nil {
+		for _, f := range kf.Pipeline.Mutators {
+			out = append(out, f.Name)
+		}
+		for _, f := range kf.Pipeline.Validators {
+			out = append(out, "validator:"+f.Name)
+		}
+	}
+	return out
+}
+
+func TestApplyPipeline(t *testing.T) {
+	g := NewWithT(t)
+	p := testPkg(nil)
+	spec := &kptfilev1.Pipeline{
+		Mutators:   []kptfilev1.Function{{Image: "gcr.io/kpt-fn/set-namespace:v0.1", Name: "my-func", ConfigMap: map[string]string{"namespace": "my-ns"}}, {Image: "gcr.io/kpt-fn/set-labels:v0.1", ConfigMap: map[string]string{"app": "foo"}}},
+		Validators: []kptfilev1.Function{{Image: "kubeval"}},
+	}
+	changed, err := ApplyPipeline(p, "my-pv", spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	g.Expect(names(t, p)).To(Equal([]string{"PackageVariant.my-pv.my-func.0", "PackageVariant.my-pv.1", "setters", "validator:PackageVariant.my-pv.0"}), "the spec's example names, prepended")
+
+	// A second variant, whose name starts like the first's, chains its functions.
+	_, err = ApplyPipeline(p, "my-pv.b", &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-annotations", ConfigMap: map[string]string{"a": "b"}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(t, p)[0]).To(Equal("PackageVariant.my-pv.b.0"))
+
+	// Re-applying the first variant with one function replaces exactly its own.
+	_, err = ApplyPipeline(p, "my-pv", &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-namespace", Name: "ns", ConfigMap: map[string]string{"namespace": "other"}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(t, p)).To(Equal([]string{"PackageVariant.my-pv.ns.0", "PackageVariant.my-pv.b.0", "setters"}), "my-pv.b's PackageVariant.my-pv.b.0 is not my-pv's, though its name could parse as such")
+
+	// Nothing to change: nothing written.
+	before, _ := p.File("Kptfile")
+	changed, err = ApplyPipeline(p, "my-pv", &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-namespace", Name: "ns", ConfigMap: map[string]string{"namespace": "other"}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeFalse())
+	after, _ := p.File("Kptfile")
+	g.Expect(string(after)).To(Equal(string(before)))
+
+	// Removing the pipeline from the spec removes the variant's functions.
+	_, err = ApplyPipeline(p, "my-pv", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(t, p)).To(Equal([]string{"PackageVariant.my-pv.b.0", "setters"}))
+	kf, _ := p.File("Kptfile")
+	g.Expect(string(kf)).To(ContainSubstring(`{"my-pv.b":["PackageVariant.my-pv.b.0"]}`))
+}
+
+const endpoints = `apiVersion: example.com/v1
+kind: ServiceEndpoints
+metadata:
+  name: endpoints
+  annotations:
+    kpt.dev/config-injection: required
+    config.kubernetes.io/local-config: "true"
+spec:
+  database: placeholder
+`
+
+const defaults = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: defaults
+  annotations:
+    kpt.dev/config-injection: optional
+data:
+  color: blue
+`
+
+func objects(t *testing.T, yaml string) *StaticObjects {
+	objs, err := ReadObjects([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &StaticObjects{Objects: objs}
+}
+
+const clusterObjects = `apiVersion: example.com/v1
+kind: ServiceEndpoints
+metadata:
+  name: useast1-endpoints
+spec:
+  database: db.useast1.example.com
+  cache: cache.useast1.example.com
+---
+apiVersion: example.com/v1
+kind: ServiceEndpoints
+metadata:
+  name: uswest1-endpoints
+spec:
+  database: db.uswest1.example.com
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: regional
+data:
+  color: red
+`
+
+func TestInjectConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		files     map[string]string
+		injectors []configv1alpha1.InjectionSelector
+		objects   string
+		ok        bool
+		contains  map[string][]string // file -> substrings
+		message   string
+	}{
+		{name: "first matching injector wins, GVK filters apply",
+			files: map[string]string{"ep.yaml": endpoints, "defaults.yaml": defaults},
+			injectors: []configv1alpha1.InjectionSelector{
+				{Kind: ptr.To("ConfigMap"), Name: "useast1-endpoints"},
+				{Name: "useast1-endpoints"},
+				{Name: "uswest1-endpoints"},
+				{Kind: ptr.To("ConfigMap"), Name: "regional"},
+			},
+			objects: clusterObjects, ok: true,
+			contains: map[string][]string{
+				"ep.yaml":       {"database: db.useast1.example.com", "cache: cache.useast1.example.com", "kpt.dev/injected-resource-name: useast1-endpoints"},
+				"defaults.yaml": {"color: red", "kpt.dev/injected-resource-name: regional"},
+				"Kptfile":       {"conditionType: config.injection.ServiceEndpoints.endpoints", "type: config.injection.ServiceEndpoints.endpoints\n    status: \"True\"", "type: config.injection.ConfigMap.defaults\n    status: \"True\""},
+			},
+			message: "injected ConfigMap/defaults from regional, ServiceEndpoints/endpoints from useast1-endpoints"},
+		{name: "a required point without a match",
+			files:     map[string]string{"ep.yaml": endpoints, "defaults.yaml": defaults},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "nowhere"}},
+			objects:   clusterObjects, ok: false,
+			contains: map[string][]string{"ep.yaml": {"database: placeholder"}, "Kptfile": {"reason: NotInjected"}},
+			message:  "required injection points not injected: ServiceEndpoints/endpoints: no injector selects an existing in-cluster object"},
+		{name: "a missing schema",
+			files:     map[string]string{"ep.yaml": endpoints},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "useast1-endpoints"}},
+			objects:   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", ok: false,
+			message: "required injection points not injected: ServiceEndpoints/endpoints: the cluster has no schema for example.com/v1, Kind=ServiceEndpoints"},
+		{name: "a schema without spec",
+			files:     map[string]string{"ep.yaml": endpoints},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "useast1-endpoints"}},
+			objects:   "apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: useast1-endpoints\nstatus:\n  x: y\n", ok: false,
+			message: "the schema of example.com/v1, Kind=ServiceEndpoints has no spec field to inject"},
+		{name: "an invalid annotation value",
+			files:   map[string]string{"ep.yaml": strings.Replace(endpoints, "required", "mandatory", 1)},
+			objects: clusterObjects, ok: false,
+			message: `ServiceEndpoints endpoints: annotation kpt.dev/config-injection must be required or optional, not "mandatory"`},
+		{name: "ambiguous injection points",
+			files:   map[string]string{"ep.yaml": endpoints, "ep2.yaml": strings.Replace(endpoints, "example.com/v1", "other.example.com/v1", 1)},
+			objects: clusterObjects, ok: false,
+			message: "injection points are ambiguous: 2 resources (example.com/v1, other.example.com/v1) share condition config.injection.ServiceEndpoints.endpoints"},
+		{name: "no injection points",
+			files: map[string]string{}, objects: clusterObjects, ok: true, message: "the package has no injection points"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := testPkg(tc.files)
+			res, err := InjectConfig(ctx, p, tc.injectors, objects(t, tc.objects))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.OK()).To(Equal(tc.ok))
+			g.Expect(res.Message()).To(ContainSubstring(tc.message))
+			for file, subs := range tc.contains {
+				data, _ := p.File(file)
+				for _, s := range subs {
+					g.Expect(string(data)).To(ContainSubstring(s), file)
+				}
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	g := NewWithT(t)
+	pv := &configv1alpha1.PackageVariant{Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:       &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "latest", Tag: "stable"},
+		Downstream:     &configv1alpha1.Downstream{Repo: "cluster-01"},
+		DeletionPolicy: "keep",
+		PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"name": "x"}, RemoveKeys: []string{"package-path"}},
+		Pipeline:       &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "x", Name: "a.b"}, {}}},
+		Injectors:      []configv1alpha1.InjectionSelector{{}},
+	}}
+	var msgs []string
+	for _, e := range Validate(pv) {
+		msgs = append(msgs, e.Error())
+	}
+	g.Expect(msgs).To(ConsistOf(
+		`spec.upstream: Invalid value: "": exactly one of revision, workspaceName and tag must be set`,
+		`spec.upstream.revision: Invalid value: "latest": must be a revision number such as "3" or "v3"`,
+		`spec.downstream.package: Required value`,
+		`spec.deletionPolicy: Unsupported value: "keep": supported values: "delete", "orphan"`,
+		`spec.packageContext.data[name]: Invalid value: "name": the key is reserved`,
+		`spec.packageContext.removeKeys[0]: Invalid value: "package-path": the key is reserved`,
+		`spec.pipeline.mutators[0].name: Invalid value: "a.b": function names must not contain '.'`,
+		`spec.pipeline.mutators[1]: Invalid value: "": exactly one of image and exec must be set`,
+		`spec.injectors[0].name: Required value`,
+	))
+}
