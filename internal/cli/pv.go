@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/fn/builtin"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/variant"
+)
+
+// NewCmdPv returns `scion pv`, PackageVariant tools.
+func NewCmdPv(streams Streams) *cobra.Command {
+	cmd := &cobra.Command{Use: "pv", Short: "PackageVariant tools that work offline"}
+	cmd.AddCommand(NewCmdPvRender(streams))
+	return cmd
+}
+
+// PvRenderOptions are the options of `scion pv render`.
+type PvRenderOptions struct {
+	Streams
+	File, Upstream, Downstream, Origin, OutDir string
+	Objects                                []string
+	Deployment, AllowExec                  bool
+}
+
+// NewCmdPvRender returns `scion pv render`.
+func NewCmdPvRender(streams Streams) *cobra.Command {
+	o := &PvRenderOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "render -f PV.yaml --upstream DIR --out DIR",
+		Short: "Apply a PackageVariant to local packages, as the controller would",
+		Long: `Apply a PackageVariant to local packages and write the result to --out:
+without --downstream, the package in --upstream is cloned (the create path);
+with --downstream, the variant is applied to that existing package, after a
+3-way update from --origin to --upstream when --origin is given (the update
+path). The YAML objects of --objects stand in for the in-cluster objects of
+configuration injection. Prints the status conditions the PackageVariant
+would get; exits non-zero when the variant is invalid or its downstream not
+ensured.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "filename", "f", "", "the PackageVariant YAML (required)")
+	f.StringVar(&o.Upstream, "upstream", "", "folder of the upstream package (required)")
+	f.StringVar(&o.Downstream, "downstream", "", "folder of the existing downstream package (the update path)")
+	f.StringVar(&o.Origin, "origin", "", "with --downstream: folder of the upstream the downstream was derived from, to 3-way update from")
+	f.StringArrayVar(&o.Objects, "objects", nil, "YAML file of in-cluster objects for injection (repeatable)")
+	f.BoolVar(&o.Deployment, "deployment", false, "the downstream repository is a deployment repository (clone with a package context)")
+	f.BoolVar(&o.AllowExec, "allow-exec", false, "allow exec functions in the pipeline")
+	f.StringVar(&o.OutDir, "out", "", "folder to write the resulting package to (required)")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *PvRenderOptions) Validate() error {
+	var errs []error
+	for flag, v := range map[string]string{"--filename": o.File, "--upstream": o.Upstream, "--out": o.OutDir} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required", flag))
+		}
+	}
+	if o.Origin != "" && o.Downstream == "" {
+		errs = append(errs, errors.New("--origin needs --downstream"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run renders the variant.
+func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
+	data, err := os.ReadFile(o.File)
+	if err != nil {
+		return err
+	}
+	pv := &configv1alpha1.PackageVariant{}
+	if err := yaml.UnmarshalStrict(data, pv); err != nil {
+		return fmt.Errorf("%s: %w", o.File, err)
+	}
+	objects := &variant.StaticObjects{}
+	for _, f := range o.Objects {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		objs, err := variant.ReadObjects(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		objects.Objects = append(objects.Objects, objs...)
+	}
+	up, err := pkg.ReadDir(o.Upstream)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(o.Upstream)
+	if err != nil {
+		return err
+	}
+	in := variant.Input{PV: pv, Upstream: up, Deployment: o.Deployment, Objects: objects}
+	if pv.Spec.Upstream != nil {
+		in.Origin = engine.Origin{Repo: "file://" + abs, Directory: pv.Spec.Upstream.Package, Ref: upstreamRef(pv.Spec.Upstream)}
+	}
+	if o.Downstream != "" {
+		if in.Downstream, err = pkg.ReadDir(o.Downstream); err != nil {
+			return err
+		}
+	}
+	if o.Origin != "" {
+		if in.OldUpstream, err = pkg.ReadDir(o.Origin); err != nil {
+			return err
+		}
+	}
+	rt := builtin.NewRuntime()
+	rt.DisableExec = !o.AllowExec
+	in.Runtime = rt
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out, produceErr := variant.Produce(ctx, in)
+	if out.Package != nil {
+		if err := out.Package.WriteDir(o.OutDir); err != nil {
+			return err
+		}
+	}
+	type condition struct {
+		Type    string `json:"type"`
+		Status  string `json:"status"`
+		Reason  string `json:"reason"`
+		Message string `json:"message,omitempty"`
+	}
+	var conds []condition
+	for _, c := range out.Conditions {
+		conds = append(conds, condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	report, err := yaml.Marshal(map[string]any{"conditions": conds})
+	if err != nil {
+		return err
+	}
+	if _, err := o.Streams.Out.Write(report); err != nil {
+		return err
+	}
+	if produceErr != nil {
+		return produceErr
+	}
+	for _, c := range out.Conditions {
+		if c.Type == configv1alpha1.ReadyCondition && c.Status != "True" {
+			return fmt.Errorf("the downstream is not ensured: %s", c.Message)
+		}
+	}
+	return nil
+}
+
+// upstreamRef is the git ref a PackageVariant's upstream names.
+func upstreamRef(u *configv1alpha1.Upstream) string {
+	switch {
+	case u.Revision != "":
+		r := u.Revision
+		if r[0] != 'v' {
+			r = "v" + r
+		}
+		return u.Package + "/" + r
+	case u.Tag != "":
+		return u.Package + "/" + u.Tag
+	default:
+		return "drafts/" + u.Package + "/" + u.WorkspaceName
+	}
+}

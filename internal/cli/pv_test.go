@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+const pvYAML = `apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata:
+  name: tenant-a
+spec:
+  upstream: {repo: catalog, package: app, revision: v1}
+  downstream: {repo: cluster-01, package: tenant-a}
+  packageContext:
+    data: {region: useast1}
+  pipeline:
+    mutators:
+    - image: remove-resources
+      name: drop-ns
+      selectors:
+      - kind: Namespace
+    - image: gcr.io/kpt-fn/set-namespace:v0.4
+      configMap: {namespace: tenant-a}
+  injectors:
+  - name: useast1-endpoints
+`
+
+func appPackage(replicas string) map[string]string {
+	return map[string]string{
+		"Kptfile":  "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
+		"ns.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: example\n",
+		"app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: example\nspec:\n  replicas: " + replicas + "\n",
+		"endpoints.yaml": "apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: endpoints\n  annotations:\n    kpt.dev/config-injection: required\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  database: placeholder\n",
+	}
+}
+
+func TestPvRender(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	writePkg(t, filepath.Join(dir, "v1"), appPackage("1"))
+	writePkg(t, filepath.Join(dir, "v2"), appPackage("3"))
+	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(pvYAML), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte("apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: useast1-endpoints\nspec:\n  database: db.useast1.example.com\n"), 0o644)).To(Succeed())
+
+	// Create path.
+	out, err := runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--deployment", "--out", "tenant-a")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	golden(t, "pv-render", out)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, "tenant-a", name))
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		return string(b)
+	}
+	_, err = os.Stat(filepath.Join(dir, "tenant-a", "ns.yaml"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the pipeline removed the Namespace")
+	g.Expect(read("app.yaml")).To(ContainSubstring("namespace: tenant-a"))
+	g.Expect(read("endpoints.yaml")).To(ContainSubstring("database: db.useast1.example.com"))
+	g.Expect(read("package-context.yaml")).To(ContainSubstring("region: useast1"))
+	kf := read("Kptfile")
+	g.Expect(kf).To(ContainSubstring("name: PackageVariant.tenant-a.drop-ns.0"))
+	g.Expect(kf).To(ContainSubstring("name: PackageVariant.tenant-a.1"))
+	g.Expect(kf).To(ContainSubstring("conditionType: config.porch.kpt.dev/packagevariant"))
+	g.Expect(kf).To(ContainSubstring("conditionType: config.injection.ServiceEndpoints.endpoints"))
+
+	// Update path: a downstream edit survives the upstream's change.
+	app := filepath.Join(dir, "tenant-a", "app.yaml")
+	g.Expect(os.WriteFile(app, []byte(strings.Replace(read("app.yaml"), "spec:\n", "spec:\n  paused: true\n", 1)), 0o644)).To(Succeed())
+	_, err = runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v2", "--origin", "v1", "--downstream", "tenant-a", "--objects", "objects.yaml", "--out", "tenant-a-v2")
+	g.Expect(err).NotTo(HaveOccurred())
+	updated, err := os.ReadFile(filepath.Join(dir, "tenant-a-v2", "app.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(updated)).To(ContainSubstring("replicas: 3"))
+	g.Expect(string(updated)).To(ContainSubstring("paused: true"))
+	g.Expect(string(updated)).To(ContainSubstring("namespace: tenant-a"))
+
+	// Without the in-cluster object, the required point is not injected.
+	out, err = runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--deployment", "--out", "no-objects")
+	g.Expect(err).To(MatchError(ContainSubstring("the downstream is not ensured: configuration injection is incomplete")))
+	g.Expect(out).To(ContainSubstring("type: ConfigInjected\n"))
+
+	// An invalid PackageVariant: non-zero, with the validation messages.
+	bad := strings.Replace(pvYAML, "revision: v1", "revision: v1, tag: stable", 1)
+	g.Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644)).To(Succeed())
+	out, err = runIn(t, dir, "pv", "render", "-f", "bad.yaml", "--upstream", "v1", "--out", "bad")
+	g.Expect(err).To(MatchError(ContainSubstring("spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName and tag must be set")))
+	g.Expect(out).To(ContainSubstring("reason: ValidationError"))
+}

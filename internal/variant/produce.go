@@ -1,0 +1,129 @@
+package variant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+// Condition reasons of DownstreamEnsured and Ready.
+const (
+	DownstreamReadyReason = "DownstreamReady"
+	MutationFailedReason  = "MutationFailed"
+	RenderFailedReason    = "RenderFailed"
+	ValidationErrorReason = "ValidationError"
+	ValidReason           = "Valid"
+	NotInjectedReason     = "ConfigNotInjected"
+)
+
+// Input is what producing a variant's downstream package needs.
+type Input struct {
+	PV *configv1alpha1.PackageVariant
+	// Upstream is the upstream revision's package and Origin its identity.
+	Upstream *pkg.Package
+	Origin   engine.Origin
+	// Downstream is the current downstream package (nil: clone anew);
+	// OldUpstream is what it was derived from (nil: do not 3-way update,
+	// only re-apply the variant's mutations).
+	Downstream  *pkg.Package
+	OldUpstream *pkg.Package
+	// Deployment clones with a package context.
+	Deployment bool
+	Objects    ObjectSource
+	Runtime    engine.Resolver
+}
+
+// Output is the produced package and the conditions the PackageVariant
+// shows for it.
+type Output struct {
+	Package    *pkg.Package
+	Outcome    Outcome
+	Conditions []metav1.Condition
+}
+
+// Produce makes the downstream package of a PackageVariant, in the
+// spec's order: clone (or 3-way update), package context, pipeline,
+// configuration injection, render; then it marks the draft done with the
+// config.porch.kpt.dev/packagevariant gate. Failures of the variant's own
+// making (missing package context, render errors) come back in the
+// conditions, with the error.
+func Produce(ctx context.Context, in Input) (Output, error) {
+	gen := in.PV.Generation
+	var out Output
+	fail := func(reason string, err error) (Output, error) {
+		out.Conditions = append(out.Conditions,
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen},
+			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen})
+		return out, err
+	}
+	out.Conditions = []metav1.Condition{{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionTrue, Reason: ValidReason, ObservedGeneration: gen}}
+	if errs := Validate(in.PV); len(errs) > 0 {
+		out.Conditions[0] = metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: ValidationErrorReason, Message: errs.ToAggregate().Error(), ObservedGeneration: gen}
+		return fail(ValidationErrorReason, errs.ToAggregate())
+	}
+	var p *pkg.Package
+	var err error
+	switch {
+	case in.Downstream == nil:
+		p, err = engine.Clone(in.Upstream, in.Origin, engine.CloneOptions{Name: path.Base(in.PV.Spec.Downstream.Package), PackagePath: in.PV.Spec.Downstream.Package, ForDeployment: in.Deployment})
+	case in.OldUpstream != nil:
+		p, _, err = engine.Update(in.Downstream, in.OldUpstream, in.Upstream, in.Origin, "")
+	default:
+		p = in.Downstream.DeepCopy()
+	}
+	if err != nil {
+		return fail(MutationFailedReason, err)
+	}
+	out.Outcome, err = Mutate(ctx, p, in.PV, in.Objects)
+	out.Conditions = append(out.Conditions, conditionsOf(out.Outcome)...)
+	if err != nil {
+		return fail(MutationFailedReason, err)
+	}
+	rendered, _, err := engine.Render(ctx, p, in.Runtime)
+	if err != nil {
+		var re *engine.RenderError
+		if errors.As(err, &re) {
+			out.Package = rendered
+			return fail(RenderFailedReason, err)
+		}
+		return fail(MutationFailedReason, err)
+	}
+	done := out.Outcome.Injection.OK()
+	msg := "the variant's mutations are applied"
+	if !done {
+		msg = out.Outcome.ConfigInjected.Message
+	}
+	if err := MarkDone(rendered, true, msg); err != nil {
+		return fail(MutationFailedReason, err)
+	}
+	out.Package = rendered
+	if !done {
+		// The draft is written, but it is not what the variant asks for.
+		err := fmt.Errorf("configuration injection is incomplete: %s", out.Outcome.ConfigInjected.Message)
+		out.Conditions = append(out.Conditions,
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: NotInjectedReason, Message: err.Error(), ObservedGeneration: gen},
+			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: NotInjectedReason, Message: err.Error(), ObservedGeneration: gen})
+		return out, nil
+	}
+	out.Conditions = append(out.Conditions,
+		metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: DownstreamReadyReason, Message: "the downstream draft reflects the variant", ObservedGeneration: gen},
+		metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: DownstreamReadyReason, Message: "the downstream draft reflects the variant", ObservedGeneration: gen})
+	return out, nil
+}
+
+func conditionsOf(o Outcome) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range []metav1.Condition{o.ContextInjected, o.ConfigInjected} {
+		if c.Type != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
