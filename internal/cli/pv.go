@@ -28,8 +28,8 @@ func NewCmdPv(streams Streams) *cobra.Command {
 type PvRenderOptions struct {
 	Streams
 	File, Upstream, Downstream, Origin, OutDir string
-	Objects                                []string
-	Deployment, AllowExec                  bool
+	Objects                                    []string
+	Deployment, AllowExec                      bool
 }
 
 // NewCmdPvRender returns `scion pv render`.

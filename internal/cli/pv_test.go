@@ -32,9 +32,9 @@ spec:
 
 func appPackage(replicas string) map[string]string {
 	return map[string]string{
-		"Kptfile":  "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
-		"ns.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: example\n",
-		"app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: example\nspec:\n  replicas: " + replicas + "\n",
+		"Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
+		"ns.yaml":        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: example\n",
+		"app.yaml":       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: example\nspec:\n  replicas: " + replicas + "\n",
 		"endpoints.yaml": "apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: endpoints\n  annotations:\n    kpt.dev/config-injection: required\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  database: placeholder\n",
 	}
 }
