@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -39,6 +40,8 @@ type Options struct {
 	RepositoryWorkers int
 	// PackageRevisionWorkers reconcile PackageRevisions in parallel.
 	PackageRevisionWorkers int
+	// PackageVariantWorkers reconcile PackageVariants in parallel.
+	PackageVariantWorkers int
 	// SyncPeriod is the default time between repository syncs.
 	SyncPeriod time.Duration
 }
@@ -84,6 +87,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Options:  packagerevision.Options{Workers: o.PackageRevisionWorkers},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
+	}
+	if err := (&packagevariant.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     cache,
+		Service:   service,
+		Recorder:  mgr.GetEventRecorder("scion-packagevariant"),
+		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers},
+	}).SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

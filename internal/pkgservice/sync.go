@@ -178,6 +178,14 @@ type ShowOptions struct {
 	Handled bool
 	// Ready replaces the Ready condition derived from git.
 	Ready *porchv1alpha1.Condition
+	// Owner, when set, is made the controller owner of the object, and
+	// OwnerLabels are set. When the object does not have this owner yet
+	// (it is created, or the sync created it first), InitialLabels and
+	// InitialAnnotations are added too: they are set once, never again.
+	Owner              *metav1.OwnerReference
+	OwnerLabels        map[string]string
+	InitialLabels      map[string]string
+	InitialAnnotations map[string]string
 }
 
 // Show makes the PackageRevision cur (nil: create one) show the git
@@ -190,6 +198,25 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	want := Desired(repoObj, rev, facts.gates, facts.conditions, facts.lock)
 	if cur != nil {
 		want.Name = cur.Name
+	}
+	if o.Owner != nil {
+		want.OwnerReferences = append(want.OwnerReferences, *o.Owner)
+		for k, v := range o.OwnerLabels {
+			want.Labels[k] = v
+		}
+		if cur == nil || !hasOwner(cur.OwnerReferences, *o.Owner) {
+			for k, v := range o.InitialLabels {
+				if _, ours := want.Labels[k]; !ours {
+					want.Labels[k] = v
+				}
+			}
+			for k, v := range o.InitialAnnotations {
+				if want.Annotations == nil {
+					want.Annotations = map[string]string{}
+				}
+				want.Annotations[k] = v
+			}
+		}
 	}
 	if o.Ready != nil {
 		for i := range want.Status.Conditions {
@@ -298,8 +325,16 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	if _, latest := want.Labels[porchv1alpha1.LatestRevisionLabel]; !latest {
 		delete(obj.Labels, porchv1alpha1.LatestRevisionLabel)
 	}
-	if !hasOwner(obj.OwnerReferences, want.OwnerReferences[0]) {
-		obj.OwnerReferences = append(obj.OwnerReferences, want.OwnerReferences[0])
+	for _, ref := range want.OwnerReferences {
+		if !hasOwner(obj.OwnerReferences, ref) {
+			obj.OwnerReferences = append(obj.OwnerReferences, ref)
+		}
+	}
+	for k, v := range want.Annotations {
+		if obj.Annotations == nil {
+			obj.Annotations = map[string]string{}
+		}
+		obj.Annotations[k] = v
 	}
 	if !pending {
 		obj.Spec.PackageName = want.Spec.PackageName
@@ -311,6 +346,7 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	}
 	wrote := false
 	if !apiequality.Semantic.DeepEqual(obj.Labels, cur.Labels) || !apiequality.Semantic.DeepEqual(obj.OwnerReferences, cur.OwnerReferences) ||
+		!apiequality.Semantic.DeepEqual(obj.Annotations, cur.Annotations) ||
 		!apiequality.Semantic.DeepEqual(obj.Spec, cur.Spec) {
 		if err := s.Client.Patch(ctx, obj, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
 			return false, err

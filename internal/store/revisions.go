@@ -63,6 +63,14 @@ func (r *Repository) List(ctx context.Context) ([]Revision, error) {
 	return r.listLocked("")
 }
 
+// ListPackage returns the revisions of one package (path relative to the
+// repository directory).
+func (r *Repository) ListPackage(ctx context.Context, pkgPath string) ([]Revision, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listLocked(pkgPath)
+}
+
 // listLocked lists the revisions of one package (relative path), or of all
 // packages when only is empty.
 func (r *Repository) listLocked(only string) ([]Revision, error) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/pkg"
 )
@@ -126,4 +127,25 @@ func conditionsOf(o Outcome) []metav1.Condition {
 		}
 	}
 	return out
+}
+
+// SameContent reports whether two packages are the same but for the
+// Kptfile's status.renderStatus, which records how a render went (function
+// messages such as "removed 1 resources" differ between a first render and
+// a re-render of the same result).
+func SameContent(a, b *pkg.Package) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	strip := func(p *pkg.Package) *pkg.Package {
+		c := p.DeepCopy()
+		_ = c.EditKptfile(func(kf *kptfilev1.KptFile) error {
+			if kf.Status != nil {
+				kf.Status.RenderStatus = nil
+			}
+			return nil
+		})
+		return c
+	}
+	return strip(a).Equal(strip(b))
 }

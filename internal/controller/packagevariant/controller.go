@@ -1,0 +1,434 @@
+package packagevariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/fn"
+	"github.com/scion-dev/scion/internal/fn/builtin"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/variant"
+)
+
+// UpstreamIndex indexes PackageVariants by "<repository>/<package>" of
+// their upstream, so a PackageRevision event finds exactly the variants
+// deriving from it.
+const UpstreamIndex = "spec.upstream.repoPackage"
+
+// Condition reasons of a PackageVariant.
+const (
+	UpstreamNotFoundReason   = "UpstreamNotFound"
+	RepositoryNotReadyReason = "RepositoryNotReady"
+)
+
+// Options configure the Reconciler.
+type Options struct {
+	Workers int
+}
+
+// Reconciler reconciles PackageVariants.
+type Reconciler struct {
+	client.Client
+	APIReader client.Reader
+	Cache     *repocache.Cache
+	Service   *pkgservice.Service
+	Recorder  recorder.EventRecorder
+	Options   Options
+}
+
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/finalizers,verbs=update
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
+
+// SetupWithManager registers the controller: PackageVariants on spec
+// changes; PackageRevisions mapped to the variant that owns them and to
+// the variants deriving from their package (through UpstreamIndex).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil {
+		return fmt.Errorf("packagevariant controller: APIReader, Cache, Service and Recorder are required")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, UpstreamIndex, func(o client.Object) []string {
+		pv := o.(*configv1alpha1.PackageVariant)
+		if pv.Spec.Upstream == nil {
+			return nil
+		}
+		return []string{pv.Spec.Upstream.Repo + "/" + pv.Spec.Upstream.Package}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("packagevariant").
+		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
+		Complete(r)
+}
+
+// requestsForRevision maps a PackageRevision to its owning variant and to
+// the variants whose upstream is its package.
+func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) []reconcile.Request {
+	pr := o.(*porchv1alpha1.PackageRevision)
+	var out []reconcile.Request
+	if ref := metav1.GetControllerOf(pr); ref != nil && ref.Kind == "PackageVariant" {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}})
+	}
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{UpstreamIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err == nil {
+		for _, pv := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
+		}
+	}
+	return out
+}
+
+// scope holds what one reconcile learns.
+type scope struct {
+	pv *configv1alpha1.PackageVariant
+	// conditions are set by the steps; patchStatus writes them.
+	conditions []metav1.Condition
+	targets    []configv1alpha1.DownstreamTarget
+	stalled    *metav1.Condition
+}
+
+// Reconcile keeps a PackageVariant's downstream draft.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	pv := &configv1alpha1.PackageVariant{}
+	if err := r.Get(ctx, req.NamespacedName, pv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pv.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, pv)
+	}
+	if !controllerutil.ContainsFinalizer(pv, configv1alpha1.PackageVariantFinalizer) {
+		patch := client.MergeFrom(pv.DeepCopy())
+		controllerutil.AddFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
+		if err := r.Patch(ctx, pv, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &scope{pv: pv}
+	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
+	if errs := variant.Validate(pv); len(errs) > 0 {
+		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: variant.ValidationErrorReason, Message: errs.ToAggregate().Error()}
+		s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: errs.ToAggregate().Error()})
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileDownstream(ctx, s)
+}
+
+// source resolves a repository and a revision in it.
+func (r *Reconciler) open(ctx context.Context, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
+	repoObj := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repoObj); err != nil {
+		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
+	}
+	st, err := r.Cache.Open(ctx, repoObj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
+	}
+	return repoObj, st, nil
+}
+
+func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
+	switch {
+	case u.Tag != "":
+		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
+	case u.Revision != "":
+		n, err := strconv.Atoi(trimV(u.Revision))
+		if err != nil {
+			return store.Revision{}, err
+		}
+		return st.Get(ctx, u.Package, "", n)
+	default:
+		return st.Get(ctx, u.Package, u.WorkspaceName, 0)
+	}
+}
+
+func trimV(s string) string {
+	if len(s) > 0 && s[0] == 'v' {
+		return s[1:]
+	}
+	return s
+}
+
+// reconcileDownstream produces the downstream package and writes it as
+// one commit: onto the variant's draft (found by its git trailer, so a
+// draft written before a crash is found), onto a new draft from the
+// latest published downstream, or as a new clone. Nothing is written when
+// the result equals what is there.
+func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pv := s.pv
+	_, upStore, err := r.open(ctx, pv.Namespace, pv.Spec.Upstream.Repo)
+	if err != nil {
+		return r.waiting(s, RepositoryNotReadyReason, err)
+	}
+	if err := upStore.Fetch(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	upRev, err := r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
+	if errors.Is(err, store.ErrNotFound) {
+		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: UpstreamNotFoundReason, Message: err.Error()}
+		return ctrl.Result{}, nil // a PackageRevision event brings us back
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	downObj, downStore, err := r.open(ctx, pv.Namespace, pv.Spec.Downstream.Repo)
+	if err != nil {
+		return r.waiting(s, RepositoryNotReadyReason, err)
+	}
+	revs, err := downStore.ListPackage(ctx, pv.Spec.Downstream.Package)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var draft, published *store.Revision
+	for i := range revs {
+		rev := &revs[i]
+		switch {
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && rev.Trailers[configv1alpha1.TrailerPackageVariantUID] == string(pv.UID):
+			draft = rev
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && draft == nil && rev.Trailers[configv1alpha1.TrailerPackageVariantUID] == "" && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting:
+			draft = rev // adopted: our next commit records us
+		case rev.Latest:
+			published = rev
+		}
+	}
+	upstream, err := upStore.Read(ctx, upRev)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in := variant.Input{
+		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
+		Origin:  pkgservice.Source{Store: upStore, Revision: upRev}.Origin(),
+		Objects: &clusterObjects{reader: r.APIReader, mapper: r.RESTMapper(), namespace: pv.Namespace},
+		Runtime: noExecRuntime(),
+	}
+	var base *pkg.Package
+	if b := draft; b != nil || published != nil {
+		if b == nil {
+			b = published
+		}
+		if base, err = downStore.Read(ctx, *b); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.Downstream = base
+		if lock := lockedCommit(base); lock != "" && lock != upRev.Commit {
+			if in.OldUpstream, err = upStore.Read(ctx, store.Revision{Package: upRev.Package, Commit: lock}); err != nil {
+				return ctrl.Result{}, fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
+			}
+		}
+	}
+	out, err := variant.Produce(ctx, in)
+	s.conditions = append(s.conditions, out.Conditions...)
+	if out.Package == nil {
+		if errors.Is(err, variant.ErrNoPackageContext) {
+			return ctrl.Result{}, nil // reported in the conditions
+		}
+		return ctrl.Result{}, err
+	}
+	target := draft
+	switch {
+	case draft != nil && variant.SameContent(out.Package, base):
+	case draft == nil && published != nil && variant.SameContent(out.Package, base):
+		target = published // nothing to change: no new draft
+	default:
+		written, werr := r.write(ctx, downStore, pv, draft, revs, out.Package)
+		if werr != nil {
+			return ctrl.Result{}, werr
+		}
+		target = &written
+		r.Recorder.Eventf(pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
+	}
+	cur, err := r.currentObject(ctx, pv.Namespace, pv.Spec.Downstream.Repo, target.Package, target.Workspace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := pkgservice.ShowOptions{Handled: true}
+	if target.Lifecycle == porchv1alpha1.LifecycleDraft {
+		opts.Owner = ptr.To(*metav1.NewControllerRef(pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
+		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}
+		opts.InitialLabels, opts.InitialAnnotations = pv.Spec.Labels, pv.Spec.Annotations
+	}
+	if _, err := r.Service.Show(ctx, downObj, downStore, *target, cur, opts); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(out.Package)}}
+	return ctrl.Result{}, err
+}
+
+// write commits the package onto the variant's draft, or creates one in
+// the first free workspace packagevariant-N.
+func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft *store.Revision, revs []store.Revision, p *pkg.Package) (store.Revision, error) {
+	trailers := store.Trailers{configv1alpha1.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, configv1alpha1.TrailerPackageVariantUID: string(pv.UID)}
+	if draft != nil {
+		return st.WriteDraft(ctx, store.DraftWrite{Package: draft.Package, Workspace: draft.Workspace, Expected: draft.Commit, Contents: p,
+			Message: "Update from PackageVariant " + pv.Name, Trailers: trailers})
+	}
+	used := map[string]bool{}
+	for _, rev := range revs {
+		used[rev.Workspace] = true
+	}
+	ws := ""
+	for n := 1; ; n++ {
+		if ws = "packagevariant-" + strconv.Itoa(n); !used[ws] {
+			break
+		}
+	}
+	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
+		Message: "Create from PackageVariant " + pv.Name, Trailers: trailers})
+}
+
+func (r *Reconciler) currentObject(ctx context.Context, ns, repo, pkgPath, ws string) (*porchv1alpha1.PackageRevision, error) {
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := r.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{
+		porchv1alpha1.RepositoryLabel: pkgservice.LabelValue(repo), porchv1alpha1.PackageLabel: pkgservice.LabelValue(pkgPath)}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.WorkspaceName == ws && list.Items[i].Spec.PackageName == pkgPath {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func lockedCommit(p *pkg.Package) string {
+	kf, err := p.Kptfile()
+	if err != nil || kf.UpstreamLock == nil || kf.UpstreamLock.Git == nil {
+		return ""
+	}
+	return kf.UpstreamLock.Git.Commit
+}
+
+func renderStatus(p *pkg.Package) *kptfilev1.RenderStatus {
+	kf, err := p.Kptfile()
+	if err != nil || kf.Status == nil {
+		return nil
+	}
+	return kf.Status.RenderStatus
+}
+
+func (r *Reconciler) waiting(s *scope, reason string, err error) (ctrl.Result, error) {
+	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
+	return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
+}
+
+// reconcileDelete applies the deletion policy, then removes the finalizer:
+// delete removes the variant's drafts (the PackageRevision controller
+// removes them from git) and proposes deletion of its published
+// revisions; orphan removes the owner references.
+func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	if !controllerutil.ContainsFinalizer(pv, configv1alpha1.PackageVariantFinalizer) {
+		return nil
+	}
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		pr := &list.Items[i]
+		if !metav1.IsControlledBy(pr, pv) {
+			continue
+		}
+		patch := client.MergeFrom(pr.DeepCopy())
+		switch {
+		case pv.Spec.DeletionPolicy == configv1alpha1.DeletionPolicyOrphan:
+			var refs []metav1.OwnerReference
+			for _, ref := range pr.OwnerReferences {
+				if ref.UID != pv.UID {
+					refs = append(refs, ref)
+				}
+			}
+			pr.OwnerReferences = refs
+			delete(pr.Labels, configv1alpha1.PackageVariantLabel)
+			errs = append(errs, client.IgnoreNotFound(r.Patch(ctx, pr, patch)))
+		case pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished:
+			pr.Spec.Lifecycle = porchv1alpha1.LifecycleDeletionProposed
+			errs = append(errs, client.IgnoreNotFound(r.Patch(ctx, pr, patch)))
+		case pr.Spec.Lifecycle == porchv1alpha1.LifecycleDeletionProposed:
+		default:
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, pr)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.Recorder.Eventf(pv, nil, "Warning", "DeleteFailed", "Delete", "%v", err)
+		return err
+	}
+	patch := client.MergeFrom(pv.DeepCopy())
+	controllerutil.RemoveFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, pv, patch))
+}
+
+// patchStatus is the one place a PackageVariant's status is written.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
+	pv := s.pv
+	before := pv.DeepCopy()
+	gen := pv.Generation
+	for _, c := range s.conditions {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&pv.Status.Conditions, c)
+	}
+	stalled := metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: "Progressing", ObservedGeneration: gen}
+	if s.stalled != nil {
+		stalled = *s.stalled
+		stalled.ObservedGeneration = gen
+		meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: stalled.Reason, Message: stalled.Message, ObservedGeneration: gen})
+	}
+	meta.SetStatusCondition(&pv.Status.Conditions, stalled)
+	reconciling := metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionFalse, Reason: "Done", ObservedGeneration: gen}
+	if reconcileErr != nil {
+		reconciling = metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen}
+		meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionUnknown, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen})
+	}
+	meta.SetStatusCondition(&pv.Status.Conditions, reconciling)
+	if reconcileErr == nil {
+		pv.Status.ObservedGeneration = gen
+		if s.targets != nil {
+			pv.Status.DownstreamTargets = s.targets
+		}
+	}
+	if apiequality.Semantic.DeepEqual(before.Status, pv.Status) {
+		return reconcileErr
+	}
+	if err := r.Status().Patch(ctx, pv, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return errors.Join(reconcileErr, err)
+	}
+	return reconcileErr
+}
+
+// noExecRuntime runs builtin and container functions but not exec ones:
+// a variant's pipeline comes from packages and PackageVariants, not from
+// the operator of the controller.
+func noExecRuntime() *fn.Runtime {
+	rt := builtin.NewRuntime()
+	rt.DisableExec = true
+	return rt
+}

@@ -1,0 +1,223 @@
+package packagevariant_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+func appPackage(replicas string) *pkg.Package {
+	return pkg.New(map[string][]byte{
+		"Kptfile":       []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"),
+		"ns.yaml":       []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: example\n"),
+		"app.yaml":      []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: example\nspec:\n  replicas: " + replicas + "\n"),
+		"settings.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations:\n    kpt.dev/config-injection: required\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  color: placeholder\n"),
+	})
+}
+
+// publish writes a published revision of app into the catalog with the
+// store, as a blueprint author would.
+func publish(t *testing.T, bare, ws string, p *pkg.Package) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: ws, Contents: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Propose(ctx, "app", ws, d.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(ctx, "app", ws, "", "author"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setup(t *testing.T) (ns, catalog, cluster string) {
+	t.Helper()
+	ctx := context.Background()
+	ns = env.Namespace(t, "pv")
+	root := t.TempDir()
+	catalog = gitserver.InitBare(t, root, "catalog.git")
+	cluster = gitserver.InitBare(t, root, "cluster.git")
+	publish(t, catalog, "v1", appPackage("1"))
+	for name, bare := range map[string]string{"catalog": catalog, "cluster-01": cluster} {
+		repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: configv1alpha1.RepositorySpec{Deployment: name == "cluster-01", Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}}
+		if err := k8sClient.Create(ctx, repo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "useast1-settings", Namespace: ns}, Data: map[string]string{"color": "green"}}
+	if err := k8sClient.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	return ns, catalog, cluster
+}
+
+func newVariant(ns string, policy configv1alpha1.DeletionPolicy) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant.a", Namespace: ns},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:       &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"},
+			Downstream:     &configv1alpha1.Downstream{Repo: "cluster-01", Package: "tenant-a"},
+			DeletionPolicy: policy,
+			Labels:         map[string]string{"team": "a"},
+			PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"region": "useast1"}},
+			Pipeline: &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{
+				{Image: "remove-resources", Name: "drop-ns", Selectors: []kptfilev1.Selector{{Kind: "Namespace"}}},
+				{Image: "gcr.io/kpt-fn/set-namespace:v0.4", ConfigMap: map[string]string{"namespace": "tenant-a"}},
+			}},
+			Injectors: []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
+		},
+	}
+}
+
+func ready(g Gomega, pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	return got
+}
+
+func drafts(t *testing.T, bare string) []string {
+	return strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/"))
+}
+
+func TestPackageVariant(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, catalog, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+
+	var got *configv1alpha1.PackageVariant
+	g.Eventually(func(g Gomega) { got = ready(g, pv) }, timeout, interval).Should(Succeed())
+	for _, c := range []string{configv1alpha1.ValidCondition, configv1alpha1.ContextInjectedCondition, configv1alpha1.ConfigInjectedCondition, configv1alpha1.DownstreamEnsuredCondition} {
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, c)).To(BeTrue(), c)
+	}
+	g.Expect(got.Status.DownstreamTargets).To(HaveLen(1))
+	g.Expect(got.Status.DownstreamTargets[0].Name).To(Equal("cluster-01.tenant-a.packagevariant-1"))
+
+	// One draft, in one commit, recording the variant; mutated as asked.
+	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/packagevariant-1"}))
+	ref := "drafts/tenant-a/packagevariant-1"
+	g.Expect(gitserver.Git(t, cluster, "log", "--format=%s", "main.."+ref)).To(Equal("Create from PackageVariant tenant.a"))
+	g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", ref)).To(ContainSubstring(configv1alpha1.TrailerPackageVariantUID + ": " + string(got.UID)))
+	g.Expect(gitserver.Git(t, cluster, "ls-tree", "--name-only", ref, "tenant-a/")).NotTo(ContainSubstring("ns.yaml"))
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("namespace: tenant-a"))
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: green"))
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/package-context.yaml")).To(ContainSubstring("region: useast1"))
+	kf := gitserver.Git(t, cluster, "show", ref+":tenant-a/Kptfile")
+	g.Expect(kf).To(ContainSubstring("name: PackageVariant.tenant.a.drop-ns.0"))
+	g.Expect(kf).To(ContainSubstring("conditionType: config.porch.kpt.dev/packagevariant"))
+
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}, pr)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(pr, got)).To(BeTrue())
+		g.Expect(pr.Labels).To(HaveKeyWithValue("team", "a"), "spec.labels at creation")
+		g.Expect(pr.Labels).To(HaveKeyWithValue(configv1alpha1.PackageVariantLabel, "tenant.a"))
+	}, timeout, interval).Should(Succeed())
+
+	// A change of the variant that does not change the package writes nothing.
+	head := gitserver.Git(t, cluster, "rev-parse", ref)
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Labels = map[string]string{"team": "b"}
+	g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "rev-parse", ref)).To(Equal(head))
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+	g.Expect(pr.Labels).To(HaveKeyWithValue("team", "a"), "labels are set at creation only")
+
+	// Someone edits the draft; the upstream moves to v2: the draft is
+	// 3-way updated in place and keeps the edit.
+	r, err := store.Open(ctx, store.Options{URL: "file://" + cluster, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := r.Get(ctx, "tenant-a", "packagevariant-1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	content, err := r.Read(ctx, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	app, _ := content.File("app.yaml")
+	g.Expect(content.SetFile("app.yaml", []byte(strings.Replace(string(app), "spec:\n", "spec:\n  paused: true\n", 1)))).To(Succeed())
+	_, err = r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "packagevariant-1", Expected: d.Commit, Contents: content, Trailers: d.Trailers, Message: "pause"})
+	g.Expect(err).NotTo(HaveOccurred())
+	publish(t, catalog, "v2", appPackage("3"))
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.Upstream.Revision = "2"
+	g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ready(g, pv)
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/Kptfile")).To(ContainSubstring("ref: app/v2"))
+	}, timeout, interval).Should(Succeed())
+	updated := gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")
+	g.Expect(updated).To(ContainSubstring("replicas: 3"))
+	g.Expect(updated).To(ContainSubstring("paused: true"), "the downstream edit survives")
+	g.Expect(updated).To(ContainSubstring("namespace: tenant-a"))
+	g.Expect(drafts(t, cluster)).To(HaveLen(1), "still exactly one draft")
+
+	// Deleting the variant (policy delete) removes its draft from git.
+	g.Expect(k8sClient.Delete(ctx, got)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		g.Expect(drafts(t, cluster)).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+}
+
+func TestPackageVariant_orphan(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyOrphan)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}, pr)).To(Succeed())
+		g.Expect(metav1.GetControllerOf(pr)).To(BeNil(), "orphaned")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1), "the draft stays")
+}
+
+func TestPackageVariant_invalidAndMissingUpstream(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, _ := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Upstream.Revision = "7"
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal("UpstreamNotFound"))
+		g.Expect(c.Message).To(ContainSubstring("revision v7"))
+	}, timeout, interval).Should(Succeed())
+}
