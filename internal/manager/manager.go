@@ -42,6 +42,9 @@ type Options struct {
 	PackageRevisionWorkers int
 	// PackageVariantWorkers reconcile PackageVariants in parallel.
 	PackageVariantWorkers int
+	// TagPollPeriod is how often variants following a floating tag check
+	// whether it moved.
+	TagPollPeriod time.Duration
 	// SyncPeriod is the default time between repository syncs.
 	SyncPeriod time.Duration
 }
@@ -94,7 +97,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagevariant"),
-		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers},
+		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}

@@ -124,7 +124,16 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, redact(opts.URL), ErrBranchNotFound)
 		}
 		if err := r.createBranchLocked(ctx); err != nil {
-			return nil, err
+			// Someone else created it first: fine, if it is there now.
+			if !errors.Is(err, ErrConflict) {
+				return nil, err
+			}
+			if ferr := r.fetchLocked(ctx); ferr != nil {
+				return nil, ferr
+			}
+			if _, ok := r.refs[r.branchRef()]; !ok {
+				return nil, err
+			}
 		}
 	}
 	return r, nil

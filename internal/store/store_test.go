@@ -447,3 +447,24 @@ func TestRepository_readFile(t *testing.T) {
 	_, err = r.ReadFile(ctx, rev, "missing.yaml")
 	g.Expect(errors.Is(err, ErrNotFound)).To(BeTrue())
 }
+
+// TestOpen_createBranchRace: several writers opening an empty repository
+// with createBranch at once all succeed on the one branch that wins.
+func TestOpen_createBranchRace(t *testing.T) {
+	g := NewWithT(t)
+	url, bare := newRemote(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Open(context.Background(), Options{URL: url, CreateBranch: true, CacheDir: t.TempDir()})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(gitserver.Git(t, bare, "rev-list", "--count", "main")).To(Equal("1"), "one initial commit")
+}

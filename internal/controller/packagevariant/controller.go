@@ -49,6 +49,10 @@ const (
 // Options configure the Reconciler.
 type Options struct {
 	Workers int
+	// TagPollPeriod is how often a variant following a floating tag looks
+	// whether the tag moved (a move changes no PackageRevision, so no
+	// event says so). One minute when 0.
+	TagPollPeriod time.Duration
 }
 
 // Reconciler reconciles PackageVariants.
@@ -204,20 +208,18 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return r.waiting(s, RepositoryNotReadyReason, err)
 	}
-	revs, err := downStore.ListPackage(ctx, pv.Spec.Downstream.Package)
+	revs, draft, published, err := findDownstream(ctx, downStore, pv)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var draft, published *store.Revision
-	for i := range revs {
-		rev := &revs[i]
-		switch {
-		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && rev.Trailers[configv1alpha1.TrailerPackageVariantUID] == string(pv.UID):
-			draft = rev
-		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && draft == nil && rev.Trailers[configv1alpha1.TrailerPackageVariantUID] == "" && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting:
-			draft = rev // adopted: our next commit records us
-		case rev.Latest:
-			published = rev
+	if draft == nil {
+		// Before creating a draft, make sure git has none of ours (one
+		// written before a crash, or by another replica) nor one to adopt.
+		if err := downStore.Fetch(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		if revs, draft, published, err = findDownstream(ctx, downStore, pv); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	upstream, err := upStore.Read(ctx, upRev)
@@ -261,6 +263,10 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	default:
 		written, werr := r.write(ctx, downStore, pv, draft, revs, out.Package)
 		if werr != nil {
+			if errors.Is(werr, store.ErrConflict) {
+				// Someone else wrote: re-read before the retry.
+				return ctrl.Result{}, errors.Join(werr, downStore.Fetch(ctx))
+			}
 			return ctrl.Result{}, werr
 		}
 		target = &written
@@ -280,7 +286,45 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(out.Package)}}
+	if pv.Spec.Upstream.Tag != "" {
+		return ctrl.Result{RequeueAfter: r.tagPollPeriod()}, err
+	}
 	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) tagPollPeriod() time.Duration {
+	if r.Options.TagPollPeriod > 0 {
+		return r.Options.TagPollPeriod
+	}
+	return time.Minute
+}
+
+// findDownstream finds, among the downstream package's revisions, the
+// variant's draft (by the git trailer recording the variant; with
+// adoptExisting, a draft no variant owns) and the latest published
+// revision.
+func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) ([]store.Revision, *store.Revision, *store.Revision, error) {
+	revs, err := st.ListPackage(ctx, pv.Spec.Downstream.Package)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var draft, adoptable, published *store.Revision
+	for i := range revs {
+		rev := &revs[i]
+		owner := rev.Trailers[configv1alpha1.TrailerPackageVariantUID]
+		switch {
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
+			draft = rev
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == "" && adoptable == nil:
+			adoptable = rev
+		case rev.Latest:
+			published = rev
+		}
+	}
+	if draft == nil && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting {
+		draft = adoptable // adopted: the next commit records the variant
+	}
+	return revs, draft, published, nil
 }
 
 // write commits the package onto the variant's draft, or creates one in

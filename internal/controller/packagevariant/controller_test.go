@@ -221,3 +221,64 @@ func TestPackageVariant_invalidAndMissingUpstream(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("revision v7"))
 	}, timeout, interval).Should(Succeed())
 }
+
+func TestPackageVariant_floatingTag(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, catalog, cluster := setup(t)
+	r, err := store.Open(ctx, store.Options{URL: "file://" + catalog, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Upstream.Revision, pv.Spec.Upstream.Tag = "", "stable"
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	ref := "drafts/tenant-a/packagevariant-1"
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 1"))
+
+	// The upstream author moves the tag; the variant follows without being touched.
+	publish(t, catalog, "v2", appPackage("5"))
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 2)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 5"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1))
+}
+
+func TestPackageVariant_adoption(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	// A draft somebody made by hand, with the package context the variant edits.
+	r, err := store.Open(ctx, store.Options{URL: "file://" + cluster, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	manual := appPackage("1")
+	g.Expect(manual.SetFile("package-context.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: tenant-a\n"))).To(Succeed())
+	_, err = r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "manual", Contents: manual})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// adoptNone (the default) leaves it alone and makes its own draft.
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyOrphan)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(ConsistOf("drafts/tenant-a/manual", "drafts/tenant-a/packagevariant-1"))
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{}))).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	gitserver.Git(t, cluster, "branch", "-D", "drafts/tenant-a/packagevariant-1")
+
+	// adoptExisting takes the manual draft over and updates it.
+	pv2 := newVariant(ns, configv1alpha1.DeletionPolicyOrphan)
+	pv2.Name = "adopter"
+	pv2.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
+	g.Expect(k8sClient.Create(ctx, pv2)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := ready(g, pv2)
+		g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", "drafts/tenant-a/manual")).To(ContainSubstring(configv1alpha1.TrailerPackageVariantUID + ": " + string(got.UID)))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/tenant-a/manual:tenant-a/app.yaml")).To(ContainSubstring("namespace: tenant-a"))
+	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/manual"}))
+}
