@@ -63,12 +63,14 @@ type Reconciler struct {
 	Service   *pkgservice.Service
 	Recorder  recorder.EventRecorder
 	Options   Options
+
+	watches *injectionWatches
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/finalizers,verbs=update
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
 
 // SetupWithManager registers the controller: PackageVariants on spec
@@ -87,12 +89,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, InjectorIndex, indexInjectors); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariant").
 		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = &injectionWatches{ctrl: c, cache: mgr.GetCache(), client: mgr.GetClient()}
+	return nil
 }
 
 // requestsForRevision maps a PackageRevision to its owning variant and to
@@ -249,6 +259,15 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	}
 	out, err := variant.Produce(ctx, in)
 	s.conditions = append(s.conditions, out.Conditions...)
+	for _, pt := range out.Outcome.Injection.Points {
+		// Watch the kind of every injection point the cluster serves, so
+		// edits of injected objects (or new ones) bring the variant back.
+		if served, _, serr := in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
+			if werr := r.watches.ensure(pt.GVK); werr != nil {
+				return ctrl.Result{}, fmt.Errorf("watching %s: %w", pt.GVK, werr)
+			}
+		}
+	}
 	if out.Package == nil {
 		if errors.Is(err, variant.ErrNoPackageContext) {
 			return ctrl.Result{}, nil // reported in the conditions

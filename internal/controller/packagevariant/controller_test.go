@@ -282,3 +282,27 @@ func TestPackageVariant_adoption(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/tenant-a/manual:tenant-a/app.yaml")).To(ContainSubstring("namespace: tenant-a"))
 	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/manual"}))
 }
+
+// TestPackageVariant_injectedObjectEdited: editing the in-cluster object a
+// variant injected updates the draft, without touching the variant.
+func TestPackageVariant_injectedObjectEdited(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	ref := "drafts/tenant-a/packagevariant-1"
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: green"))
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
+	cm.Data["color"] = "purple"
+	g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: purple"))
+	}, timeout, interval).Should(Succeed())
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	g.Expect(got.Generation).To(Equal(int64(1)), "the variant itself was not touched")
+}
