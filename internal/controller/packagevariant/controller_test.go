@@ -15,6 +15,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -305,4 +306,56 @@ func TestPackageVariant_injectedObjectEdited(t *testing.T) {
 	got := &configv1alpha1.PackageVariant{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
 	g.Expect(got.Generation).To(Equal(int64(1)), "the variant itself was not touched")
+}
+
+// TestPackageVariant_crashAfterGitWrite: a draft the variant wrote to git
+// before a crash (no PackageRevision object yet, nothing in the
+// controller's memory) is found through its git trailer: no second draft.
+func TestPackageVariant_crashAfterGitWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "pv")
+	root := t.TempDir()
+	catalog := gitserver.InitBare(t, root, "catalog.git")
+	cluster := gitserver.InitBare(t, root, "cluster.git")
+	publish(t, catalog, "v1", appPackage("1"))
+	g.Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "useast1-settings", Namespace: ns}, Data: map[string]string{"color": "green"}})).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})).To(Succeed())
+
+	// The variant exists before its downstream Repository, so it waits.
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)).NotTo(BeNil())
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition).Reason).To(Equal("RepositoryNotReady"))
+	}, timeout, interval).Should(Succeed())
+	uid := func() string {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		return string(got.UID)
+	}()
+
+	// What a controller that crashed right after its git write left behind.
+	r, err := store.Open(ctx, store.Options{URL: "file://" + cluster, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	leftover, err := engine.Clone(appPackage("1"), engine.Origin{Repo: "file://" + catalog, Directory: "app", Ref: "app/v1"}, engine.CloneOptions{PackagePath: "tenant-a", ForDeployment: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	left, err := r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "packagevariant-1", Contents: leftover,
+		Trailers: store.Trailers{configv1alpha1.TrailerPackageVariantUID: uid, configv1alpha1.TrailerPackageVariant: ns + "/tenant.a"}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "cluster-01", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + cluster}}})).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/packagevariant-1"}), "the draft is found, not duplicated")
+	g.Expect(gitserver.Git(t, cluster, "rev-list", "--count", left.Commit+"..drafts/tenant-a/packagevariant-1")).To(Equal("1"), "the variant finished its work on that draft with one commit")
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}, pr)).To(Succeed())
+		g.Expect(metav1.GetControllerOf(pr)).NotTo(BeNil())
+		g.Expect(metav1.GetControllerOf(pr).UID).To(BeEquivalentTo(uid))
+	}, timeout, interval).Should(Succeed())
 }
