@@ -359,3 +359,55 @@ func TestPackageVariant_crashAfterGitWrite(t *testing.T) {
 		g.Expect(metav1.GetControllerOf(pr).UID).To(BeEquivalentTo(uid))
 	}, timeout, interval).Should(Succeed())
 }
+
+// TestPackageVariant_chain: two variants chain their pipeline functions
+// into one package (catalog -> mid -> cluster).
+func TestPackageVariant_chain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	mid := gitserver.InitBare(t, t.TempDir(), "mid.git")
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "mid", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + mid, CreateBranch: true}}})).To(Succeed())
+
+	first := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "mid", Package: "app-mid"},
+		Pipeline:   &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-labels", ConfigMap: map[string]string{"layer": "mid"}}}},
+		Injectors:  []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
+	}}
+	g.Expect(k8sClient.Create(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, first) }, timeout, interval).Should(Succeed())
+
+	// Publish the first variant's draft.
+	name := client.ObjectKey{Namespace: ns, Name: "mid.app-mid.packagevariant-1"}
+	for _, lc := range []porchv1alpha1.Lifecycle{porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecyclePublished} {
+		g.Eventually(func(g Gomega) {
+			pr := &porchv1alpha1.PackageRevision{}
+			g.Expect(k8sClient.Get(ctx, name, pr)).To(Succeed())
+			if pr.Spec.Lifecycle != lc {
+				patch := client.MergeFrom(pr.DeepCopy())
+				pr.Spec.Lifecycle = lc
+				g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+			}
+			g.Expect(pr.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(lc)))
+		}, timeout, interval).Should(Succeed())
+	}
+
+	second := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "mid", Package: "app-mid", Revision: "1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "tenant-b"},
+		Pipeline:   &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-annotations", Name: "owner", ConfigMap: map[string]string{"owner": "tenant-b"}}}},
+		Injectors:  []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
+	}}
+	g.Expect(k8sClient.Create(ctx, second)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, second) }, timeout, interval).Should(Succeed())
+	ref := "drafts/tenant-b/packagevariant-1"
+	kf := gitserver.Git(t, cluster, "show", ref+":tenant-b/Kptfile")
+	iSecond, iFirst := strings.Index(kf, "name: PackageVariant.second.owner.0"), strings.Index(kf, "name: PackageVariant.first.0")
+	g.Expect(iSecond).To(BeNumerically(">", 0), kf)
+	g.Expect(iFirst).To(BeNumerically(">", iSecond), "the second variant's functions come first, the first's stay")
+	app := gitserver.Git(t, cluster, "show", ref+":tenant-b/app.yaml")
+	g.Expect(app).To(ContainSubstring("layer: mid"))
+	g.Expect(app).To(ContainSubstring("owner: tenant-b"))
+}
