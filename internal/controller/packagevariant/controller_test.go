@@ -32,7 +32,7 @@ func appPackage(replicas string) *pkg.Package {
 
 // publish writes a published revision of app into the catalog with the
 // store, as a blueprint author would.
-func publish(t *testing.T, bare, ws string, p *pkg.Package) {
+func publish(t testing.TB, bare, ws string, p *pkg.Package) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})

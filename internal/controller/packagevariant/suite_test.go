@@ -3,10 +3,13 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/manager"
@@ -16,7 +19,16 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client
+	// apiRequests counts the requests the manager sends to the API server.
+	apiRequests atomic.Int64
 )
+
+type countingTransport struct{ next http.RoundTripper }
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	apiRequests.Add(1)
+	return c.next.RoundTrip(r)
+}
 
 func TestMain(m *testing.M) {
 	var err error
@@ -28,10 +40,12 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- manager.Run(ctx, env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
+		done <- manager.Run(ctx, cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
 			RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 2 * time.Second, TagPollPeriod: time.Second})
 	}()
 	k8sClient = env.Client

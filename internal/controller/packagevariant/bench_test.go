@@ -1,0 +1,164 @@
+package packagevariant_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+// benchApp is a 20-resource package with a required injection point.
+func benchApp(replicas int) *pkg.Package {
+	p := appPackage(fmt.Sprint(replicas))
+	for i := 0; i < 17; i++ {
+		_ = p.SetFile(fmt.Sprintf("cm-%02d.yaml", i), []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: example\ndata:\n  key: value-%d\n", i, replicas)))
+	}
+	return p
+}
+
+// BenchmarkPackageVariants1000 creates 1,000 PackageVariants over 100
+// deployment repositories from nothing to all Ready, then bumps their
+// upstream revision until every draft is updated. It reports both times,
+// the peak heap of the process running the controllers, and the API
+// requests the manager made per variant.
+func BenchmarkPackageVariants1000(b *testing.B) {
+	ctx := context.Background()
+	const repos, perRepo = 100, 10
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ns := env.Namespace(b, "scale")
+		root := b.TempDir()
+		catalog := gitserver.InitBare(b, root, "catalog.git")
+		publish(b, catalog, "v1", benchApp(1))
+		publish(b, catalog, "v2", benchApp(2))
+		create := func(obj client.Object) {
+			if err := k8sClient.Create(ctx, obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "useast1-settings", Namespace: ns}, Data: map[string]string{"color": "green"}})
+		create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})
+		for r := 0; r < repos; r++ {
+			name := fmt.Sprintf("cluster-%03d", r)
+			bare := gitserver.InitBare(b, root, name+".git")
+			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})
+		}
+		var peak atomic.Uint64
+		stop := sampleHeap(&peak)
+		requestsBefore := apiRequests.Load()
+		b.StartTimer()
+
+		start := time.Now()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for r := 0; r < repos; r++ {
+			for t := 0; t < perRepo; t++ {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cluster-%03d-tenant-%d", r, t), Namespace: ns},
+						Spec: configv1alpha1.PackageVariantSpec{
+							Upstream:       &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"},
+							Downstream:     &configv1alpha1.Downstream{Repo: fmt.Sprintf("cluster-%03d", r), Package: fmt.Sprintf("tenant-%d", t)},
+							PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"tenant": fmt.Sprint(t)}},
+							Pipeline:       &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-namespace", ConfigMap: map[string]string{"namespace": fmt.Sprintf("tenant-%d", t)}}}},
+							Injectors:      []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
+						}}
+					if err := k8sClient.Create(ctx, pv); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		waitAllReady(b, ns, repos*perRepo)
+		createTime := time.Since(start)
+		createRequests := apiRequests.Load() - requestsBefore
+
+		// Bump every variant to revision 2.
+		start = time.Now()
+		list := &configv1alpha1.PackageVariantList{}
+		if err := k8sClient.List(ctx, list, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		for i := range list.Items {
+			pv := &list.Items[i]
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				patch := client.MergeFrom(pv.DeepCopy())
+				pv.Spec.Upstream.Revision = "2"
+				if err := k8sClient.Patch(ctx, pv, patch); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		waitAllReady(b, ns, repos*perRepo)
+		updateTime := time.Since(start)
+		stop()
+		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
+		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
+		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(createRequests)/float64(repos*perRepo), "create-requests/pv")
+	}
+}
+
+// waitAllReady waits until n variants of ns are Ready at their generation.
+func waitAllReady(b *testing.B, ns string, n int) {
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		list := &configv1alpha1.PackageVariantList{}
+		if err := k8sClient.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, pv := range list.Items {
+			if pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition) {
+				ready++
+			}
+		}
+		if ready == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d variants ready after 20 minutes", ready, n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func sampleHeap(peak *atomic.Uint64) func() {
+	done := make(chan struct{})
+	go func() {
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done) }
+}
