@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -445,10 +446,47 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 		r.Recorder.Eventf(pv, nil, "Warning", "DeleteFailed", "Delete", "%v", err)
 		return err
 	}
+	if pv.Spec.DeletionPolicy != configv1alpha1.DeletionPolicyOrphan {
+		// Keep the finalizer until the drafts are really gone from git;
+		// say what holds them when their deletion fails.
+		var pending []string
+		for i := range list.Items {
+			pr := &list.Items[i]
+			if !metav1.IsControlledBy(pr, pv) || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft && pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
+				continue
+			}
+			cur := &porchv1alpha1.PackageRevision{}
+			if err := r.Get(ctx, client.ObjectKeyFromObject(pr), cur); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			msg := cur.Name
+			for _, c := range cur.Status.Conditions {
+				if c.Type == configv1alpha1.ReadyCondition && c.Reason == porchv1alpha1.DeleteFailedReason {
+					msg += ": " + c.Message
+				}
+			}
+			pending = append(pending, msg)
+		}
+		if len(pending) > 0 {
+			before := pv.DeepCopy()
+			meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
+				Reason: "Deleting", Message: "waiting for the drafts to leave git: " + strings.Join(pending, "; "), ObservedGeneration: pv.Generation})
+			if err := r.Status().Patch(ctx, pv, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			return errDraftsPending
+		}
+	}
 	patch := client.MergeFrom(pv.DeepCopy())
 	controllerutil.RemoveFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, pv, patch))
 }
+
+// errDraftsPending makes a deleting variant look again (with backoff)
+// until its drafts are gone.
+var errDraftsPending = errors.New("waiting for the variant's drafts to be removed from git")
 
 // patchStatus is the one place a PackageVariant's status is written.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {

@@ -2,6 +2,7 @@ package packagevariant_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -410,4 +411,36 @@ func TestPackageVariant_chain(t *testing.T) {
 	app := gitserver.Git(t, cluster, "show", ref+":tenant-b/app.yaml")
 	g.Expect(app).To(ContainSubstring("layer: mid"))
 	g.Expect(app).To(ContainSubstring("owner: tenant-b"))
+}
+
+// TestPackageVariant_deleteFailure: when git refuses to delete the
+// variant's draft, the variant keeps its finalizer and says why; once git
+// accepts, it goes.
+func TestPackageVariant_deleteFailure(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+
+	hook := cluster + "/hooks/pre-receive"
+	g.Expect(os.WriteFile(hook, []byte("#!/bin/sh\necho 'deletions are frozen' >&2\nexit 1\n"), 0o755)).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("Deleting"))
+		g.Expect(c.Message).To(ContainSubstring("cluster-01.tenant-a.packagevariant-1: removing the revision from git"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1), "nothing is lost")
+
+	g.Expect(os.Remove(hook)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		g.Expect(drafts(t, cluster)).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
 }

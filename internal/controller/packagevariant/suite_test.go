@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	done := make(chan error, 1)
 	go func() {
 		done <- manager.Run(ctx, cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
-			RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 2 * time.Second, TagPollPeriod: time.Second})
+			RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second})
 	}()
 	k8sClient = env.Client
 	code := m.Run()
