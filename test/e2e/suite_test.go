@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/scion-dev/scion/internal/cli"
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -24,35 +24,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	dir, err := os.MkdirTemp("", "scion-e2e")
 	if err != nil {
 		panic(err)
 	}
+	defer os.RemoveAll(dir)
 	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig, "tester"); err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: filepath.Join(dir, "cache"),
-			RepositoryWorkers: 4, PackageRevisionWorkers: 4, SyncPeriod: 30 * time.Second})
-	}()
-	k8sClient = env.Client
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	_ = env.Stop()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second}, nil,
+		func(e *testenv.Env) {
+			env, k8sClient = e, e.Client
+			if err := e.WriteKubeconfig(kubeconfig, "tester"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}))
 }
 
 // scion runs the scion CLI in namespace ns and returns its output.

@@ -1,8 +1,6 @@
 package packagerevision_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -18,38 +17,16 @@ var (
 	k8sClient client.Client
 )
 
-// TestMain runs the whole manager (the Repository controller shows what
-// the PackageRevision controller writes) against a real API server.
+// TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cacheDir, err := os.MkdirTemp("", "scion-cache")
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: cacheDir,
-			RepositoryWorkers: 2, PackageRevisionWorkers: 4, SyncPeriod: 2 * time.Second})
-	}()
-	k8sClient = env.Client
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	_ = env.Stop()
-	_ = os.RemoveAll(cacheDir)
-	os.Exit(code)
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, SyncPeriod: 2 * time.Second}, nil, func(e *testenv.Env) {
+		env, k8sClient = e, e.Client
+	}))
 }
-
-func newNamespace(t *testing.T) string { return env.Namespace(t, "pr") }
 
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
 )
+
+func newNamespace(t *testing.T) string { return env.Namespace(t, "pr") }

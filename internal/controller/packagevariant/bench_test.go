@@ -3,7 +3,6 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
 // benchApp is a 20-resource package with a required injection point.
@@ -58,7 +58,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})
 		}
 		var peak atomic.Uint64
-		stop := sampleHeap(&peak)
+		stop := testenv.SampleHeap(&peak)
 		requestsBefore := apiRequests.Load()
 		b.StartTimer()
 
@@ -142,23 +142,4 @@ func waitAllReady(b *testing.B, ns string, n int) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-func sampleHeap(peak *atomic.Uint64) func() {
-	done := make(chan struct{})
-	go func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(done) }
 }

@@ -2,7 +2,6 @@ package repository_test
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
 // BenchmarkProjection1000 projects a repository of 1,000 package revisions
@@ -31,7 +31,7 @@ func BenchmarkProjection1000(b *testing.B) {
 		bare := gitserver.InitBare(b, b.TempDir(), "big.git")
 		gitserver.SeedRevisions(b, bare, 250, 3, 20)
 		var peak atomic.Uint64
-		stop := samplePeakHeap(&peak)
+		stop := testenv.SampleHeap(&peak)
 		b.StartTimer()
 
 		start := time.Now()
@@ -109,21 +109,3 @@ func waitFor(b *testing.B, cond func() bool) {
 }
 
 // samplePeakHeap records the peak of HeapInuse until stop is called.
-func samplePeakHeap(peak *atomic.Uint64) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(done) }
-}

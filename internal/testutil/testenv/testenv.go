@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,4 +113,25 @@ func (e *Env) Namespace(t testing.TB, prefix string) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// SampleHeap records the peak of the process's HeapInuse in peak until the
+// returned stop function is called.
+func SampleHeap(peak *atomic.Uint64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		var ms goruntime.MemStats
+		for {
+			goruntime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -1,0 +1,50 @@
+// Package suite runs a test package against a real control plane with
+// Scion's whole controller manager, as the controllers run in production.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
+)
+
+// Run starts a control plane and the manager (metrics and probes off, a
+// temporary cache), calls ready with the environment, runs the tests, and
+// stops everything. wrap, when set, wraps the manager's HTTP transport
+// (to count its requests, say). It returns the exit code for os.Exit.
+func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
+	env, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cacheDir, err := os.MkdirTemp("", "scion-cache")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(cacheDir)
+	opts.MetricsAddr, opts.ProbeAddr, opts.CacheDir = "0", "0", cacheDir
+	cfg := rest.CopyConfig(env.Config)
+	if wrap != nil {
+		cfg.WrapTransport = wrap
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- manager.Run(ctx, cfg, opts) }()
+	ready(env)
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
