@@ -253,16 +253,12 @@ func (r *renderer) runFunction(ctx context.Context, dir string, f kptfilev1.Func
 	for _, n := range rl.Items {
 		// Output without a file goes next to the Kptfile of the pipeline.
 		if resourceFile(n) == "" {
-			pkg.SetPlacement(n, pkg.Placement{Path: path.Join(dir, defaultName(n)), Index: -1})
+			pkg.SetPlacement(n, pkg.Placement{Path: path.Join(dir, pkg.DefaultFileName(n)), Index: -1})
 		}
 	}
 	res.items = append(rest, rl.Items...)
 	sortByPath(res.items)
 	return res, nil
-}
-
-func defaultName(n *yaml.RNode) string {
-	return strings.ToLower(n.GetKind()) + "_" + n.GetName() + ".yaml"
 }
 
 // sortByPath restores file order (and document order within a file) after

@@ -292,7 +292,7 @@ func (p *Package) SetResources(nodes []*yaml.RNode) error {
 		pl := placementOf(n)
 		view := strippedDoc(n)
 		if pl.Path == "" {
-			pl.Path = defaultFileName(n)
+			pl.Path = DefaultFileName(n)
 		}
 		if err := ValidPath(pl.Path); err != nil {
 			return fmt.Errorf("resource %s/%s: %w", n.GetKind(), n.GetName(), err)
@@ -482,7 +482,9 @@ func encodeDocs(docs []*yaml.Node, seqIndent string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func defaultFileName(n *yaml.RNode) string {
+// DefaultFileName is the file a new resource without a path goes to:
+// <kind>_<name>.yaml.
+func DefaultFileName(n *yaml.RNode) string {
 	name := strings.ToLower(n.GetKind()) + "_" + n.GetName() + ".yaml"
 	return strings.NewReplacer("/", "_", ":", "_").Replace(name)
 }

@@ -17,45 +17,45 @@ import (
 )
 
 // openGit opens the git repository of a revision with the user's own
-// credentials, in a throwaway cache.
-func (c *Client) openGit(ctx context.Context, name string, creds store.Credentials) (*porchv1alpha1.PackageRevision, *configv1alpha1.Repository, *store.Repository, func(), error) {
+// credentials, in a throwaway cache, and finds the revision in it.
+func (c *Client) openGit(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, *store.Repository, store.Revision, func(), error) {
+	var none store.Revision
 	pr, err := c.Get(ctx, name)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, none, nil, err
 	}
 	repoObj := &configv1alpha1.Repository{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: pr.Spec.Repository}, repoObj); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("repository %s of %s: %w", pr.Spec.Repository, name, err)
+		return nil, nil, none, nil, fmt.Errorf("repository %s of %s: %w", pr.Spec.Repository, name, err)
 	}
 	if repoObj.Spec.Git == nil {
-		return nil, nil, nil, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)
+		return nil, nil, none, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)
 	}
 	dir, err := os.MkdirTemp("", "scion-rpkg")
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, none, nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	g := repoObj.Spec.Git
 	st, err := store.Open(ctx, store.Options{URL: g.Repo, Branch: g.Branch, Directory: g.Directory, Credentials: creds, Author: g.Author, Email: g.Email, CacheDir: dir})
-	if err != nil {
-		cleanup()
-		return nil, nil, nil, nil, err
+	if err == nil {
+		var rev store.Revision
+		if rev, err = st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0); err == nil {
+			return repoObj, st, rev, cleanup, nil
+		}
 	}
-	return pr, repoObj, st, cleanup, nil
+	cleanup()
+	return nil, nil, none, nil, err
 }
 
 // Pull writes the files of a revision into dir (which is created, and
 // emptied of files that are not in the package).
 func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
-	pr, _, st, cleanup, err := c.openGit(ctx, name, creds)
+	_, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
 		return store.Revision{}, err
 	}
 	defer cleanup()
-	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
-	if err != nil {
-		return store.Revision{}, err
-	}
 	p, err := st.Read(ctx, rev)
 	if err != nil {
 		return store.Revision{}, err
@@ -67,15 +67,11 @@ func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credent
 // the object shows (so edits made meanwhile are not overwritten), and asks
 // the Repository to sync.
 func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
-	pr, repoObj, st, cleanup, err := c.openGit(ctx, name, creds)
+	repoObj, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
 		return store.Revision{}, err
 	}
 	defer cleanup()
-	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
-	if err != nil {
-		return store.Revision{}, err
-	}
 	if rev.Lifecycle != porchv1alpha1.LifecycleDraft {
 		return store.Revision{}, fmt.Errorf("%s is %s: only drafts can be pushed; copy it to a new draft first", name, rev.Lifecycle)
 	}

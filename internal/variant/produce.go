@@ -21,7 +21,6 @@ const (
 	RenderFailedReason    = "RenderFailed"
 	ValidationErrorReason = "ValidationError"
 	ValidReason           = "Valid"
-	NotInjectedReason     = "ConfigNotInjected"
 )
 
 // Input is what producing a variant's downstream package needs.
@@ -109,8 +108,8 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 		// The draft is written, but it is not what the variant asks for.
 		err := fmt.Errorf("configuration injection is incomplete: %s", out.Outcome.ConfigInjected.Message)
 		out.Conditions = append(out.Conditions,
-			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: NotInjectedReason, Message: err.Error(), ObservedGeneration: gen},
-			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: NotInjectedReason, Message: err.Error(), ObservedGeneration: gen})
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ConfigNotInjectedReason, Message: err.Error(), ObservedGeneration: gen},
+			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: ConfigNotInjectedReason, Message: err.Error(), ObservedGeneration: gen})
 		return out, nil
 	}
 	out.Conditions = append(out.Conditions,

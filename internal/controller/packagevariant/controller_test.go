@@ -193,8 +193,7 @@ func TestPackageVariant_orphan(t *testing.T) {
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyOrphan)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
@@ -234,8 +233,7 @@ func TestPackageVariant_floatingTag(t *testing.T) {
 
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
 	pv.Spec.Upstream.Revision, pv.Spec.Upstream.Tag = "", "stable"
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 	ref := "drafts/tenant-a/packagevariant-1"
 	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 1"))
 
@@ -263,8 +261,7 @@ func TestPackageVariant_adoption(t *testing.T) {
 
 	// adoptNone (the default) leaves it alone and makes its own draft.
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyOrphan)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 	g.Expect(drafts(t, cluster)).To(ConsistOf("drafts/tenant-a/manual", "drafts/tenant-a/packagevariant-1"))
 	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -292,8 +289,7 @@ func TestPackageVariant_injectedObjectEdited(t *testing.T) {
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 	ref := "drafts/tenant-a/packagevariant-1"
 	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: green"))
 
@@ -377,8 +373,7 @@ func TestPackageVariant_chain(t *testing.T) {
 		Pipeline:   &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-labels", ConfigMap: map[string]string{"layer": "mid"}}}},
 		Injectors:  []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
 	}}
-	g.Expect(k8sClient.Create(ctx, first)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, first) }, timeout, interval).Should(Succeed())
+	createReady(t, first)
 
 	// Publish the first variant's draft.
 	name := client.ObjectKey{Namespace: ns, Name: "mid.app-mid.packagevariant-1"}
@@ -401,8 +396,7 @@ func TestPackageVariant_chain(t *testing.T) {
 		Pipeline:   &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-annotations", Name: "owner", ConfigMap: map[string]string{"owner": "tenant-b"}}}},
 		Injectors:  []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
 	}}
-	g.Expect(k8sClient.Create(ctx, second)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, second) }, timeout, interval).Should(Succeed())
+	createReady(t, second)
 	ref := "drafts/tenant-b/packagevariant-1"
 	kf := gitserver.Git(t, cluster, "show", ref+":tenant-b/Kptfile")
 	iSecond, iFirst := strings.Index(kf, "name: PackageVariant.second.owner.0"), strings.Index(kf, "name: PackageVariant.first.0")
@@ -421,8 +415,7 @@ func TestPackageVariant_deleteFailure(t *testing.T) {
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 
 	hook := cluster + "/hooks/pre-receive"
 	g.Expect(os.WriteFile(hook, []byte("#!/bin/sh\necho 'deletions are frozen' >&2\nexit 1\n"), 0o755)).To(Succeed())
@@ -443,4 +436,12 @@ func TestPackageVariant_deleteFailure(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		g.Expect(drafts(t, cluster)).To(BeEmpty())
 	}, timeout, interval).Should(Succeed())
+}
+
+// createReady creates a variant and waits until it is Ready.
+func createReady(t *testing.T, pv *configv1alpha1.PackageVariant) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8sClient.Create(context.Background(), pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
 }
