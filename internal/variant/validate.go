@@ -23,25 +23,7 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 	if u := s.Upstream; u == nil {
 		errs = append(errs, field.Required(spec.Child("upstream"), "the upstream package revision"))
 	} else {
-		p := spec.Child("upstream")
-		if u.Repo == "" {
-			errs = append(errs, field.Required(p.Child("repo"), ""))
-		}
-		if u.Package == "" {
-			errs = append(errs, field.Required(p.Child("package"), ""))
-		}
-		set := 0
-		for _, v := range []string{u.Revision, u.WorkspaceName, u.Tag} {
-			if v != "" {
-				set++
-			}
-		}
-		if set != 1 {
-			errs = append(errs, field.Invalid(p, "", "exactly one of revision, workspaceName and tag must be set"))
-		}
-		if u.Revision != "" && !revisionRE.MatchString(u.Revision) {
-			errs = append(errs, field.Invalid(p.Child("revision"), u.Revision, `must be a revision number such as "3" or "v3"`))
-		}
+		errs = append(errs, ValidateUpstream(spec.Child("upstream"), u)...)
 	}
 	if d := s.Downstream; d == nil {
 		errs = append(errs, field.Required(spec.Child("downstream"), "the downstream repository and package"))
@@ -64,16 +46,7 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("deletionPolicy"), s.DeletionPolicy, []string{"delete", "orphan"}))
 	}
 	if pc := s.PackageContext; pc != nil {
-		for _, k := range []string{engine.ContextKeyName, engine.ContextKeyPackagePath} {
-			if _, ok := pc.Data[k]; ok {
-				errs = append(errs, field.Invalid(spec.Child("packageContext", "data").Key(k), k, "the key is reserved"))
-			}
-		}
-		for i, k := range pc.RemoveKeys {
-			if k == engine.ContextKeyName || k == engine.ContextKeyPackagePath {
-				errs = append(errs, field.Invalid(spec.Child("packageContext", "removeKeys").Index(i), k, "the key is reserved"))
-			}
-		}
+		errs = append(errs, ValidatePackageContext(spec.Child("packageContext"), pc.Data, pc.RemoveKeys)...)
 	}
 	if pl := s.Pipeline; pl != nil {
 		errs = append(errs, validateFunctions(spec.Child("pipeline", "mutators"), pl.Mutators)...)
@@ -90,11 +63,60 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 func validateFunctions(p *field.Path, fns []kptfilev1.Function) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range fns {
-		if strings.Contains(f.Name, ".") {
-			errs = append(errs, field.Invalid(p.Index(i).Child("name"), f.Name, "function names must not contain '.'"))
+		errs = append(errs, ValidateFunction(p.Index(i), &f)...)
+	}
+	return errs
+}
+
+// ValidateFunction checks one pipeline function a variant adds.
+func ValidateFunction(p *field.Path, f *kptfilev1.Function) field.ErrorList {
+	var errs field.ErrorList
+	if strings.Contains(f.Name, ".") {
+		errs = append(errs, field.Invalid(p.Child("name"), f.Name, "function names must not contain '.'"))
+	}
+	if (f.Image == "") == (f.Exec == "") {
+		errs = append(errs, field.Invalid(p, "", "exactly one of image and exec must be set"))
+	}
+	return errs
+}
+
+// ValidateUpstream checks an upstream reference: repository, package and
+// exactly one of revision, workspace name and tag.
+func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList {
+	var errs field.ErrorList
+	if u.Repo == "" {
+		errs = append(errs, field.Required(p.Child("repo"), ""))
+	}
+	if u.Package == "" {
+		errs = append(errs, field.Required(p.Child("package"), ""))
+	}
+	set := 0
+	for _, v := range []string{u.Revision, u.WorkspaceName, u.Tag} {
+		if v != "" {
+			set++
 		}
-		if (f.Image == "") == (f.Exec == "") {
-			errs = append(errs, field.Invalid(p.Index(i), "", "exactly one of image and exec must be set"))
+	}
+	if set != 1 {
+		errs = append(errs, field.Invalid(p, "", "exactly one of revision, workspaceName and tag must be set"))
+	}
+	if u.Revision != "" && !revisionRE.MatchString(u.Revision) {
+		errs = append(errs, field.Invalid(p.Child("revision"), u.Revision, `must be a revision number such as "3" or "v3"`))
+	}
+	return errs
+}
+
+// ValidatePackageContext rejects the reserved package context keys (name
+// and package-path) in data and removeKeys.
+func ValidatePackageContext(p *field.Path, data map[string]string, removeKeys []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range []string{engine.ContextKeyName, engine.ContextKeyPackagePath} {
+		if _, ok := data[k]; ok {
+			errs = append(errs, field.Invalid(p.Child("data").Key(k), k, "the key is reserved"))
+		}
+	}
+	for i, k := range removeKeys {
+		if k == engine.ContextKeyName || k == engine.ContextKeyPackagePath {
+			errs = append(errs, field.Invalid(p.Child("removeKeys").Index(i), k, "the key is reserved"))
 		}
 	}
 	return errs

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	"github.com/scion-dev/scion/internal/variant"
+	"github.com/scion-dev/scion/internal/variantset"
+)
+
+// NewCmdPvs returns `scion pvs`, PackageVariantSet tools.
+func NewCmdPvs(streams Streams) *cobra.Command {
+	cmd := &cobra.Command{Use: "pvs", Short: "PackageVariantSet tools that work offline"}
+	cmd.AddCommand(NewCmdPvsExpand(streams))
+	return cmd
+}
+
+// PvsExpandOptions are the options of `scion pvs expand`.
+type PvsExpandOptions struct {
+	Streams
+	File, Upstream, Output string
+	Repositories, Objects  []string
+}
+
+// NewCmdPvsExpand returns `scion pvs expand`.
+func NewCmdPvsExpand(streams Streams) *cobra.Command {
+	o := &PvsExpandOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "expand -f PVS.yaml [--repositories FILE] [--objects FILE] [--upstream FILE]",
+		Short: "Print the PackageVariants a PackageVariantSet would generate",
+		Long: `Print the PackageVariants a PackageVariantSet would generate, as the
+controller would, from Repository objects (--repositories) and other
+objects (--objects, for objectSelector targets) given as YAML files, and
+the upstream PackageRevision (--upstream; needed only when an expression
+reads upstream). Objects without a namespace count as being in the set's
+namespace. Errors are the messages the controller would put in the set's
+status; the command then exits non-zero. Run it in a pull request before
+applying a set to a fleet.`,
+		Example: `  scion pvs expand -f set.yaml --repositories repositories.yaml -o table
+  scion pvs expand -f set.yaml --repositories repos.yaml --objects teams.yaml --upstream upstream.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.File == "" {
+				return errors.New("--filename is required")
+			}
+			if o.Output != "yaml" && o.Output != "table" {
+				return fmt.Errorf("--output must be yaml or table, not %q", o.Output)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "filename", "f", "", "the PackageVariantSet YAML (required)")
+	f.StringArrayVar(&o.Repositories, "repositories", nil, "YAML file of Repository objects (repeatable)")
+	f.StringArrayVar(&o.Objects, "objects", nil, "YAML file of objects that objectSelectors select (repeatable)")
+	f.StringVar(&o.Upstream, "upstream", "", "YAML file of the upstream PackageRevision")
+	f.StringVarP(&o.Output, "output", "o", "yaml", "yaml or table")
+	return cmd
+}
+
+// Run expands the set.
+func (o *PvsExpandOptions) Run(ctx context.Context) error {
+	data, err := os.ReadFile(o.File)
+	if err != nil {
+		return err
+	}
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := yaml.UnmarshalStrict(data, pvs); err != nil {
+		return fmt.Errorf("%s: %w", o.File, err)
+	}
+	if pvs.Namespace == "" {
+		pvs.Namespace = "default"
+	}
+	src := &variantset.StaticSource{}
+	for _, f := range append(append([]string(nil), o.Repositories...), o.Objects...) {
+		objs, err := readObjectsFile(f)
+		if err != nil {
+			return err
+		}
+		src.Objects = append(src.Objects, objs...)
+	}
+	in := variantset.Input{Set: pvs, Source: src}
+	if o.Upstream != "" {
+		objs, err := readObjectsFile(o.Upstream)
+		if err != nil {
+			return err
+		}
+		if len(objs) != 1 || objs[0].GetKind() != "PackageRevision" {
+			return fmt.Errorf("%s: want one PackageRevision", o.Upstream)
+		}
+		in.Upstream = objs[0]
+	}
+	ev, err := variantset.NewEvaluator(0)
+	if err != nil {
+		return err
+	}
+	if errs := ev.Validate(pvs); len(errs) > 0 {
+		return fmt.Errorf("PackageVariantSet %s is invalid: %w", pvs.Name, errs.ToAggregate())
+	}
+	res, err := ev.Expand(ctx, in)
+	if errors.Is(err, variantset.ErrNoUpstream) {
+		return fmt.Errorf("PackageVariantSet %s: %w (give it with --upstream)", pvs.Name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("PackageVariantSet %s: %w", pvs.Name, err)
+	}
+	for _, e := range res.Empty {
+		_, _ = fmt.Fprintf(o.ErrOut, "warning: %s\n", e)
+	}
+	if o.Output == "table" {
+		return printVariantTable(o.Out, res)
+	}
+	for i, pv := range res.Variants {
+		b, err := yaml.Marshal(pv)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			_, _ = fmt.Fprintln(o.Out, "---")
+		}
+		if _, err := o.Out.Write(dropStatus(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropStatus removes the empty status and creationTimestamp a marshalled
+// object carries.
+func dropStatus(b []byte) []byte {
+	s := strings.Replace(string(b), "  creationTimestamp: null\n", "", 1)
+	s = strings.TrimSuffix(s, "status: {}\n")
+	return []byte(s)
+}
+
+func printVariantTable(out interface{ Write([]byte) (int, error) }, res *variantset.Result) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "NAME\tREPOSITORY\tPACKAGE\tLABELS\tINJECTORS")
+	for _, pv := range res.Variants {
+		var inj []string
+		for _, i := range pv.Spec.Injectors {
+			inj = append(inj, i.Name)
+		}
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package,
+			orNone(metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: pv.Spec.Labels})), orNone(strings.Join(inj, ",")))
+	}
+	return w.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" || s == "<none>" {
+		return "<none>"
+	}
+	return s
+}
+
+func readObjectsFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := variant.ReadObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}

@@ -1,0 +1,176 @@
+package variantset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// Names of the variables of template expressions.
+const (
+	VarRepoDefault    = "repoDefault"
+	VarPackageDefault = "packageDefault"
+	VarUpstream       = "upstream"
+	VarRepository     = "repository"
+	VarTarget         = "target"
+)
+
+// DefaultCostLimit bounds the work one expression may do (the per-call limit
+// Kubernetes uses for CRD validation rules). An expression that exceeds it
+// fails with an error instead of stalling the controller.
+const DefaultCostLimit = 1_000_000
+
+// Evaluator compiles template expressions once and evaluates them with a
+// cost limit. It is safe for concurrent use; one Evaluator is shared by all
+// reconciles so a fleet of sets compiles each distinct expression once.
+type Evaluator struct {
+	costLimit uint64
+	// full declares every variable; noRepo all but repository (for
+	// downstream.repoExpr, which finds the repository).
+	full, noRepo *cel.Env
+
+	mu    sync.RWMutex
+	cache map[programKey]*program
+}
+
+type programKey struct {
+	expr   string
+	noRepo bool
+}
+
+// program is a compiled expression and the variables it reads.
+type program struct {
+	prg cel.Program
+	// usesUpstream is true when the expression reads upstream, so that an
+	// offline expansion without an upstream can say what is missing.
+	usesUpstream bool
+}
+
+// NewEvaluator returns an Evaluator with the given cost limit
+// (DefaultCostLimit when 0).
+func NewEvaluator(costLimit uint64) (*Evaluator, error) {
+	if costLimit == 0 {
+		costLimit = DefaultCostLimit
+	}
+	full, err := newEnv(true)
+	if err != nil {
+		return nil, err
+	}
+	noRepo, err := newEnv(false)
+	if err != nil {
+		return nil, err
+	}
+	return &Evaluator{costLimit: costLimit, full: full, noRepo: noRepo, cache: map[programKey]*program{}}, nil
+}
+
+// newEnv is the CEL environment of template expressions: standard CEL, the
+// cel-go string, set, list and encoder extensions and the Kubernetes
+// libraries (regex, lists, URLs, quantities, IPs, CIDRs, semver, formats).
+func newEnv(withRepository bool) (*cel.Env, error) {
+	opts := []cel.EnvOption{
+		cel.Variable(VarRepoDefault, cel.StringType),
+		cel.Variable(VarPackageDefault, cel.StringType),
+		cel.Variable(VarUpstream, cel.DynType),
+		cel.Variable(VarTarget, cel.DynType),
+		cel.HomogeneousAggregateLiterals(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.DefaultUTCTimeZone(true),
+		ext.Strings(ext.StringsVersion(2)),
+		ext.Sets(),
+		ext.Encoders(),
+		ext.TwoVarComprehensions(),
+		ext.Lists(ext.ListsVersion(3)),
+		library.URLs(),
+		library.Regex(),
+		library.Lists(),
+		library.Quantity(),
+		library.IP(),
+		library.CIDR(),
+		library.Format(),
+		library.SemverLib(library.SemverVersion(1)),
+	}
+	if withRepository {
+		opts = append(opts, cel.Variable(VarRepository, cel.DynType))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	return env, nil
+}
+
+// Compile compiles expr (cached). noRepo compiles it without the
+// repository variable, as downstream.repoExpr is.
+func (e *Evaluator) Compile(expr string, noRepo bool) (*program, error) {
+	key := programKey{expr: expr, noRepo: noRepo}
+	e.mu.RLock()
+	p, ok := e.cache[key]
+	e.mu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	env := e.full
+	if noRepo {
+		env = e.noRepo
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if t := ast.OutputType(); !t.IsAssignableType(cel.StringType) {
+		return nil, fmt.Errorf("must evaluate to a string, not %s", t)
+	}
+	prg, err := env.Program(ast, cel.CostLimit(e.costLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err
+	}
+	p = &program{prg: prg}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == VarUpstream {
+			p.usesUpstream = true
+		}
+	}
+	e.mu.Lock()
+	if len(e.cache) > 10000 {
+		// Bounded: a controller fed ever-changing expressions starts over
+		// rather than growing without end.
+		e.cache = map[programKey]*program{}
+	}
+	e.cache[key] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+// ErrNoUpstream is returned for an expression that reads upstream when no
+// upstream PackageRevision is known (an offline expansion without one).
+var ErrNoUpstream = errors.New("the expression uses upstream, but no upstream PackageRevision was given")
+
+// EvalString evaluates expr with vars and returns its string value; errors
+// are prefixed with path. When vars has no repository, expr is compiled
+// without that variable (as downstream.repoExpr is), so reading it is an
+// error.
+func (e *Evaluator) EvalString(ctx context.Context, path *field.Path, expr string, vars map[string]any) (string, error) {
+	_, hasRepo := vars[VarRepository]
+	p, err := e.Compile(expr, !hasRepo)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if _, ok := vars[VarUpstream]; !ok && p.usesUpstream {
+		return "", fmt.Errorf("%s: %w", path, ErrNoUpstream)
+	}
+	out, _, err := p.prg.ContextEval(ctx, vars)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	s, ok := out.Value().(string)
+	if !ok {
+		return "", fmt.Errorf("%s: must evaluate to a string, not %s", path, out.Type())
+	}
+	return s, nil
+}

@@ -1,0 +1,339 @@
+package variantset_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/variant"
+	"github.com/scion-dev/scion/internal/variantset"
+)
+
+func readSet(t *testing.T, name string) *configv1alpha2.PackageVariantSet {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := yaml.UnmarshalStrict(data, pvs); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return pvs
+}
+
+func readObjects(t *testing.T, names ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := variant.ReadObjects(data)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		out = append(out, objs...)
+	}
+	return out
+}
+
+func upstream(t *testing.T) metav1.Object {
+	return readObjects(t, "upstream.yaml")[0]
+}
+
+func newEvaluator(t *testing.T) *variantset.Evaluator {
+	t.Helper()
+	e, err := variantset.NewEvaluator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func expand(t *testing.T, pvs *configv1alpha2.PackageVariantSet, objects ...string) *variantset.Result {
+	t.Helper()
+	e := newEvaluator(t)
+	if errs := e.Validate(pvs); len(errs) > 0 {
+		t.Fatalf("validate: %v", errs.ToAggregate())
+	}
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, objects...)}})
+	if err != nil {
+		t.Fatalf("expand: %v", err)
+	}
+	return res
+}
+
+func pairs(res *variantset.Result) []string {
+	var out []string
+	for _, pv := range res.Variants {
+		out = append(out, pv.Spec.Downstream.Repo+"/"+pv.Spec.Downstream.Package)
+	}
+	return out
+}
+
+// The spec's repository list table: seven pairs.
+func TestExpandRepositoryList(t *testing.T) {
+	res := expand(t, readSet(t, "list.yaml"), "repositories.yaml")
+	want := []string{"cluster-01/foo", "cluster-02/foo", "cluster-03/foo-a", "cluster-03/foo-b", "cluster-03/foo-c", "cluster-04/foo-a", "cluster-04/foo-b"}
+	if diff := cmp.Diff(want, pairs(res)); diff != "" {
+		t.Fatalf("pairs (-want +got):\n%s", diff)
+	}
+	for _, pv := range res.Variants {
+		if pv.Spec.Upstream.Repo != "example-repo" || pv.Spec.Upstream.Package != "foo" || pv.Spec.Upstream.Revision != "v1" {
+			t.Errorf("%s: upstream %+v, want example-repo/foo v1", pv.Name, pv.Spec.Upstream)
+		}
+		if pv.Namespace != "default" || pv.Spec.AdoptionPolicy != configv1alpha1.AdoptionPolicyAdoptNone || pv.Spec.DeletionPolicy != configv1alpha1.DeletionPolicyDelete {
+			t.Errorf("%s: namespace %q, policies %q/%q", pv.Name, pv.Namespace, pv.Spec.AdoptionPolicy, pv.Spec.DeletionPolicy)
+		}
+		if len(pv.Finalizers) != 1 || pv.Finalizers[0] != configv1alpha1.PackageVariantFinalizer {
+			t.Errorf("%s: finalizers %v", pv.Name, pv.Finalizers)
+		}
+	}
+	if res.Variants[2].Name != "example-cluster-03-foo-a" {
+		t.Errorf("name %q, want the identity example-cluster-03-foo-a", res.Variants[2].Name)
+	}
+}
+
+// The spec's repositorySelector table: nine pairs (cluster-04 is selected
+// by both targets, with different package names).
+func TestExpandRepositorySelector(t *testing.T) {
+	res := expand(t, readSet(t, "selector.yaml"), "repositories.yaml")
+	want := []string{"cluster-01/foo", "cluster-03/foo", "cluster-04/foo", "cluster-02/foo-a", "cluster-02/foo-b", "cluster-02/foo-c", "cluster-04/foo-a", "cluster-04/foo-b", "cluster-04/foo-c"}
+	if diff := cmp.Diff(want, pairs(res)); diff != "" {
+		t.Fatalf("pairs (-want +got):\n%s", diff)
+	}
+}
+
+// The spec's CEL example: labels and injectors vary by repository.
+func TestExpandCELLabelsAndInjectors(t *testing.T) {
+	res := expand(t, readSet(t, "cel.yaml"), "repositories.yaml")
+	type got struct {
+		Pair, Org, Injector string
+	}
+	var out []got
+	for _, pv := range res.Variants {
+		if len(pv.Spec.Injectors) != 1 || len(pv.Spec.Labels) != 1 {
+			t.Fatalf("%s: labels %v injectors %v", pv.Name, pv.Spec.Labels, pv.Spec.Injectors)
+		}
+		out = append(out, got{pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package, pv.Spec.Labels["org"], pv.Spec.Injectors[0].Name})
+	}
+	want := []got{
+		{"cluster-01/foo", "hr", "useast1-endpoints"},
+		{"cluster-03/foo", "hr", "useast2-endpoints"},
+		{"cluster-04/foo", "hr", "uswest1-endpoints"},
+	}
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+// The spec's namespace example: three packages in one repository, with the
+// template's static labels.
+func TestExpandStaticLabels(t *testing.T) {
+	res := expand(t, readSet(t, "namespaces.yaml"), "repositories.yaml")
+	if diff := cmp.Diff([]string{"cluster-01/ns-1", "cluster-01/ns-2", "cluster-01/ns-3"}, pairs(res)); diff != "" {
+		t.Fatalf("pairs (-want +got):\n%s", diff)
+	}
+	for _, pv := range res.Variants {
+		if diff := cmp.Diff(map[string]string{"package-type": "namespace", "org": "hr"}, pv.Spec.Labels); diff != "" {
+			t.Errorf("%s labels (-want +got):\n%s", pv.Name, diff)
+		}
+	}
+}
+
+// An objectSelector with a template deriving everything from the target,
+// the repository and the upstream, and a pipeline function's configMapExprs.
+func TestExpandObjectSelector(t *testing.T) {
+	res := expand(t, readSet(t, "teams.yaml"), "repositories.yaml", "team-objects.yaml")
+	if diff := cmp.Diff([]string{"cluster-01/foo-payroll", "cluster-04/foo-recruiting"}, pairs(res)); diff != "" {
+		t.Fatalf("pairs (-want +got):\n%s", diff)
+	}
+	pv := res.Variants[1]
+	if diff := cmp.Diff(map[string]string{"team": "recruiting"}, pv.Spec.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&configv1alpha1.PackageContext{Data: map[string]string{"org": "hr", "region": "uswest1"}}, pv.Spec.PackageContext); diff != "" {
+		t.Errorf("packageContext (-want +got):\n%s", diff)
+	}
+	want := &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-namespace", Name: "ns", ConfigMap: map[string]string{"namespace": "team-recruiting"}}}}
+	if diff := cmp.Diff(want, pv.Spec.Pipeline); diff != "" {
+		t.Errorf("pipeline (-want +got):\n%s", diff)
+	}
+}
+
+func TestName(t *testing.T) {
+	for _, tc := range []struct{ identity, want string }{
+		{"my-pvs-prod-repo-my-package", "my-pvs-prod-repo-my-package"},
+		// The spec's long example; the hash is `printf %s ID | sha1sum`.
+		{"very-long-packagevariantset-name-very-long-repo-name-very-long-package-name", "very-long-packagevariantset-name-very-long-repo-name-v-967492f1"},
+		// Exactly 63 characters: used as is.
+		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
+		// A package path's slash cannot be in a name: replaced, and hashed
+		// so team/app and team-app do not collide.
+		{"set-repo-team/app", "set-repo-team-app-a241616a"},
+	} {
+		if got := variantset.Name(tc.identity); got != tc.want {
+			t.Errorf("Name(%q) = %q, want %q", tc.identity, got, tc.want)
+		}
+	}
+	if a, b := variantset.Name("set-repo-team/app"), variantset.Name("set-repo-team-app"); a == b {
+		t.Errorf("two identities share the name %q", a)
+	}
+	long := variantset.Name(strings.Repeat("b", 64))
+	if len(long) != 63 {
+		t.Errorf("64-character identity gave %q (%d characters), want 63", long, len(long))
+	}
+}
+
+func TestExpandLongNames(t *testing.T) {
+	pvs := readSet(t, "namespaces.yaml")
+	pvs.Name = "very-long-packagevariantset-name"
+	pvs.Spec.Targets[0].Repositories[0].PackageNames = []string{"very-long-package-name"}
+	objs := readObjects(t, "repositories.yaml")
+	objs[0].SetName("very-long-repo-name")
+	e := newEvaluator(t)
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstream: upstream(t)})
+	if err == nil {
+		t.Fatalf("cluster-01 is not there any more, want an error, got %v", pairs(res))
+	}
+	pvs.Spec.Targets[0].Repositories[0].Name = "very-long-repo-name"
+	res, err = e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstream: upstream(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Variants[0].Name; got != "very-long-packagevariantset-name-very-long-repo-name-v-967492f1" {
+		t.Errorf("name %q", got)
+	}
+}
+
+func TestExpandErrors(t *testing.T) {
+	ctx := context.Background()
+	objs := readObjects(t, "repositories.yaml", "team-objects.yaml")
+	for _, tc := range []struct {
+		name   string
+		edit   func(*configv1alpha2.PackageVariantSet)
+		noUp   bool
+		errors []string
+	}{{
+		name:   "a listed repository that does not exist",
+		edit:   func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets[0].Repositories[1].Name = "cluster-99" },
+		errors: []string{`spec.targets[0].repositories[1].name: Repository "cluster-99" not found in namespace "default"`},
+	}, {
+		name: "a runtime error names the field",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("x"), ValueExpr: ptr("repository.labels['missing']")}}}
+		},
+		errors: []string{"spec.targets[0].template.labelExprs[0].valueExpr: no such key: missing"},
+	}, {
+		name: "an invalid label value",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("x"), ValueExpr: ptr("'not a value!'")}}}
+		},
+		errors: []string{`spec.targets[0].template.labels[x]: value "not a value!"`},
+	}, {
+		name: "a reserved package context key from an expression",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'na' + 'me'"), Value: ptr("x")}}}}
+		},
+		errors: []string{"spec.targets[0].template.packageContext.data[name]: Invalid value: \"name\": the key is reserved"},
+	}, {
+		name: "two targets generating the same downstream",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets = append(s.Spec.Targets, configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}}})
+		},
+		errors: []string{"spec.targets[1]: downstream cluster-01/foo is also generated by spec.targets[0]"},
+	}, {
+		name: "upstream used but not given",
+		noUp: true,
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("upstream.name")}}
+		},
+		errors: []string{"spec.targets[0].template.downstream.packageExpr: the expression uses upstream, but no upstream PackageRevision was given"},
+	}, {
+		name: "errors of all targets are reported together",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Repositories[0].Name = "cluster-98"
+			s.Spec.Targets[0].Repositories[3].Name = "cluster-97"
+		},
+		errors: []string{`spec.targets[0].repositories[0].name: Repository "cluster-98"`, `spec.targets[0].repositories[3].name: Repository "cluster-97"`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pvs := readSet(t, "list.yaml")
+			tc.edit(pvs)
+			e := newEvaluator(t)
+			if errs := e.Validate(pvs); len(errs) > 0 {
+				t.Fatalf("validate: %v", errs.ToAggregate())
+			}
+			in := variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}}
+			if !tc.noUp {
+				in.Upstream = upstream(t)
+			}
+			res, err := e.Expand(ctx, in)
+			if err == nil {
+				t.Fatalf("want errors %q, got %v", tc.errors, pairs(res))
+			}
+			for _, want := range tc.errors {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// Templates see only metadata: reading an object's spec is an error.
+func TestExpandNothingLeaks(t *testing.T) {
+	pvs := readSet(t, "teams.yaml")
+	pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("target.spec.secret")
+	e := newEvaluator(t)
+	_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml", "team-objects.yaml")}})
+	if err == nil || !strings.Contains(err.Error(), "spec.targets[0].template.labelExprs[0].valueExpr: no such key: spec") {
+		t.Fatalf("want a no-such-key error for target.spec, got %v", err)
+	}
+}
+
+// A selector matching nothing is reported, not an error.
+func TestExpandEmptySelector(t *testing.T) {
+	pvs := readSet(t, "selector.yaml")
+	pvs.Spec.Targets[1].RepositorySelector.MatchLabels = map[string]string{"region": "mars"}
+	res := expand(t, pvs, "repositories.yaml")
+	if len(res.Variants) != 3 {
+		t.Errorf("%d variants, want the first target's 3", len(res.Variants))
+	}
+	if diff := cmp.Diff([]string{"spec.targets[1].repositorySelector selects no Repository"}, res.Empty); diff != "" {
+		t.Errorf("empty (-want +got):\n%s", diff)
+	}
+}
+
+// A runaway expression fails on the cost limit instead of running on.
+func TestCostLimit(t *testing.T) {
+	e, err := variantset.NewEvaluator(10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]any{variantset.VarRepoDefault: "r", variantset.VarPackageDefault: "p", variantset.VarTarget: map[string]any{}, variantset.VarRepository: map[string]any{}}
+	l := "[" + strings.TrimSuffix(strings.Repeat("1,", 50), ",") + "]"
+	expr := fmt.Sprintf("string(%s.map(a, %s.map(b, %s.map(c, a+b+c))).size())", l, l, l)
+	_, err = e.EvalString(context.Background(), nil, expr, vars)
+	if err == nil || !strings.Contains(err.Error(), "cost limit") {
+		t.Fatalf("want a cost limit error, got %v", err)
+	}
+	if got, err := e.EvalString(context.Background(), nil, "repoDefault + '-' + packageDefault", vars); err != nil || got != "r-p" {
+		t.Fatalf("a cheap expression: %q, %v", got, err)
+	}
+}
+
+func ptr(s string) *string { return &s }
