@@ -48,6 +48,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.IntVar(&o.Manager.RepositoryWorkers, "repository-workers", 4, "Repositories synced at once")
 	f.IntVar(&o.Manager.PackageRevisionWorkers, "packagerevision-workers", 8, "PackageRevisions reconciled at once")
 	f.IntVar(&o.Manager.PackageVariantWorkers, "packagevariant-workers", 8, "PackageVariants reconciled at once")
+	f.IntVar(&o.Manager.PackageVariantSetWorkers, "packagevariantset-workers", 2, "PackageVariantSets reconciled at once")
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)

@@ -17,10 +17,12 @@ import (
 
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
+	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/variantset"
 )
 
 // Options configure the manager.
@@ -42,6 +44,8 @@ type Options struct {
 	PackageRevisionWorkers int
 	// PackageVariantWorkers reconcile PackageVariants in parallel.
 	PackageVariantWorkers int
+	// PackageVariantSetWorkers reconcile PackageVariantSets in parallel.
+	PackageVariantSetWorkers int
 	// TagPollPeriod is how often variants following a floating tag check
 	// whether it moved.
 	TagPollPeriod time.Duration
@@ -100,6 +104,20 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
+	}
+	evaluator, err := variantset.NewEvaluator(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := (&packagevariantset.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     cache,
+		Evaluator: evaluator,
+		Recorder:  mgr.GetEventRecorder("scion-packagevariantset"),
+		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers},
+	}).SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, fmt.Errorf("setting up the packagevariantset controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

@@ -11,6 +11,11 @@ import (
 // value is the UID of the owning PackageVariantSet.
 const PackageVariantSetLabel = "config.porch.kpt.dev/packagevariantset"
 
+// PackageVariantSetFinalizer keeps a PackageVariantSet until the
+// PackageVariants it generated are gone, so deleting a set deletes its
+// variants whether or not a garbage collector runs.
+const PackageVariantSetFinalizer = "config.porch.kpt.dev/packagevariantsets"
+
 // Condition reasons of a PackageVariantSet.
 const (
 	ValidationErrorReason   = "ValidationError"

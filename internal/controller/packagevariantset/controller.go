@@ -1,0 +1,503 @@
+package packagevariantset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/variantset"
+)
+
+// Field indexes of PackageVariantSets, so that an event on another object
+// enqueues only the sets it concerns.
+const (
+	// UpstreamIndex holds "<repository>/<package>" of the set's upstream.
+	UpstreamIndex = "spec.upstream.repoPackage"
+	// RepositoryIndex holds the repository names a set names statically
+	// (repository lists, downstream.repo) and AnyRepository for sets that
+	// select repositories or compute their names.
+	RepositoryIndex = "spec.targets.repositories"
+	// KindIndex holds kindKey of each objectSelector's kind.
+	KindIndex = "spec.targets.objectSelector.kind"
+	// OwnerIndex indexes PackageVariants by the UID of the set that owns
+	// them.
+	OwnerIndex = "metadata.ownerReferences.packageVariantSet"
+)
+
+// noKindRetry is how often a set selecting a kind the cluster does not
+// serve looks again.
+const noKindRetry = time.Minute
+
+// AnyRepository is the RepositoryIndex value of sets any Repository may
+// concern.
+const AnyRepository = "*"
+
+// Options configure the Reconciler.
+type Options struct {
+	Workers int
+}
+
+// Reconciler reconciles PackageVariantSets.
+type Reconciler struct {
+	client.Client
+	// APIReader reads around the cache, to tell a variant the set created
+	// a moment ago (not cached yet) from someone else's.
+	APIReader client.Reader
+	// Cache opens repositories to resolve floating tags; optional.
+	Cache     *repocache.Cache
+	Evaluator *variantset.Evaluator
+	Recorder  recorder.EventRecorder
+	Options   Options
+
+	source *clusterSource
+}
+
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch
+
+// SetupWithManager registers the controller and its indexes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil {
+		return errors.New("packagevariantset controller: APIReader, Evaluator and Recorder are required")
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
+		s := o.(*configv1alpha2.PackageVariantSet)
+		if s.Spec.Upstream == nil {
+			return nil
+		}
+		return []string{s.Spec.Upstream.Repo + "/" + s.Spec.Upstream.Package}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, RepositoryIndex, indexRepositories); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, KindIndex, indexKinds); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, OwnerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "PackageVariantSet" {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("packagevariantset").
+		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&configv1alpha1.PackageVariant{}, builder.WithPredicates(variantChanged{})).
+		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			pr := o.(*porchv1alpha1.PackageRevision)
+			return setsFor(ctx, mgr.GetClient(), pr.Namespace, UpstreamIndex, pr.Spec.Repository+"/"+pr.Spec.PackageName)
+		}), builder.WithPredicates(revisionChanged{})).
+		Watches(&configv1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return setsFor(ctx, mgr.GetClient(), o.GetNamespace(), RepositoryIndex, o.GetName(), AnyRepository)
+		}), builder.WithPredicates(metadataChanged{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.source = &clusterSource{client: mgr.GetClient(), watches: &kindWatches{ctrl: c, cache: mgr.GetCache(), client: mgr.GetClient()}}
+	return nil
+}
+
+func indexRepositories(o client.Object) []string {
+	s := o.(*configv1alpha2.PackageVariantSet)
+	var out []string
+	for _, t := range s.Spec.Targets {
+		if t.Template != nil && t.Template.Downstream != nil {
+			d := t.Template.Downstream
+			if d.RepoExpr != nil {
+				return []string{AnyRepository}
+			}
+			if d.Repo != nil {
+				out = append(out, *d.Repo)
+				continue
+			}
+		}
+		if t.Repositories == nil {
+			// Selected objects name repositories that can be any.
+			return []string{AnyRepository}
+		}
+		for _, r := range t.Repositories {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func indexKinds(o client.Object) []string {
+	s := o.(*configv1alpha2.PackageVariantSet)
+	var out []string
+	for _, t := range s.Spec.Targets {
+		if os := t.ObjectSelector; os != nil {
+			if gv, err := schema.ParseGroupVersion(os.APIVersion); err == nil {
+				out = append(out, kindKey(gv.WithKind(os.Kind)))
+			}
+		}
+	}
+	return out
+}
+
+func kindKey(gvk schema.GroupVersionKind) string {
+	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
+}
+
+// variantChanged passes the PackageVariant events a set cares about:
+// creation, deletion, spec changes (someone edited a generated variant) and
+// Ready transitions (the set counts ready variants).
+type variantChanged struct{ predicate.Funcs }
+
+// Update implements predicate.Predicate.
+func (variantChanged) Update(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*configv1alpha1.PackageVariant), e.ObjectNew.(*configv1alpha1.PackageVariant)
+	return o.Generation != n.Generation || !n.DeletionTimestamp.IsZero() || isReady(o) != isReady(n)
+}
+
+// revisionChanged passes PackageRevision events that can change what a
+// set resolves as its upstream (not the status churn of drafts).
+type revisionChanged struct{ predicate.Funcs }
+
+// Update implements predicate.Predicate.
+func (revisionChanged) Update(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*porchv1alpha1.PackageRevision), e.ObjectNew.(*porchv1alpha1.PackageRevision)
+	return o.Spec.Lifecycle != n.Spec.Lifecycle || o.Spec.Revision != n.Spec.Revision ||
+		!apiequality.Semantic.DeepEqual(o.Labels, n.Labels) || !apiequality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+}
+
+// metadataChanged passes Repository events that change what templates see.
+type metadataChanged struct{ predicate.Funcs }
+
+// Update implements predicate.Predicate.
+func (metadataChanged) Update(e event.UpdateEvent) bool {
+	return !apiequality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		!apiequality.Semantic.DeepEqual(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+}
+
+func isReady(pv *configv1alpha1.PackageVariant) bool {
+	c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && pv.Status.ObservedGeneration == pv.Generation
+}
+
+// scope holds what one reconcile learns; patchStatus writes it.
+type scope struct {
+	pvs     *configv1alpha2.PackageVariantSet
+	stalled *metav1.Condition
+	summary *configv1alpha2.Summary
+}
+
+// Reconcile makes a set's PackageVariants match its targets.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pvs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, pvs)
+	}
+	if !controllerutil.ContainsFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer) {
+		patch := client.MergeFrom(pvs.DeepCopy())
+		controllerutil.AddFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer)
+		if err := r.Patch(ctx, pvs, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &scope{pvs: pvs}
+	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
+
+	if errs := r.Evaluator.Validate(pvs); len(errs) > 0 {
+		s.stall(configv1alpha2.ValidationErrorReason, errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	upstream, err := r.upstream(ctx, pvs)
+	if err != nil {
+		if errors.Is(err, errUpstreamNotFound) {
+			s.stall(configv1alpha2.UpstreamNotFoundReason, err.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: pvs, Upstream: upstream, Source: r.source})
+	if err != nil {
+		reason := configv1alpha2.UnexpectedErrorReason
+		if meta.IsNoMatchError(err) {
+			reason = configv1alpha2.NoMatchingTargetsReason
+		}
+		s.stall(reason, err.Error())
+		r.Recorder.Eventf(pvs, nil, "Warning", reason, "Expand", "%v", err)
+		if reason == configv1alpha2.NoMatchingTargetsReason {
+			// No event says a kind was installed: look again later.
+			return ctrl.Result{RequeueAfter: noKindRetry}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+	for _, e := range expanded.Empty {
+		r.Recorder.Eventf(pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
+	}
+	return ctrl.Result{}, r.ensure(ctx, s, expanded.Variants)
+}
+
+func (s *scope) stall(reason, msg string) {
+	s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+}
+
+var errUpstreamNotFound = errors.New("upstream not found")
+
+// upstream finds the set's upstream PackageRevision among the projected
+// revisions of its package.
+func (r *Reconciler) upstream(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) (*porchv1alpha1.PackageRevision, error) {
+	u := pvs.Spec.Upstream
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingLabels{
+		porchv1alpha1.RepositoryLabel: pkgservice.LabelValue(u.Repo),
+		porchv1alpha1.PackageLabel:    pkgservice.LabelValue(u.Package),
+	}); err != nil {
+		return nil, fmt.Errorf("listing the revisions of %s/%s: %w", u.Repo, u.Package, err)
+	}
+	match := func(f func(pr *porchv1alpha1.PackageRevision) bool) *porchv1alpha1.PackageRevision {
+		for i := range list.Items {
+			pr := &list.Items[i]
+			if pr.Spec.Repository == u.Repo && pr.Spec.PackageName == u.Package && f(pr) {
+				return pr
+			}
+		}
+		return nil
+	}
+	var pr *porchv1alpha1.PackageRevision
+	what := ""
+	switch {
+	case u.Revision != "":
+		n, err := strconv.Atoi(strings.TrimPrefix(u.Revision, "v"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: spec.upstream.revision %q is not a number", errUpstreamNotFound, u.Revision)
+		}
+		what = "revision " + u.Revision
+		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
+	case u.WorkspaceName != "":
+		what = "workspace " + u.WorkspaceName
+		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.WorkspaceName == u.WorkspaceName })
+	default:
+		what = "tag " + u.Tag
+		n, err := r.resolveTag(ctx, pvs.Namespace, u)
+		if err != nil {
+			return nil, err
+		}
+		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
+	}
+	if pr == nil {
+		return nil, fmt.Errorf("%w: package %s in repository %s has no %s", errUpstreamNotFound, u.Package, u.Repo, what)
+	}
+	return pr, nil
+}
+
+// resolveTag returns the revision number a floating tag points at.
+func (r *Reconciler) resolveTag(ctx context.Context, ns string, u *configv1alpha1.Upstream) (int, error) {
+	if r.Cache == nil {
+		return 0, fmt.Errorf("%w: floating tags need the repository cache", errUpstreamNotFound)
+	}
+	repo := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: u.Repo}, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("%w: Repository %s not found", errUpstreamNotFound, u.Repo)
+		}
+		return 0, err
+	}
+	st, err := r.Cache.Open(ctx, repo)
+	if err != nil {
+		return 0, fmt.Errorf("repository %s: %w", u.Repo, err)
+	}
+	rev, err := st.ResolveFloatingTag(ctx, u.Package, u.Tag)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", errUpstreamNotFound, err)
+	}
+	return rev.Revision, nil
+}
+
+// ensure makes the existing PackageVariants of the set match desired:
+// create what is missing, update specs in place, delete what is no longer
+// desired. A variant of a desired name that the set does not own is an
+// error, not something to take over.
+func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1alpha1.PackageVariant) error {
+	pvs := s.pvs
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
+		return fmt.Errorf("listing the set's PackageVariants: %w", err)
+	}
+	existing := make(map[string]*configv1alpha1.PackageVariant, len(list.Items))
+	for i := range list.Items {
+		existing[list.Items[i].Name] = &list.Items[i]
+	}
+	sum := &configv1alpha2.Summary{Desired: len(desired)}
+	s.summary = sum
+	var errs []error
+	owner := metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))
+	for _, want := range desired {
+		cur, ok := existing[want.Name]
+		delete(existing, want.Name)
+		if !ok {
+			want.OwnerReferences = []metav1.OwnerReference{*owner}
+			err := r.Create(ctx, want)
+			if apierrors.IsAlreadyExists(err) {
+				if r.ownedLive(ctx, pvs, want) {
+					// Created by an earlier reconcile, not in the cache yet.
+					continue
+				}
+				err = fmt.Errorf("PackageVariant %s exists and is not owned by this set", want.Name)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("creating PackageVariant %s: %w", want.Name, err))
+				continue
+			}
+			sum.Created++
+			continue
+		}
+		if !cur.DeletionTimestamp.IsZero() {
+			// Being deleted (it was undesired a moment ago): create it again
+			// once it is gone.
+			errs = append(errs, fmt.Errorf("PackageVariant %s is being deleted; it will be created again when it is gone", cur.Name))
+			continue
+		}
+		if isReady(cur) {
+			sum.Ready++
+		}
+		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) {
+			continue
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec = want.Spec
+		if cur.Labels == nil {
+			cur.Labels = map[string]string{}
+		}
+		cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
+		if err := r.Patch(ctx, cur, patch); err != nil {
+			errs = append(errs, fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err))
+			continue
+		}
+		sum.Updated++
+	}
+	for _, pv := range existing {
+		if !pv.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err))
+			continue
+		}
+		sum.Deleted++
+	}
+	if sum.Created+sum.Updated+sum.Deleted > 0 {
+		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, sum.Created, sum.Updated, sum.Deleted)
+	}
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		r.Recorder.Eventf(pvs, nil, "Warning", configv1alpha2.UnexpectedErrorReason, "Ensure", "%v", err)
+		return err
+	}
+	return nil
+}
+
+// ownedLive reads pv from the API server and says whether the set owns it.
+func (r *Reconciler) ownedLive(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, pv *configv1alpha1.PackageVariant) bool {
+	live := &configv1alpha1.PackageVariant{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pv), live); err != nil {
+		return false
+	}
+	ref := metav1.GetControllerOf(live)
+	return ref != nil && ref.UID == pvs.UID
+}
+
+// reconcileDelete deletes the set's PackageVariants (each then applies its
+// own deletion policy) and keeps the finalizer until they are gone.
+func (r *Reconciler) reconcileDelete(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	if !controllerutil.ContainsFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer) {
+		return nil
+	}
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		pv := &list.Items[i]
+		if pv.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err)
+			}
+		}
+	}
+	if len(list.Items) > 0 {
+		// Each variant's deletion enqueues the set again (Owns).
+		return nil
+	}
+	patch := client.MergeFrom(pvs.DeepCopy())
+	controllerutil.RemoveFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, pvs, patch))
+}
+
+// patchStatus is the one place that writes a set's status.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
+	pvs := s.pvs
+	before := pvs.DeepCopy()
+	gen := pvs.Generation
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&pvs.Status.Conditions, c)
+	}
+	switch {
+	case s.stalled != nil:
+		set(*s.stalled)
+		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: s.stalled.Reason, Message: s.stalled.Message})
+	case reconcileErr != nil:
+		set(metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.ValidReason, Message: "the targets were expanded"})
+		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.UnexpectedErrorReason, Message: reconcileErr.Error()})
+	default:
+		set(metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.ValidReason, Message: "the targets were expanded"})
+		msg := "no PackageVariants"
+		if sm := s.summary; sm != nil {
+			msg = fmt.Sprintf("%d PackageVariants, %d ready", sm.Desired, sm.Ready)
+		}
+		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: configv1alpha2.ReconciledReason, Message: msg})
+	}
+	if s.summary != nil {
+		pvs.Status.Summary = s.summary
+	}
+	pvs.Status.ObservedGeneration = gen
+	if apiequality.Semantic.DeepEqual(before.Status, pvs.Status) {
+		return reconcileErr
+	}
+	if err := r.Status().Patch(ctx, pvs, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return errors.Join(reconcileErr, err)
+	}
+	return reconcileErr
+}

@@ -1,0 +1,476 @@
+package packagevariantset_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// publish writes a published revision of a one-resource package with the
+// store, as a blueprint author would.
+func publish(t testing.TB, bare, name, ws string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pkg.New(map[string][]byte{
+		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
+		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  revision: " + ws + "\n"),
+	})
+	d, err := r.WriteDraft(ctx, store.DraftWrite{Package: name, Workspace: ws, Contents: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Propose(ctx, name, ws, d.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(ctx, name, ws, "", "author"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fleet is a namespace with the spec's repositories: the example-repo and
+// platform-catalog upstreams (foo and base-ns published as v1) and
+// cluster-01..04 labelled as in the spec's tables, all real git.
+type fleet struct {
+	ns, root string
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	f := &fleet{ns: env.Namespace(t, "pvs"), root: t.TempDir()}
+	up := gitserver.InitBare(t, f.root, "example-repo.git")
+	publish(t, up, "foo", "v1")
+	f.addRepository(t, "example-repo", up, false, nil)
+	cat := gitserver.InitBare(t, f.root, "platform-catalog.git")
+	publish(t, cat, "base-ns", "v1")
+	f.addRepository(t, "platform-catalog", cat, false, nil)
+	for name, l := range map[string]map[string]string{
+		"cluster-01": {"region": "useast1", "env": "prod", "org": "hr"},
+		"cluster-02": {"region": "uswest1", "env": "prod", "org": "finance"},
+		"cluster-03": {"region": "useast2", "env": "prod", "org": "hr"},
+		"cluster-04": {"region": "uswest1", "env": "prod", "org": "hr"},
+	} {
+		f.addRepository(t, name, gitserver.InitBare(t, f.root, name+".git"), true, l)
+	}
+	return f
+}
+
+func (f *fleet) addRepository(t *testing.T, name, bare string, deployment bool, labels map[string]string) {
+	t.Helper()
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels},
+		Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}}
+	if err := k8sClient.Create(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applySet creates the set of a file of internal/variantset/testdata in
+// the fleet's namespace, under name.
+func (f *fleet) applySet(t *testing.T, file, name string) *configv1alpha2.PackageVariantSet {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "variantset", "testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := yaml.UnmarshalStrict(data, pvs); err != nil {
+		t.Fatal(err)
+	}
+	pvs.Namespace, pvs.Name = f.ns, name
+	if err := k8sClient.Create(context.Background(), pvs); err != nil {
+		t.Fatal(err)
+	}
+	return pvs
+}
+
+// variants returns the set's PackageVariants as sorted repo/package pairs.
+func variants(g Gomega, pvs *configv1alpha2.PackageVariantSet) (map[string]configv1alpha1.PackageVariant, []string) {
+	list := &configv1alpha1.PackageVariantList{}
+	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(pvs.Namespace))).To(Succeed())
+	out := map[string]configv1alpha1.PackageVariant{}
+	var pairs []string
+	for _, pv := range list.Items {
+		if ref := metav1.GetControllerOf(&pv); ref == nil || ref.Name != pvs.Name || !pv.DeletionTimestamp.IsZero() {
+			continue
+		}
+		p := pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
+		out[p] = pv
+		pairs = append(pairs, p)
+	}
+	slices.Sort(pairs)
+	return out, pairs
+}
+
+func condition(g Gomega, pvs *configv1alpha2.PackageVariantSet, typ string) *metav1.Condition {
+	got := &configv1alpha2.PackageVariantSet{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	c := meta.FindStatusCondition(got.Status.Conditions, typ)
+	g.Expect(c).NotTo(BeNil())
+	return c
+}
+
+func sorted(s ...string) []string { slices.Sort(s); return s }
+
+// The spec's examples on the cluster: the repository list (7 pairs), the
+// repository selector (9 pairs), the CEL labels and injectors, and the
+// namespace-per-tenant labels; each variant owned, labelled and with the
+// PackageVariant finalizer; the selector example all the way to Ready
+// drafts in git.
+func TestSpecExamples(t *testing.T) {
+	f := newFleet(t)
+	t.Run("repository list", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := f.applySet(t, "list.yaml", "example")
+		want := sorted("cluster-01/foo", "cluster-02/foo", "cluster-03/foo-a", "cluster-03/foo-b", "cluster-03/foo-c", "cluster-04/foo-a", "cluster-04/foo-b")
+		g.Eventually(func(g Gomega) {
+			_, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal(want))
+		}, timeout, interval).Should(Succeed())
+		got := &configv1alpha2.PackageVariantSet{}
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+		byPair, _ := variants(g, pvs)
+		pv := byPair["cluster-03/foo-b"]
+		g.Expect(pv.Name).To(Equal("example-cluster-03-foo-b"))
+		g.Expect(pv.Labels).To(HaveKeyWithValue(configv1alpha2.PackageVariantSetLabel, string(got.UID)))
+		g.Expect(pv.Finalizers).To(ContainElement(configv1alpha1.PackageVariantFinalizer))
+		g.Expect(*metav1.GetControllerOf(&pv)).To(MatchFields(got.UID))
+		g.Expect(pv.Spec.Upstream).To(Equal(&configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "v1"}))
+		g.Expect(k8sClient.Delete(context.Background(), pvs)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), &configv1alpha2.PackageVariantSet{}))
+		}, timeout, interval).Should(BeTrue())
+	})
+	t.Run("repository selector to Ready drafts", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := f.applySet(t, "selector.yaml", "selector")
+		want := sorted("cluster-01/foo", "cluster-03/foo", "cluster-04/foo", "cluster-02/foo-a", "cluster-02/foo-b", "cluster-02/foo-c", "cluster-04/foo-a", "cluster-04/foo-b", "cluster-04/foo-c")
+		g.Eventually(func(g Gomega) {
+			_, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal(want))
+		}, timeout, interval).Should(Succeed())
+		// Every variant reaches Ready with a draft in git, and the set
+		// counts them.
+		g.Eventually(func(g Gomega) {
+			got := &configv1alpha2.PackageVariantSet{}
+			g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+			g.Expect(got.Status.Summary).NotTo(BeNil())
+			g.Expect(got.Status.Summary.Desired).To(Equal(9))
+			g.Expect(got.Status.Summary.Ready).To(Equal(9))
+			c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.ReconciledReason))
+			g.Expect(c.Message).To(Equal("9 PackageVariants, 9 ready"))
+		}, 2*timeout, interval).Should(Succeed())
+		drafts := gitserver.Git(t, filepath.Join(f.root, "cluster-04.git"), "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/")
+		for _, p := range []string{"foo", "foo-a", "foo-b", "foo-c"} {
+			g.Expect(drafts).To(ContainSubstring("drafts/"+p+"/"), drafts)
+		}
+		g.Expect(k8sClient.Delete(context.Background(), pvs)).To(Succeed())
+	})
+	t.Run("CEL labels and injectors", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := f.applySet(t, "cel.yaml", "cel")
+		g.Eventually(func(g Gomega) {
+			byPair, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal([]string{"cluster-01/foo", "cluster-03/foo", "cluster-04/foo"}))
+			for pair, region := range map[string]string{"cluster-01/foo": "useast1", "cluster-03/foo": "useast2", "cluster-04/foo": "uswest1"} {
+				pv := byPair[pair]
+				g.Expect(pv.Spec.Labels).To(Equal(map[string]string{"org": "hr"}))
+				g.Expect(pv.Spec.Injectors).To(Equal([]configv1alpha1.InjectionSelector{{Name: region + "-endpoints"}}))
+			}
+		}, timeout, interval).Should(Succeed())
+		g.Expect(k8sClient.Delete(context.Background(), pvs)).To(Succeed())
+	})
+	t.Run("namespace per tenant", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := f.applySet(t, "namespaces.yaml", "tenants")
+		g.Eventually(func(g Gomega) {
+			byPair, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal([]string{"cluster-01/ns-1", "cluster-01/ns-2", "cluster-01/ns-3"}))
+			for _, pv := range byPair {
+				g.Expect(pv.Spec.Labels).To(Equal(map[string]string{"package-type": "namespace", "org": "hr"}))
+				g.Expect(pv.Spec.Upstream.Repo).To(Equal("platform-catalog"))
+			}
+		}, timeout, interval).Should(Succeed())
+	})
+}
+
+// MatchFields matches an owner reference to the set with controller=true.
+func MatchFields(uid types.UID) OmegaMatcher {
+	return And(
+		WithTransform(func(r metav1.OwnerReference) types.UID { return r.UID }, Equal(uid)),
+		WithTransform(func(r metav1.OwnerReference) string { return r.Kind }, Equal("PackageVariantSet")),
+		WithTransform(func(r metav1.OwnerReference) bool { return r.Controller != nil && *r.Controller }, BeTrue()),
+	)
+}
+
+// Changing the template updates the variants in place; removing a
+// repository from the list deletes exactly its variant; labelling a new
+// Repository adds exactly one variant.
+func TestSetChanges(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	f := newFleet(t)
+	pvs := f.applySet(t, "list.yaml", "example")
+	var before map[string]configv1alpha1.PackageVariant
+	g.Eventually(func(g Gomega) {
+		var pairs []string
+		before, pairs = variants(g, pvs)
+		g.Expect(pairs).To(HaveLen(7))
+	}, timeout, interval).Should(Succeed())
+
+	// Template change: in place, same UIDs.
+	g.Eventually(func() error {
+		cur := &configv1alpha2.PackageVariantSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), cur); err != nil {
+			return err
+		}
+		cur.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
+			LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("cluster"), ValueExpr: ptr("repository.name")}},
+		}
+		return k8sClient.Update(ctx, cur)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		after, _ := variants(g, pvs)
+		g.Expect(after).To(HaveLen(7))
+		for pair, pv := range after {
+			g.Expect(pv.UID).To(Equal(before[pair].UID), pair)
+			g.Expect(pv.Spec.Labels).To(Equal(map[string]string{"cluster": pv.Spec.Downstream.Repo}), pair)
+		}
+	}, timeout, interval).Should(Succeed())
+
+	// Remove cluster-02 from the list: exactly its variant goes.
+	g.Eventually(func() error {
+		cur := &configv1alpha2.PackageVariantSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), cur); err != nil {
+			return err
+		}
+		cur.Spec.Targets[0].Repositories = slices.DeleteFunc(cur.Spec.Targets[0].Repositories, func(r configv1alpha2.RepositoryTarget) bool { return r.Name == "cluster-02" })
+		return k8sClient.Update(ctx, cur)
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		after, pairs := variants(g, pvs)
+		g.Expect(pairs).To(Equal(sorted("cluster-01/foo", "cluster-03/foo-a", "cluster-03/foo-b", "cluster-03/foo-c", "cluster-04/foo-a", "cluster-04/foo-b")))
+		for pair, pv := range after {
+			g.Expect(pv.UID).To(Equal(before[pair].UID), pair)
+		}
+	}, timeout, interval).Should(Succeed())
+
+	// A selector set; a fifth Repository labelled to match adds one variant.
+	sel := f.applySet(t, "cel.yaml", "selector")
+	g.Eventually(func(g Gomega) {
+		_, pairs := variants(g, sel)
+		g.Expect(pairs).To(HaveLen(3))
+	}, timeout, interval).Should(Succeed())
+	bare := gitserver.InitBare(t, f.root, "cluster-05.git")
+	f.addRepository(t, "cluster-05", bare, true, map[string]string{"region": "euwest1", "env": "prod"})
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "cluster-05"}, repo)).To(Succeed())
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Labels["org"] = "hr"
+	g.Expect(k8sClient.Patch(ctx, repo, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		byPair, pairs := variants(g, sel)
+		g.Expect(pairs).To(Equal([]string{"cluster-01/foo", "cluster-03/foo", "cluster-04/foo", "cluster-05/foo"}))
+		g.Expect(byPair["cluster-05/foo"].Spec.Injectors).To(Equal([]configv1alpha1.InjectionSelector{{Name: "euwest1-endpoints"}}))
+	}, timeout, interval).Should(Succeed())
+}
+
+// Invalid sets, missing upstreams, kinds the cluster does not serve and
+// names taken by someone else's variant: Stalled or not Ready, with
+// messages naming what is wrong.
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	t.Run("validation error", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "bad-cel", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "v1"},
+			Targets: []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}},
+				Template: &configv1alpha2.PackageVariantTemplate{
+					Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("repository.name")},
+					LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("a"), ValueExpr: ptr("1 + ")}},
+				}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.StalledCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.ValidationErrorReason))
+			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].template.downstream.repoExpr: Invalid value: \"repository.name\": ERROR: <input>:1:1: undeclared reference to 'repository'"))
+			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \"1 + \""))
+			r := condition(g, pvs, configv1alpha1.ReadyCondition)
+			g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, interval).Should(Succeed())
+	})
+	t.Run("upstream not found, then published", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "bar", Revision: "1"},
+			Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-02"}}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.StalledCondition)
+			g.Expect(c.Reason).To(Equal(configv1alpha2.UpstreamNotFoundReason))
+			g.Expect(c.Message).To(Equal("upstream not found: package bar in repository example-repo has no revision 1"))
+		}, timeout, interval).Should(Succeed())
+		publish(t, filepath.Join(f.root, "example-repo.git"), "bar", "v1")
+		// The Repository's next sync projects bar; ask for it now.
+		repo := &configv1alpha1.Repository{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "example-repo"}, repo)).To(Succeed())
+		patch := client.MergeFrom(repo.DeepCopy())
+		if repo.Annotations == nil {
+			repo.Annotations = map[string]string{}
+		}
+		repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().String()
+		g.Expect(k8sClient.Patch(ctx, repo, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.ReadyCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			_, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal([]string{"cluster-02/bar"}))
+		}, timeout, interval).Should(Succeed())
+	})
+	t.Run("a kind the cluster does not serve", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "teams", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+			Targets:  []configv1alpha2.Target{{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "krm-platform.bigco.com/v1", Kind: "Team"}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.StalledCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.NoMatchingTargetsReason))
+			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].objectSelector: listing Team.v1.krm-platform.bigco.com: no matches for kind \"Team\" in version \"krm-platform.bigco.com/v1\""))
+		}, timeout, interval).Should(Succeed())
+	})
+	t.Run("a name taken by someone else's variant", func(t *testing.T) {
+		g := NewWithT(t)
+		theirs := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "taken-cluster-01-foo", Namespace: f.ns}, Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+			Downstream: &configv1alpha1.Downstream{Repo: "cluster-03", Package: "mine"},
+		}}
+		g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+			Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}, {Name: "cluster-02"}}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.ReadyCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.UnexpectedErrorReason))
+			g.Expect(c.Message).To(ContainSubstring("creating PackageVariant taken-cluster-01-foo: PackageVariant taken-cluster-01-foo exists and is not owned by this set"))
+			_, pairs := variants(g, pvs)
+			g.Expect(pairs).To(Equal([]string{"cluster-02/foo"}))
+		}, timeout, interval).Should(Succeed())
+		// Theirs is untouched.
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
+		g.Expect(got.Spec.Downstream.Package).To(Equal("mine"))
+		g.Expect(metav1.GetControllerOf(got)).To(BeNil())
+	})
+}
+
+// objectSelector over ConfigMaps: the kind is watched once the set selects
+// it, so a new labelled object adds a variant and a relabelled one
+// removes its variant, without touching the set.
+func TestObjectSelectorWatch(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	f := newFleet(t)
+	mk := func(name, cluster string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{"tenant": "true"}, Annotations: map[string]string{"cluster": cluster}}}
+		g.Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+	}
+	mk("alpha", "cluster-01")
+	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "tenants", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "platform-catalog", Package: "base-ns", Revision: "1"},
+		Targets: []configv1alpha2.Target{{
+			ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "ConfigMap", LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "true"}}},
+			Template: &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{
+				RepoExpr:    ptr("target.annotations['cluster']"),
+				PackageExpr: ptr("'ns-' + target.name"),
+			}},
+		}},
+	}}
+	g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, pairs := variants(g, pvs)
+		g.Expect(pairs).To(Equal([]string{"cluster-01/ns-alpha"}))
+	}, timeout, interval).Should(Succeed())
+	mk("beta", "cluster-02")
+	g.Eventually(func(g Gomega) {
+		_, pairs := variants(g, pvs)
+		g.Expect(pairs).To(Equal([]string{"cluster-01/ns-alpha", "cluster-02/ns-beta"}))
+	}, timeout, interval).Should(Succeed())
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "alpha"}, cm)).To(Succeed())
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Labels["tenant"] = "false"
+	g.Expect(k8sClient.Patch(ctx, cm, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, pairs := variants(g, pvs)
+		g.Expect(pairs).To(Equal([]string{"cluster-02/ns-beta"}))
+	}, timeout, interval).Should(Succeed())
+}
+
+// Deleting a set deletes its variants (no garbage collector runs here),
+// each applying its deletion policy, and the set goes once they are gone.
+func TestDeletion(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	f := newFleet(t)
+	pvs := f.applySet(t, "namespaces.yaml", "tenants")
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha2.PackageVariantSet{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+		g.Expect(got.Status.Summary).NotTo(BeNil())
+		g.Expect(got.Status.Summary.Ready).To(Equal(3))
+	}, 2*timeout, interval).Should(Succeed())
+	bare := filepath.Join(f.root, "cluster-01.git")
+	g.Expect(strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/"))).To(HaveLen(3))
+	g.Expect(k8sClient.Delete(ctx, pvs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), &configv1alpha2.PackageVariantSet{}))).To(BeTrue())
+		list := &configv1alpha1.PackageVariantList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+	// The variants' deletion policy (delete) removed their drafts.
+	g.Expect(strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/"))).To(BeEmpty())
+}
+
+func ptr(s string) *string { return &s }
+

@@ -1,0 +1,129 @@
+package packagevariantset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	"github.com/scion-dev/scion/internal/variantset"
+)
+
+// clusterSource is the variantset.Source of the cluster, read from the
+// manager's cache. Objects of selected kinds are cached as metadata only:
+// templates see no more, and a fleet's objects cost little memory.
+type clusterSource struct {
+	client  client.Client
+	watches *kindWatches
+}
+
+// Repository implements variantset.Source.
+func (s *clusterSource) Repository(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	repo := &configv1alpha1.Repository{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}, ObjectMeta: repo.ObjectMeta}, nil
+}
+
+// List implements variantset.Source.
+func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]metav1.PartialObjectMetadata, error) {
+	if gvk == variantset.RepositoryGVK {
+		list := &configv1alpha1.RepositoryList{}
+		if err := s.client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, err
+		}
+		out := make([]metav1.PartialObjectMetadata, 0, len(list.Items))
+		for _, r := range list.Items {
+			out = append(out, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, ObjectMeta: r.ObjectMeta})
+		}
+		return sortByName(out), nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := s.client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, err
+	}
+	// The kind exists: watch it, so its objects' changes reach the sets
+	// selecting it.
+	if err := s.watches.ensure(gvk); err != nil {
+		return nil, fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	return sortByName(list.Items), nil
+}
+
+// sortByName orders a cache list (which comes in map order): expansions
+// must be stable.
+func sortByName(objs []metav1.PartialObjectMetadata) []metav1.PartialObjectMetadata {
+	slices.SortFunc(objs, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
+	return objs
+}
+
+// kindWatches registers, once per kind, a metadata watch on the kinds
+// objectSelectors select, mapping each event to the sets selecting that
+// kind (through KindIndex).
+type kindWatches struct {
+	ctrl   controller.Controller
+	cache  cache.Cache
+	client client.Client
+
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+}
+
+func (w *kindWatches) ensure(gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[gvk] {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.ctrl.Watch(source.Kind(w.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return setsFor(ctx, w.client, o.GetNamespace(), KindIndex, kindKey(gvk))
+	}))); err != nil {
+		return err
+	}
+	if w.watched == nil {
+		w.watched = map[schema.GroupVersionKind]bool{}
+	}
+	w.watched[gvk] = true
+	return nil
+}
+
+// setsFor lists the sets of namespace whose index holds one of values.
+func setsFor(ctx context.Context, c client.Client, namespace, index string, values ...string) []reconcile.Request {
+	var out []reconcile.Request
+	seen := map[string]bool{}
+	for _, v := range values {
+		list := &configv1alpha2.PackageVariantSetList{}
+		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{index: v}); err != nil {
+			continue
+		}
+		for _, s := range list.Items {
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+			}
+		}
+	}
+	return out
+}
