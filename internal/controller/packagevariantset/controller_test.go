@@ -473,4 +473,3 @@ func TestDeletion(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
-
