@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,12 +18,23 @@ import (
 // for a pull request need not repeat it.
 type StaticSource struct {
 	Objects []*unstructured.Unstructured
+
+	once  sync.Once
+	repos map[string][]*unstructured.Unstructured
 }
 
 // Repository implements Source.
 func (s *StaticSource) Repository(_ context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
-	for _, o := range s.Objects {
-		if o.GroupVersionKind().GroupKind() == RepositoryGVK.GroupKind() && o.GetName() == name && inNamespace(o, namespace) {
+	s.once.Do(func() {
+		s.repos = map[string][]*unstructured.Unstructured{}
+		for _, o := range s.Objects {
+			if o.GroupVersionKind().GroupKind() == RepositoryGVK.GroupKind() {
+				s.repos[o.GetName()] = append(s.repos[o.GetName()], o)
+			}
+		}
+	})
+	for _, o := range s.repos[name] {
+		if inNamespace(o, namespace) {
 			return partial(o), nil
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -48,6 +50,13 @@ const (
 	// them.
 	OwnerIndex = "metadata.ownerReferences.packageVariantSet"
 )
+
+// writeConcurrency bounds the PackageVariant writes one reconcile has in
+// flight.
+const writeConcurrency = 16
+
+// maxErrors bounds the write errors one status message lists.
+const maxErrors = 20
 
 // noKindRetry is how often a set selecting a kind the cluster does not
 // serve looks again.
@@ -361,32 +370,57 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	}
 	sum := &configv1alpha2.Summary{Desired: len(desired)}
 	s.summary = sum
-	var errs []error
 	owner := metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))
+	// The writes go out writeConcurrency at a time: a set of a thousand
+	// variants is not a thousand round trips in a row.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, writeConcurrency)
+	)
+	write := func(count *int, f func() error) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := f()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if count != nil {
+				*count++
+			}
+		}()
+	}
 	for _, want := range desired {
 		cur, ok := existing[want.Name]
 		delete(existing, want.Name)
 		if !ok {
-			want.OwnerReferences = []metav1.OwnerReference{*owner}
-			err := r.Create(ctx, want)
-			if apierrors.IsAlreadyExists(err) {
-				if r.ownedLive(ctx, pvs, want) {
-					// Created by an earlier reconcile, not in the cache yet.
-					continue
+			write(&sum.Created, func() error {
+				want.OwnerReferences = []metav1.OwnerReference{*owner}
+				err := r.Create(ctx, want)
+				if apierrors.IsAlreadyExists(err) {
+					if r.ownedLive(ctx, pvs, want) {
+						// Created by an earlier reconcile, not cached yet.
+						return nil
+					}
+					err = fmt.Errorf("PackageVariant %s exists and is not owned by this set", want.Name)
 				}
-				err = fmt.Errorf("PackageVariant %s exists and is not owned by this set", want.Name)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("creating PackageVariant %s: %w", want.Name, err))
-				continue
-			}
-			sum.Created++
+				if err != nil {
+					return fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
+				}
+				return nil
+			})
 			continue
 		}
 		if !cur.DeletionTimestamp.IsZero() {
-			// Being deleted (it was undesired a moment ago): create it again
-			// once it is gone.
+			// Undesired a moment ago and being deleted: it is created
+			// again once it is gone (its deletion enqueues the set).
+			mu.Lock()
 			errs = append(errs, fmt.Errorf("PackageVariant %s is being deleted; it will be created again when it is gone", cur.Name))
+			mu.Unlock()
 			continue
 		}
 		if isReady(cur) {
@@ -395,30 +429,37 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) {
 			continue
 		}
-		patch := client.MergeFrom(cur.DeepCopy())
-		cur.Spec = want.Spec
-		if cur.Labels == nil {
-			cur.Labels = map[string]string{}
-		}
-		cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
-		if err := r.Patch(ctx, cur, patch); err != nil {
-			errs = append(errs, fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err))
-			continue
-		}
-		sum.Updated++
+		write(&sum.Updated, func() error {
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec = want.Spec
+			if cur.Labels == nil {
+				cur.Labels = map[string]string{}
+			}
+			cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
+			if err := r.Patch(ctx, cur, patch); err != nil {
+				return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
+			}
+			return nil
+		})
 	}
 	for _, pv := range existing {
 		if !pv.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err))
-			continue
-		}
-		sum.Deleted++
+		write(&sum.Deleted, func() error {
+			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err)
+			}
+			return nil
+		})
 	}
+	wg.Wait()
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	if sum.Created+sum.Updated+sum.Deleted > 0 {
 		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, sum.Created, sum.Updated, sum.Deleted)
+	}
+	if len(errs) > maxErrors {
+		errs = append(errs[:maxErrors], fmt.Errorf("and %d more errors", len(errs)-maxErrors))
 	}
 	if len(errs) > 0 {
 		err := errors.Join(errs...)

@@ -9,7 +9,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
@@ -20,6 +22,9 @@ import (
 // stops everything. wrap, when set, wraps the manager's HTTP transport
 // (to count its requests, say). It returns the exit code for os.Exit.
 func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
+	// The manager's logs are noise in test output; failures say what
+	// went wrong through the objects' status.
+	ctrl.SetLogger(logr.Discard())
 	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
