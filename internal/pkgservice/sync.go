@@ -100,16 +100,21 @@ func (r SyncResult) Changed() bool { return r.Created+r.Updated+r.Deleted > 0 }
 // written to git (no status.commit) are never deleted.
 func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository) (SyncResult, error) {
 	logger := log.FromContext(ctx)
+	// Objects first, git second: what is written then comes from a git
+	// state at least as new as the object it patches (whose
+	// resourceVersion the patch is conditional on). The other order would
+	// let a revision someone moved in git and showed meanwhile be shown
+	// back in its old lifecycle, undoing their move.
+	existing := &porchv1alpha1.PackageRevisionList{}
+	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace),
+		client.MatchingLabels{porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name)}); err != nil {
+		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
+	}
 	start := time.Now()
 	revs, err := repo.List(ctx)
 	metrics.ObserveGit("list", start, &err)
 	if err != nil {
 		return SyncResult{}, err
-	}
-	existing := &porchv1alpha1.PackageRevisionList{}
-	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace),
-		client.MatchingLabels{porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name)}); err != nil {
-		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
 	}
 	// Objects are matched to revisions by identity (package and
 	// workspace), not by name: a PackageRevision created by a user may

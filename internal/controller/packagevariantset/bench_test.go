@@ -29,7 +29,7 @@ func BenchmarkPackageVariantSet1000(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := env.Namespace(b, "pvs-scale")
-		root := b.TempDir()
+		root := gitRoot(b)
 		catalog := gitserver.InitBare(b, root, "catalog.git")
 		publish(b, catalog, "app", "v1")
 		mustCreate(b, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})

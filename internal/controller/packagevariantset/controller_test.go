@@ -64,7 +64,7 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	f := &fleet{ns: env.Namespace(t, "pvs"), root: t.TempDir()}
+	f := &fleet{ns: env.Namespace(t, "pvs"), root: gitRoot(t)}
 	up := gitserver.InitBare(t, f.root, "example-repo.git")
 	publish(t, up, "foo", "v1")
 	f.addRepository(t, "example-repo", up, false, nil)
@@ -80,6 +80,22 @@ func newFleet(t *testing.T) *fleet {
 		f.addRepository(t, name, gitserver.InitBare(t, f.root, name+".git"), true, l)
 	}
 	return f
+}
+
+// gitRoot is a folder for the test's bare repositories. The variants'
+// controller may still be writing drafts into them when a test ends, so
+// its removal is retried rather than failing the test.
+func gitRoot(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "pvs-git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 func (f *fleet) addRepository(t *testing.T, name, bare string, deployment bool, labels map[string]string) {

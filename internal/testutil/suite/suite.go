@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
@@ -22,9 +23,12 @@ import (
 // stops everything. wrap, when set, wraps the manager's HTTP transport
 // (to count its requests, say). It returns the exit code for os.Exit.
 func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
-	// The manager's logs are noise in test output; failures say what
-	// went wrong through the objects' status.
+	// The manager's logs are noise in test output (failures say what went
+	// wrong through the objects' status); SCION_TEST_LOGS=1 shows them.
 	ctrl.SetLogger(logr.Discard())
+	if os.Getenv("SCION_TEST_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	}
 	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
