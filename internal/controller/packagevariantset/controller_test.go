@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -389,6 +390,29 @@ func TestErrors(t *testing.T) {
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(configv1alpha2.NoMatchingTargetsReason))
 			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].objectSelector: listing Team.v1.krm-platform.bigco.com: no matches for kind \"Team\" in version \"krm-platform.bigco.com/v1\""))
+		}, timeout, interval).Should(Succeed())
+	})
+	t.Run("a selector matching nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "mars", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+			Targets: []configv1alpha2.Target{{RepositorySelector: &configv1alpha2.RepositorySelector{
+				LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "mars"}}}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.ReadyCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(Equal("0 PackageVariants, 0 ready"))
+			events := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, events, client.InNamespace(f.ns))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Regarding.Name == "mars" && e.Reason == "NoTargets" && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement("spec.targets[0].repositorySelector selects no Repository"))
 		}, timeout, interval).Should(Succeed())
 	})
 	t.Run("a name taken by someone else's variant", func(t *testing.T) {
