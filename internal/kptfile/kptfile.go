@@ -5,6 +5,7 @@ package kptfile
 import (
 	"fmt"
 	"reflect"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -13,8 +14,39 @@ import (
 	"github.com/scion-dev/scion/internal/merge3"
 )
 
+// parsed caches decoded Kptfiles by content: a reconcile reads and edits
+// the same Kptfile several times, and decoding YAML is what costs.
+var parsed = struct {
+	sync.Mutex
+	m map[string]*kptfilev1.KptFile
+}{m: map[string]*kptfilev1.KptFile{}}
+
+// maxParsed bounds the cache; it starts over when full.
+const maxParsed = 1024
+
 // Parse decodes a Kptfile. Unknown fields are ignored (they survive Edit).
+// The result is the caller's to change.
 func Parse(data []byte) (*kptfilev1.KptFile, error) {
+	parsed.Lock()
+	kf, ok := parsed.m[string(data)]
+	parsed.Unlock()
+	if ok {
+		return kf.DeepCopy(), nil
+	}
+	kf, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if len(parsed.m) >= maxParsed {
+		parsed.m = map[string]*kptfilev1.KptFile{}
+	}
+	parsed.m[string(data)] = kf
+	parsed.Unlock()
+	return kf.DeepCopy(), nil
+}
+
+func decode(data []byte) (*kptfilev1.KptFile, error) {
 	kf := &kptfilev1.KptFile{}
 	if err := sigsyaml.Unmarshal(data, kf); err != nil {
 		return nil, fmt.Errorf("parsing Kptfile: %w", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
@@ -74,6 +75,9 @@ type Repository struct {
 	// refs mirrors the local refs in memory: reloaded after every fetch
 	// and updated with every push, so reads never walk the ref files.
 	refs map[plumbing.ReferenceName]plumbing.Hash
+	// fetchedAt is when the last successful fetch started: the refs are
+	// at least that fresh.
+	fetchedAt time.Time
 }
 
 // Open opens (or creates) the local cache of a remote repository and
@@ -188,7 +192,21 @@ func (r *Repository) Fetch(ctx context.Context) error {
 	return r.fetchLocked(ctx)
 }
 
+// FetchIfOlder fetches unless the refs are fresher than maxAge (fetched,
+// by any user of this Repository, less than maxAge ago). Reconciles that
+// read the same repository in a burst share one fetch instead of making
+// one each.
+func (r *Repository) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.fetchedAt.IsZero() && time.Since(r.fetchedAt) < maxAge {
+		return nil
+	}
+	return r.fetchLocked(ctx)
+}
+
 func (r *Repository) fetchLocked(ctx context.Context) error {
+	started := time.Now()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
@@ -207,7 +225,11 @@ func (r *Repository) fetchLocked(ctx context.Context) error {
 	default:
 		return r.remoteError("fetching", err)
 	}
-	return r.loadRefsLocked()
+	if err := r.loadRefsLocked(); err != nil {
+		return err
+	}
+	r.fetchedAt = started
+	return nil
 }
 
 // loadRefsLocked reads the local refs into memory.

@@ -47,6 +47,14 @@ const (
 	RepositoryNotReadyReason = "RepositoryNotReady"
 )
 
+// fetchMaxAge is how stale the upstream repository's refs may be when a
+// reconcile reads them: variants reconciled in a burst share one fetch of
+// their upstream instead of making one each. A revision not found is
+// always looked for in the remote. (The downstream is always fetched
+// before a draft is created: a draft someone wrote a moment ago must be
+// found, to be adopted or to keep one draft per variant.)
+const fetchMaxAge = time.Second
+
 // Options configure the Reconciler.
 type Options struct {
 	Workers int
@@ -204,10 +212,17 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return r.waiting(s, RepositoryNotReadyReason, err)
 	}
-	if err := upStore.Fetch(ctx); err != nil {
+	if err := upStore.FetchIfOlder(ctx, fetchMaxAge); err != nil {
 		return ctrl.Result{}, err
 	}
 	upRev, err := r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
+	if errors.Is(err, store.ErrNotFound) {
+		// Perhaps published since the last fetch: look in the remote.
+		if err := upStore.Fetch(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		upRev, err = r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: UpstreamNotFoundReason, Message: err.Error()}
 		return ctrl.Result{}, nil // a PackageRevision event brings us back

@@ -25,9 +25,10 @@ import (
 func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
 	// The manager's logs are noise in test output (failures say what went
 	// wrong through the objects' status); SCION_TEST_LOGS=1 shows them.
-	ctrl.SetLogger(logr.Discard())
 	if os.Getenv("SCION_TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
 	}
 	env, err := testenv.Start()
 	if err != nil {
