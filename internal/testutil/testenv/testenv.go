@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/internal/scheme"
 )
 
@@ -37,7 +38,7 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
 // bin/k8s of this module (built by `make control-plane`), and installs the
-// CRDs of config/crd/bases.
+// CRDs (config/crd).
 func Start() (*Env, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -53,10 +54,13 @@ func Start() (*Env, error) {
 		}
 	}
 	s := scheme.New()
+	crds, err := crd.Definitions()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+		CRDs:                  crds,
 		Scheme:                s,
 	}
 	cfg, err := env.Start()

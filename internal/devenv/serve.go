@@ -1,0 +1,178 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/scion-dev/scion/config/crd"
+	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/scheme"
+)
+
+// Serve runs the environment until ctx ends: the supervisor behind Up.
+// Each step is written to the progress file; a failing step stops
+// everything started so far and names its log.
+func Serve(ctx context.Context, o Options) (retErr error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.path(pidFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(o.path(pidFile))
+	progress, err := os.Create(o.path(progressFile))
+	if err != nil {
+		return err
+	}
+	defer progress.Close()
+	var mu sync.Mutex
+	report := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(progress, line)
+	}
+	step := ""
+	begin := func(what string) { step = what; report(stepPrefix + what) }
+	fail := func(logName string, err error) error {
+		report(fmt.Sprintf("%s%s: %v (log: %s)", failedPrefix, step, err, o.path(logName)))
+		return fmt.Errorf("%s: %w", step, err)
+	}
+
+	logs := map[string]*os.File{}
+	openLog := func(name string) (*os.File, error) {
+		f, err := os.Create(o.path(name))
+		if err == nil {
+			logs[name] = f
+		}
+		return f, err
+	}
+	defer func() {
+		for _, f := range logs {
+			f.Close()
+		}
+	}()
+
+	begin("starting etcd and kube-apiserver")
+	etcdLog, err := openLog("etcd.log")
+	if err != nil {
+		return fail("etcd.log", err)
+	}
+	apiLog, err := openLog("kube-apiserver.log")
+	if err != nil {
+		return fail("kube-apiserver.log", err)
+	}
+	crds, err := crd.Definitions()
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    o.Assets,
+		CRDs:                     crds,
+		Scheme:                   scheme.New(),
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{DataDir: o.path("etcd"), Out: etcdLog, Err: etcdLog},
+			APIServer: &envtest.APIServer{Out: apiLog, Err: apiLog},
+		},
+	}
+	if _, err := env.Start(); err != nil {
+		return fail("kube-apiserver.log", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+
+	begin("writing the kubeconfig")
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "scion-dev", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	if err := os.WriteFile(o.Kubeconfig(), kc, 0o600); err != nil {
+		return fail(serveLog, err)
+	}
+
+	begin("starting kube-controller-manager (garbage collector, namespaces)")
+	kcmLog, err := openLog("kube-controller-manager.log")
+	if err != nil {
+		return fail("kube-controller-manager.log", err)
+	}
+	kcm := exec.Command(o.Assets+"/kube-controller-manager",
+		"--kubeconfig="+o.Kubeconfig(),
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+	)
+	kcm.Stdout, kcm.Stderr = kcmLog, kcmLog
+	if err := kcm.Start(); err != nil {
+		return fail("kube-controller-manager.log", err)
+	}
+	kcmDone := make(chan error, 1)
+	go func() { kcmDone <- kcm.Wait() }()
+	defer func() {
+		_ = kcm.Process.Signal(os.Interrupt)
+		select {
+		case <-kcmDone:
+		case <-time.After(10 * time.Second):
+			_ = kcm.Process.Kill()
+		}
+	}()
+
+	begin("starting the Scion controller")
+	ctrlLog, err := openLog("controller.log")
+	if err != nil {
+		return fail("controller.log", err)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
+	mgr, err := manager.New(rest.CopyConfig(user.Config()), manager.Options{
+		MetricsAddr: "0", ProbeAddr: "0", CacheDir: o.path("cache"),
+		RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, PackageVariantSetWorkers: 2,
+		SyncPeriod: time.Minute, TagPollPeriod: 10 * time.Second,
+	})
+	if err != nil {
+		return fail("controller.log", err)
+	}
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stopMgr()
+		<-mgrDone
+	}()
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	synced := mgr.GetCache().WaitForCacheSync(syncCtx)
+	cancel()
+	if !synced {
+		return fail("controller.log", errors.New("the controller's caches did not sync"))
+	}
+	report(readyLine)
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-kcmDone:
+		report(fmt.Sprintf("%skube-controller-manager exited: %v (log: %s)", failedPrefix, err, o.path("kube-controller-manager.log")))
+		return fmt.Errorf("kube-controller-manager exited: %w", err)
+	case err := <-mgrDone:
+		mgrDone <- err
+		report(fmt.Sprintf("%sthe Scion controller exited: %v (log: %s)", failedPrefix, err, o.path("controller.log")))
+		return fmt.Errorf("the Scion controller exited: %w", err)
+	}
+}
