@@ -26,6 +26,6 @@ func NewRootCommand(streams Streams) *cobra.Command {
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams))
+	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams), NewCmdTree(streams))
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -183,6 +184,12 @@ type ShowOptions struct {
 	Handled bool
 	// Ready replaces the Ready condition derived from git.
 	Ready *porchv1alpha1.Condition
+	// GitConditions are condition types whose value in git (the Kptfile)
+	// the caller owns and just wrote: for drafts they are shown from git,
+	// where the object's other conditions are kept (people and controllers
+	// set those on the object, and the PackageRevision controller writes
+	// them to git).
+	GitConditions []string
 	// Owner, when set, is made the controller owner of the object, and
 	// OwnerLabels are set. When the object does not have this owner yet
 	// (it is created, or the sync created it first), InitialLabels and
@@ -230,7 +237,7 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			}
 		}
 	}
-	return s.apply(ctx, want, cur, o.Handled)
+	return s.apply(ctx, want, cur, o.Handled, o.GitConditions)
 }
 
 // Desired is the PackageRevision that shows a git revision.
@@ -299,7 +306,7 @@ func repositoryOwner(r *configv1alpha1.Repository) metav1.OwnerReference {
 
 // apply creates or updates one PackageRevision to show want. It reports
 // whether it wrote anything.
-func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision, handled bool) (bool, error) {
+func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
 	if cur == nil {
 		obj := want.DeepCopy()
 		obj.Status = porchv1alpha1.PackageRevisionStatus{}
@@ -376,7 +383,7 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
 		// Conditions of drafts are also set by other actors on the
 		// object: the PackageRevision controller writes them to git.
-		st.Conditions = mergeReady(cur.Status.Conditions, want.Status.Conditions)
+		st.Conditions = mergeConditions(cur.Status.Conditions, want.Status.Conditions, append([]string{configv1alpha1.ReadyCondition}, gitConditions...))
 	}
 	if apiequality.Semantic.DeepEqual(st, cur.Status) {
 		return wrote, nil
@@ -388,25 +395,20 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	return true, nil
 }
 
-// mergeReady keeps the conditions an object has and sets its Ready
-// condition from want.
-func mergeReady(cur, want []porchv1alpha1.Condition) []porchv1alpha1.Condition {
-	var ready porchv1alpha1.Condition
-	for _, c := range want {
-		if c.Type == configv1alpha1.ReadyCondition {
-			ready = c
-		}
-	}
-	out := make([]porchv1alpha1.Condition, 0, len(cur)+1)
-	found := false
+// mergeConditions keeps the conditions an object has and sets those of
+// the given types from want (removing them when want has none).
+func mergeConditions(cur, want []porchv1alpha1.Condition, types []string) []porchv1alpha1.Condition {
+	fromWant := func(t string) bool { return slices.Contains(types, t) }
+	out := make([]porchv1alpha1.Condition, 0, len(cur)+len(types))
 	for _, c := range cur {
-		if c.Type == configv1alpha1.ReadyCondition {
-			c, found = ready, true
+		if !fromWant(c.Type) {
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
-	if !found {
-		out = append(out, ready)
+	for _, c := range want {
+		if fromWant(c.Type) {
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -311,7 +311,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	opts := pkgservice.ShowOptions{Handled: true}
+	opts := pkgservice.ShowOptions{Handled: true, GitConditions: []string{configv1alpha1.PackageVariantReadinessGate}}
 	if target.Lifecycle == porchv1alpha1.LifecycleDraft {
 		opts.Owner = ptr.To(*metav1.NewControllerRef(pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
 		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}

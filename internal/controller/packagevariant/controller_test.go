@@ -140,6 +140,11 @@ func TestPackageVariant(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(pr, got)).To(BeTrue())
 		g.Expect(pr.Labels).To(HaveKeyWithValue("team", "a"), "spec.labels at creation")
 		g.Expect(pr.Labels).To(HaveKeyWithValue(configv1alpha1.PackageVariantLabel, "tenant.a"))
+		// The variant's readiness gate is on the object, and met: approval
+		// automation may act.
+		g.Expect(pr.Spec.ReadinessGates).To(ContainElement(kptfilev1.ReadinessGate{ConditionType: configv1alpha1.PackageVariantReadinessGate}))
+		g.Expect(pr.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", configv1alpha1.PackageVariantReadinessGate), HaveField("Status", porchv1alpha1.ConditionStatus("True")))))
 	}, timeout, interval).Should(Succeed())
 
 	// A change of the variant that does not change the package writes nothing.

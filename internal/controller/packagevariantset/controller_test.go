@@ -24,6 +24,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 const (
@@ -207,6 +208,34 @@ func TestSpecExamples(t *testing.T) {
 			g.Expect(c.Reason).To(Equal(configv1alpha2.ReconciledReason))
 			g.Expect(c.Message).To(Equal("9 PackageVariants, 9 ready"))
 		}, 2*timeout, interval).Should(Succeed())
+		// scion tree shows the set, its variants and their drafts.
+		var n *tree.Node
+		g.Eventually(func(g Gomega) {
+			var err error
+			n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "selector")
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, pv := range n.Children {
+				g.Expect(pv.Children).To(HaveLen(1), pv.Name)
+				g.Expect(pv.Children[0].Gates).To(HaveLen(1))
+				g.Expect(pv.Children[0].Gates[0].Status).To(Equal("True"), "the drafts' projections catch up")
+			}
+		}, timeout, interval).Should(Succeed())
+		g.Expect(n.Summary).To(Equal("9/9 ready"))
+		g.Expect(n.Children).To(HaveLen(9))
+		for _, pv := range n.Children {
+			g.Expect(pv.Ready).To(Equal("True"), pv.Name)
+			g.Expect(pv.Children).To(HaveLen(1), pv.Name)
+			g.Expect(pv.Children[0].Lifecycle).To(Equal("Draft"))
+			g.Expect(pv.Children[0].Gates).To(Equal([]tree.Gate{{ConditionType: configv1alpha1.PackageVariantReadinessGate, Status: "True"}}))
+		}
+		var out strings.Builder
+		g.Expect(tree.Print(&out, n, false)).To(Succeed())
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		g.Expect(lines).To(HaveLen(1 + 9*2))
+		g.Expect(lines[0]).To(Equal("PackageVariantSet/selector  Ready=True  9/9 ready"))
+		g.Expect(lines[1]).To(Equal("├─PackageVariant/selector-cluster-01-foo  Ready=True"))
+		g.Expect(lines[2]).To(Equal("│ └─PackageRevision/cluster-01.foo.packagevariant-1  Draft  Ready=True  gate config.porch.kpt.dev/packagevariant=True"))
+		g.Expect(lines[18]).To(Equal("  └─PackageRevision/cluster-04.foo-c.packagevariant-1  Draft  Ready=True  gate config.porch.kpt.dev/packagevariant=True"))
 		drafts := gitserver.Git(t, filepath.Join(f.root, "cluster-04.git"), "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/")
 		for _, p := range []string{"foo", "foo-a", "foo-b", "foo-c"} {
 			g.Expect(drafts).To(ContainSubstring("drafts/"+p+"/"), drafts)

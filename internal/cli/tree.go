@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/scion-dev/scion/internal/tree"
+)
+
+// NewCmdTree returns `scion tree KIND/NAME`.
+func NewCmdTree(streams Streams) *cobra.Command {
+	kube := &KubeFlags{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "tree KIND/NAME",
+		Short: "Show a PackageVariantSet or PackageVariant with what it made",
+		Long: `Show the hierarchy a PackageVariantSet (pvs) or PackageVariant (pv)
+made: the set, its PackageVariants and their PackageRevisions, with
+lifecycle, Ready and readiness-gate status, one line each; in colour on a
+terminal. -o json prints the same tree for scripts.`,
+		Example: `  scion tree pvs/regional-app
+  scion tree packagevariant/policy-cluster-01 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, ok := strings.Cut(args[0], "/")
+			if !ok || name == "" {
+				return fmt.Errorf("want KIND/NAME, such as pvs/regional-app, not %q", args[0])
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output must be text or json, not %q", output)
+			}
+			c, ns, _, err := kube.Client()
+			if err != nil {
+				return err
+			}
+			n, err := tree.Build(cmdContext(cmd), c, ns, kind, name)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return tree.PrintJSON(streams.Out, n)
+			}
+			color := false
+			if f, ok := streams.Out.(*os.File); ok {
+				color = term.IsTerminal(int(f.Fd()))
+			}
+			return tree.Print(streams.Out, n, color)
+		},
+	}
+	kube.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}

@@ -1,0 +1,220 @@
+// Package tree shows what a PackageVariantSet or PackageVariant made: the
+// set, its PackageVariants and their PackageRevisions, with lifecycle,
+// readiness and readiness gates, one line each (as clusterctl describe
+// does for clusters).
+package tree
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+)
+
+// Node is one object of the tree.
+type Node struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Ready is the status of the Ready condition (True, False, Unknown),
+	// with its reason and message when not True.
+	Ready   string `json:"ready"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Lifecycle of a PackageRevision.
+	Lifecycle string `json:"lifecycle,omitempty"`
+	// Gates of a PackageRevision: condition type to status.
+	Gates []Gate `json:"gates,omitempty"`
+	// Summary of a PackageVariantSet ("3/3 ready").
+	Summary  string  `json:"summary,omitempty"`
+	Children []*Node `json:"children,omitempty"`
+}
+
+// Gate is a readiness gate and whether its condition is True.
+type Gate struct {
+	ConditionType string `json:"conditionType"`
+	Status        string `json:"status"`
+}
+
+// Build reads the tree of kind/name (packagevariantset or packagevariant,
+// also pvs and pv) in namespace.
+func Build(ctx context.Context, c client.Client, namespace, kind, name string) (*Node, error) {
+	switch strings.ToLower(kind) {
+	case "packagevariantset", "packagevariantsets", "pvs":
+		return buildSet(ctx, c, namespace, name)
+	case "packagevariant", "packagevariants", "pv":
+		pv := &configv1alpha1.PackageVariant{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pv); err != nil {
+			return nil, fmt.Errorf("PackageVariant %s/%s: %w", namespace, name, err)
+		}
+		return variantNode(ctx, c, pv)
+	default:
+		return nil, fmt.Errorf("unknown kind %q: want packagevariantset (pvs) or packagevariant (pv)", kind)
+	}
+}
+
+func buildSet(ctx context.Context, c client.Client, namespace, name string) (*Node, error) {
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pvs); err != nil {
+		return nil, fmt.Errorf("PackageVariantSet %s/%s: %w", namespace, name, err)
+	}
+	n := &Node{Kind: "PackageVariantSet", Name: pvs.Name}
+	setReady(n, pvs.Status.Conditions, pvs.Generation, pvs.Status.ObservedGeneration)
+	if s := pvs.Status.Summary; s != nil {
+		n.Summary = fmt.Sprintf("%d/%d ready", s.Ready, s.Desired)
+	}
+	list := &configv1alpha1.PackageVariantList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{configv1alpha2.PackageVariantSetLabel: string(pvs.UID)}); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b configv1alpha1.PackageVariant) int { return strings.Compare(a.Name, b.Name) })
+	for i := range list.Items {
+		child, err := variantNode(ctx, c, &list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, child)
+	}
+	return n, nil
+}
+
+func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.PackageVariant) (*Node, error) {
+	n := &Node{Kind: "PackageVariant", Name: pv.Name}
+	setReady(n, pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := c.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
+	for _, pr := range list.Items {
+		if ref := metav1.GetControllerOf(&pr); ref != nil && ref.UID != pv.UID {
+			continue
+		}
+		rn := &Node{Kind: "PackageRevision", Name: pr.Name, Lifecycle: string(pr.Spec.Lifecycle), Ready: "Unknown"}
+		for _, cond := range pr.Status.Conditions {
+			if cond.Type == configv1alpha1.ReadyCondition {
+				rn.Ready = string(cond.Status)
+				if cond.Status != "True" {
+					rn.Reason, rn.Message = cond.Reason, cond.Message
+				}
+			}
+		}
+		for _, g := range pr.Spec.ReadinessGates {
+			status := "Unknown"
+			for _, cond := range pr.Status.Conditions {
+				if cond.Type == g.ConditionType {
+					status = string(cond.Status)
+				}
+			}
+			rn.Gates = append(rn.Gates, Gate{ConditionType: g.ConditionType, Status: status})
+		}
+		n.Children = append(n.Children, rn)
+	}
+	return n, nil
+}
+
+// setReady fills the node's readiness from a Ready condition that
+// describes the current generation (Unknown otherwise).
+func setReady(n *Node, conds []metav1.Condition, gen, observed int64) {
+	n.Ready = "Unknown"
+	c := meta.FindStatusCondition(conds, configv1alpha1.ReadyCondition)
+	if c == nil {
+		return
+	}
+	if observed != gen {
+		n.Reason = "Reconciling"
+		return
+	}
+	n.Ready = string(c.Status)
+	if c.Status != metav1.ConditionTrue {
+		n.Reason, n.Message = c.Reason, c.Message
+	}
+}
+
+// PrintJSON writes the tree as JSON.
+func PrintJSON(w io.Writer, n *Node) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(n)
+}
+
+const (
+	green  = "\x1b[32m"
+	red    = "\x1b[31m"
+	yellow = "\x1b[33m"
+	reset  = "\x1b[0m"
+)
+
+// Print writes the tree, one object per line; color adds ANSI colours to
+// statuses.
+func Print(w io.Writer, n *Node, color bool) error {
+	var b strings.Builder
+	var walk func(n *Node, prefix string, last, root bool)
+	walk = func(n *Node, prefix string, last, root bool) {
+		branch, next := "", ""
+		if !root {
+			branch, next = "├─", "│ "
+			if last {
+				branch, next = "└─", "  "
+			}
+		}
+		fmt.Fprintf(&b, "%s%s%s/%s  %s\n", prefix, branch, n.Kind, n.Name, describe(n, color))
+		for i, c := range n.Children {
+			walk(c, prefix+next, i == len(n.Children)-1, false)
+		}
+	}
+	walk(n, "", true, true)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describe(n *Node, color bool) string {
+	var parts []string
+	if n.Lifecycle != "" {
+		parts = append(parts, n.Lifecycle)
+	}
+	parts = append(parts, "Ready="+paint(n.Ready, color))
+	if n.Summary != "" {
+		parts = append(parts, n.Summary)
+	}
+	for _, g := range n.Gates {
+		parts = append(parts, "gate "+g.ConditionType+"="+paint(g.Status, color))
+	}
+	if n.Reason != "" {
+		why := n.Reason
+		if n.Message != "" {
+			msg := n.Message
+			if len(msg) > 120 {
+				msg = msg[:117] + "..."
+			}
+			why += ": " + msg
+		}
+		parts = append(parts, "("+why+")")
+	}
+	return strings.Join(parts, "  ")
+}
+
+func paint(status string, color bool) string {
+	if !color {
+		return status
+	}
+	switch status {
+	case "True":
+		return green + status + reset
+	case "False":
+		return red + status + reset
+	default:
+		return yellow + status + reset
+	}
+}
