@@ -229,17 +229,6 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 	}
 	return repo.WriteDraft(ctx, store.DraftWrite{
 		Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit, Contents: p,
-		Message: "Set conditions and readiness gates: " + strings.Join(changed, ", "), Trailers: keep(rev.Trailers),
+		Message: "Set conditions and readiness gates: " + strings.Join(changed, ", "),
 	})
-}
-
-// keep returns the trailers a later commit of a draft carries over.
-func keep(t store.Trailers) store.Trailers {
-	out := store.Trailers{}
-	for _, k := range []string{TrailerObject, TrailerObjectUID} {
-		if v, ok := t[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -12,7 +12,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
-	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -79,14 +78,9 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 	if err != nil {
 		return store.Revision{}, err
 	}
-	trailers := store.Trailers{}
-	for _, k := range []string{pkgservice.TrailerObject, pkgservice.TrailerObjectUID} {
-		if v, ok := rev.Trailers[k]; ok {
-			trailers[k] = v
-		}
-	}
+	// The draft's trailers (its object, its PackageVariant) carry over.
 	out, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit,
-		Contents: p, Message: "Push " + dir, Trailers: trailers})
+		Contents: p, Message: "Push " + dir})
 	if err != nil {
 		return store.Revision{}, err
 	}

@@ -259,7 +259,8 @@ type DraftWrite struct {
 	Expected string
 	// Contents are the complete files of the package.
 	Contents *pkg.Package
-	// Message is the commit subject; Trailers are added to it.
+	// Message is the commit subject; Trailers are added to it (an update
+	// also keeps the trailers of the draft's head it does not set).
 	Message  string
 	Trailers Trailers
 	// Author overrides the repository's commit author name.
@@ -304,18 +305,27 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
 	}
 	var baseTree plumbing.Hash
+	trailers := Trailers{}
 	if !base.IsZero() {
 		c, err := object.GetCommit(r.storer, base)
 		if err != nil {
 			return Revision{}, fmt.Errorf("reading commit %s: %w", short(base.String()), err)
 		}
 		baseTree = c.TreeHash
+		if w.Expected != "" {
+			// An update keeps the draft's trailers (the object and the
+			// PackageVariant it belongs to) unless the writer sets them:
+			// a person's push or a condition written into the Kptfile
+			// must not take the draft away from its owner.
+			for k, v := range parseTrailers(c.Message) {
+				trailers[k] = v
+			}
+		}
 	}
 	tree, err := r.replaceSubtree(baseTree, full, sub)
 	if err != nil {
 		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
 	}
-	trailers := Trailers{}
 	for k, v := range w.Trailers {
 		trailers[k] = v
 	}

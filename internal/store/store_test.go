@@ -468,3 +468,30 @@ func TestOpen_createBranchRace(t *testing.T) {
 	}
 	g.Expect(gitserver.Git(t, bare, "rev-list", "--count", "main")).To(Equal("1"), "one initial commit")
 }
+
+// An update of a draft keeps the trailers of its head it does not set, so
+// a person's push or a condition written into the Kptfile leaves the draft
+// with its owner; a trailer the writer sets wins.
+func TestRepository_updateKeepsTrailers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true})
+	d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1), Trailers: Trailers{"Scion-PackageVariant-UID": "uid-1", "Scion-Object": "a"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: testPackage("app", 2)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Trailers).To(HaveKeyWithValue("Scion-PackageVariant-UID", "uid-1"))
+	g.Expect(d.Trailers).To(HaveKeyWithValue("Scion-Object", "a"))
+	d, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: testPackage("app", 3), Trailers: Trailers{"Scion-PackageVariant-UID": "uid-2"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := r.Get(ctx, "app", "ws", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Trailers).To(HaveKeyWithValue("Scion-PackageVariant-UID", "uid-2"))
+	g.Expect(got.Trailers).To(HaveKeyWithValue("Scion-Object", "a"))
+	// A new draft of another workspace starts from the branch: nothing is
+	// inherited.
+	n, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "other", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Trailers).NotTo(HaveKey("Scion-PackageVariant-UID"))
+}
