@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scion-dev/scion/internal/demo"
 	"github.com/scion-dev/scion/internal/devenv"
 )
 
@@ -61,8 +64,54 @@ and the Scion controller. State (kubeconfig, logs, etcd data) is kept in
 			return devenv.Serve(ctx, *o)
 		},
 	}
-	cmd.AddCommand(up, down, serve)
+	var examples string
+	demoCmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Start the environment, load the fleet in a box and walk through Scion's main job",
+		Long: `Start the environment (as dev up), load examples/ (a blueprint catalog
+and twelve deployment repositories as local git repositories, in-cluster
+objects, a PackageVariant and three PackageVariantSets), wait until every
+variant is Ready, print the trees, diff a draft against its upstream,
+publish a new upstream revision and show the drafts updated with a
+downstream edit kept, then propose and approve a draft: refused while its
+readiness gate is unmet, accepted once the condition is set. Running it
+again works: each run publishes the next upstream revision.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			if err := devenv.Up(ctx, *o, false); err != nil {
+				return err
+			}
+			c, err := kubeClient(o.Kubeconfig())
+			if err != nil {
+				return err
+			}
+			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out}
+			if err := d.Run(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.Out, `
+Explore:
+  export KUBECONFIG=%s
+  kubectl get packagevariantsets,packagevariants
+  kubectl get packagerevisions
+  scion tree pvs/regional-app
+  scion rpkg get
+Stop with scion dev down (state is kept), or start over with scion dev up --fresh.
+`, o.Kubeconfig())
+			return nil
+		},
+	}
+	demoCmd.Flags().StringVar(&examples, "examples", filepath.Join(root, "examples"), "the examples folder")
+	cmd.AddCommand(up, down, serve, demoCmd)
 	return cmd
+}
+
+// kubeClient returns a client for a kubeconfig file.
+func kubeClient(kubeconfig string) (client.Client, error) {
+	k := &KubeFlags{Kubeconfig: kubeconfig}
+	c, _, _, err := k.Client()
+	return c, err
 }
 
 // checkoutRoot is the Scion checkout the working directory is in (the

@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -199,8 +198,9 @@ func latestRevision(revs []store.Revision) int {
 	return n
 }
 
-// applyFile creates the objects of a YAML file, or updates their spec,
-// data, labels and annotations.
+// applyFile creates the objects of a YAML file that do not exist; those
+// that do are left as they are (the walk-through moves an upstream, and a
+// second run continues from there).
 func (o *Options) applyFile(ctx context.Context, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -211,27 +211,7 @@ func (o *Options) applyFile(ctx context.Context, path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, want := range objs {
-		cur := &unstructured.Unstructured{}
-		cur.SetGroupVersionKind(want.GroupVersionKind())
-		err := o.Client.Get(ctx, client.ObjectKeyFromObject(want), cur)
-		switch {
-		case apierrors.IsNotFound(err):
-			if err := o.Client.Create(ctx, want); err != nil {
-				return fmt.Errorf("%s %s: %w", want.GetKind(), want.GetName(), err)
-			}
-			continue
-		case err != nil:
-			return err
-		}
-		patch := client.MergeFrom(cur.DeepCopy())
-		for _, f := range []string{"spec", "data"} {
-			if v, ok := want.Object[f]; ok {
-				cur.Object[f] = v
-			}
-		}
-		cur.SetLabels(want.GetLabels())
-		cur.SetAnnotations(want.GetAnnotations())
-		if err := o.Client.Patch(ctx, cur, patch); err != nil {
+		if err := o.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s %s: %w", want.GetKind(), want.GetName(), err)
 		}
 	}

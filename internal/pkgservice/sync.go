@@ -203,6 +203,15 @@ type ShowOptions struct {
 // Show makes the PackageRevision cur (nil: create one) show the git
 // revision rev. It reports whether it wrote anything.
 func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision, cur *porchv1alpha1.PackageRevision, o ShowOptions) (bool, error) {
+	if cur != nil && !o.Handled && cur.Spec.Lifecycle != rev.Lifecycle {
+		// The caller's view of git may be older than the object (read
+		// before the PackageRevision controller moved the revision and
+		// showed it): look again, so a move is never shown undone. This
+		// process's refs are current, and cur was read before this.
+		if fresh, err := repo.Get(ctx, rev.Package, rev.Workspace, 0); err == nil {
+			rev = fresh
+		}
+	}
 	facts, err := s.kptfileFacts(ctx, repo, rev)
 	if err != nil {
 		return false, err

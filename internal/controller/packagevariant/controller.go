@@ -311,7 +311,14 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	opts := pkgservice.ShowOptions{Handled: true, GitConditions: []string{configv1alpha1.PackageVariantReadinessGate}}
+	// The conditions the variant sets in git (its gate and one per
+	// injection point) are shown from git. The object's spec is not the
+	// variant's to handle: a lifecycle change someone asked for (propose,
+	// approve) stays for the PackageRevision controller.
+	opts := pkgservice.ShowOptions{GitConditions: []string{configv1alpha1.PackageVariantReadinessGate}}
+	for _, pt := range out.Outcome.Injection.Points {
+		opts.GitConditions = append(opts.GitConditions, pt.ConditionType)
+	}
 	if target.Lifecycle == porchv1alpha1.LifecycleDraft {
 		opts.Owner = ptr.To(*metav1.NewControllerRef(pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
 		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}
