@@ -34,6 +34,18 @@ verify-generate: generate ## Fail when generated files are stale.
 build: ## Build bin/scion.
 	go build -o $(BIN)/scion ./cmd/scion
 
+.PHONY: demo
+demo: control-plane build ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent).
+	$(BIN)/scion dev demo
+
+.PHONY: dev-down
+dev-down: build ## Stop the local control plane (its state is kept; scion dev up --fresh starts over).
+	$(BIN)/scion dev down
+
+.PHONY: docs
+docs: ## Regenerate the CLI reference (docs/reference/cli.md) from the commands.
+	go test ./internal/cli -run TestCLIReference -update
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)

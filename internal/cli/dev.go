@@ -27,12 +27,25 @@ bin/k8s (built by hack/build-control-plane.sh when missing), Scion's CRDs,
 and the Scion controller. State (kubeconfig, logs, etcd data) is kept in
 .scion/dev of the checkout, so objects survive dev down and dev up.`,
 	}
-	root := checkoutRoot()
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.Dir, "dir", filepath.Join(root, ".scion", "dev"), "state directory")
-	pf.StringVar(&o.Assets, "assets", filepath.Join(root, "bin", "k8s"), "folder of etcd, kube-apiserver and kube-controller-manager")
-	if script := filepath.Join(root, "hack", "build-control-plane.sh"); fileExists(script) {
-		o.BuildScript = script
+	pf.StringVar(&o.Dir, "dir", "", "state directory (default .scion/dev of the checkout)")
+	pf.StringVar(&o.Assets, "assets", "", "folder of etcd, kube-apiserver and kube-controller-manager (default bin/k8s of the checkout)")
+	// Defaults come from the checkout the working directory is in.
+	var examples string
+	cmd.PersistentPreRun = func(*cobra.Command, []string) {
+		root := checkoutRoot()
+		if o.Dir == "" {
+			o.Dir = filepath.Join(root, ".scion", "dev")
+		}
+		if o.Assets == "" {
+			o.Assets = filepath.Join(root, "bin", "k8s")
+		}
+		if examples == "" {
+			examples = filepath.Join(root, "examples")
+		}
+		if script := filepath.Join(root, "hack", "build-control-plane.sh"); fileExists(script) {
+			o.BuildScript = script
+		}
 	}
 
 	var fresh bool
@@ -64,7 +77,6 @@ and the Scion controller. State (kubeconfig, logs, etcd data) is kept in
 			return devenv.Serve(ctx, *o)
 		},
 	}
-	var examples string
 	demoCmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Start the environment, load the fleet in a box and walk through Scion's main job",
@@ -102,7 +114,7 @@ Stop with scion dev down (state is kept), or start over with scion dev up --fres
 			return nil
 		},
 	}
-	demoCmd.Flags().StringVar(&examples, "examples", filepath.Join(root, "examples"), "the examples folder")
+	demoCmd.Flags().StringVar(&examples, "examples", "", "the examples folder (default examples/ of the checkout)")
 	cmd.AddCommand(up, down, serve, demoCmd)
 	return cmd
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,4 +36,28 @@ func TestVersion(t *testing.T) {
 
 	_, err = run("version", "-o", "xml")
 	g.Expect(err).To(MatchError(ContainSubstring(`--output must be empty or json, not "xml"`)))
+}
+
+// docs/reference/cli.md is the reference WriteReference generates.
+func TestCLIReference(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteReference(&b, NewRootCommand(Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", "docs", "reference", "cli.md")
+	if *updateGolden {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run make docs)", err)
+	}
+	if string(want) != b.String() {
+		t.Fatalf("%s is stale: run make docs", path)
+	}
 }
