@@ -43,8 +43,9 @@ dev-down: build ## Stop the local control plane (its state is kept; scion dev up
 	$(BIN)/scion dev down
 
 .PHONY: docs
-docs: ## Regenerate the CLI reference (docs/reference/cli.md) from the commands.
+docs: ## Regenerate docs/reference: the CLI reference and a page per CRD.
 	go test ./internal/cli -run TestCLIReference -update
+	go test ./config/crd -run TestReference -update
 
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.

@@ -53,3 +53,19 @@ func TestInstallManifests(t *testing.T) {
 	}
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1}))
 }
+
+// The examples of the reference pages are objects the API server accepts.
+func TestReferenceExamples(t *testing.T) {
+	ctx := context.Background()
+	paths, err := filepath.Glob(filepath.Join("..", "..", "docs", "reference", "examples", "*.yaml"))
+	if err != nil || len(paths) != 4 {
+		t.Fatalf("want the 4 examples, got %v (%v)", paths, err)
+	}
+	for _, p := range paths {
+		u, _ := fixture(t, p)
+		u.SetNamespace(newNamespace(t))
+		if err := k8sClient.Create(ctx, u, client.DryRunAll); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
