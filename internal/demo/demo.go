@@ -388,7 +388,7 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("    refused: %v", err)
-	o.say("==> scion rpkg condition %s --type %s --status True", pr.Name, canaryGate)
+	o.say("==> scion rpkg condition set %s %s True", pr.Name, canaryGate)
 	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary in cluster-01 passed"}); err != nil {
 		return err
 	}
