@@ -29,6 +29,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -110,7 +111,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.watches = &injectionWatches{ctrl: c, cache: mgr.GetCache(), client: mgr.GetClient()}
+	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Cache: mgr.GetCache()}, client: mgr.GetClient()}
 	return nil
 }
 
@@ -280,7 +281,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		// edits of injected objects (or new ones) bring the variant back.
 		if served, _, serr := in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
 			if werr := r.watches.ensure(pt.GVK); werr != nil {
-				return ctrl.Result{}, fmt.Errorf("watching %s: %w", pt.GVK, werr)
+				return ctrl.Result{}, werr
 			}
 		}
 	}

@@ -2,18 +2,15 @@ package packagevariant
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/kindwatch"
 )
 
 // InjectorIndex indexes PackageVariants by the names their injectors
@@ -30,35 +27,19 @@ func indexInjectors(o client.Object) []string {
 	return out
 }
 
-// injectionWatches registers, once per GroupVersionKind, a watch on the
-// kinds of the injection points the variants have met, so that editing an
-// injected object updates the drafts without touching the variants.
+// injectionWatches watches the kinds of the injection points the variants
+// have met, so that editing an injected object updates the drafts without
+// touching the variants.
 type injectionWatches struct {
-	ctrl   controller.Controller
-	cache  cache.Cache
+	kinds  *kindwatch.Watches
 	client client.Client
-
-	mu      sync.Mutex
-	watched map[schema.GroupVersionKind]bool
 }
 
 // ensure watches gvk if it is not watched yet.
 func (w *injectionWatches) ensure(gvk schema.GroupVersionKind) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.watched[gvk] {
-		return nil
-	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := w.ctrl.Watch(source.Kind(w.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(w.requestsForObject))); err != nil {
-		return err
-	}
-	if w.watched == nil {
-		w.watched = map[schema.GroupVersionKind]bool{}
-	}
-	w.watched[gvk] = true
-	return nil
+	return w.kinds.Ensure(obj, handler.EnqueueRequestsFromMapFunc(w.requestsForObject))
 }
 
 // requestsForObject maps an in-cluster object to the variants of its

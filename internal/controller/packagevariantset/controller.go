@@ -30,6 +30,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/variantset"
@@ -138,7 +139,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.source = &clusterSource{client: mgr.GetClient(), watches: &kindWatches{ctrl: c, cache: mgr.GetCache(), client: mgr.GetClient()}}
+	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Cache: mgr.GetCache()}}
 	return nil
 }
 

@@ -2,25 +2,21 @@ package packagevariantset
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/variantset"
 )
 
@@ -28,8 +24,8 @@ import (
 // manager's cache. Objects of selected kinds are cached as metadata only:
 // templates see no more, and a fleet's objects cost little memory.
 type clusterSource struct {
-	client  client.Client
-	watches *kindWatches
+	client client.Client
+	kinds  *kindwatch.Watches
 }
 
 // Repository implements variantset.Source.
@@ -64,8 +60,8 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 	}
 	// The kind exists: watch it, so its objects' changes reach the sets
 	// selecting it.
-	if err := s.watches.ensure(gvk); err != nil {
-		return nil, fmt.Errorf("watching %s: %w", gvk, err)
+	if err := s.watchKind(gvk); err != nil {
+		return nil, err
 	}
 	return sortByName(list.Items), nil
 }
@@ -77,36 +73,14 @@ func sortByName(objs []metav1.PartialObjectMetadata) []metav1.PartialObjectMetad
 	return objs
 }
 
-// kindWatches registers, once per kind, a metadata watch on the kinds
-// objectSelectors select, mapping each event to the sets selecting that
-// kind (through KindIndex).
-type kindWatches struct {
-	ctrl   controller.Controller
-	cache  cache.Cache
-	client client.Client
-
-	mu      sync.Mutex
-	watched map[schema.GroupVersionKind]bool
-}
-
-func (w *kindWatches) ensure(gvk schema.GroupVersionKind) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.watched[gvk] {
-		return nil
-	}
+// watchKind watches the metadata of gvk's objects, mapping each event to
+// the sets selecting that kind (through KindIndex).
+func (s *clusterSource) watchKind(gvk schema.GroupVersionKind) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	if err := w.ctrl.Watch(source.Kind(w.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return setsFor(ctx, w.client, o.GetNamespace(), KindIndex, kindKey(gvk))
-	}))); err != nil {
-		return err
-	}
-	if w.watched == nil {
-		w.watched = map[schema.GroupVersionKind]bool{}
-	}
-	w.watched[gvk] = true
-	return nil
+	return s.kinds.Ensure(obj, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return setsFor(ctx, s.client, o.GetNamespace(), KindIndex, kindKey(gvk))
+	}))
 }
 
 // setsFor lists the sets of namespace whose index holds one of values.
