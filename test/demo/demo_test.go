@@ -6,10 +6,12 @@ package demo_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -21,6 +23,62 @@ import (
 	"github.com/scion-dev/scion/internal/scheme"
 )
 
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildScion builds the scion binary once for the package's tests.
+func buildScion(t *testing.T, root string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scion-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "scion")
+		build := exec.Command("go", "build", "-o", binPath, "./cmd/scion")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// A step that fails is named, with its log; nothing keeps running.
+func TestDevUpFailure(t *testing.T) {
+	g := NewWithT(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	g.Expect(err).NotTo(HaveOccurred())
+	bin := buildScion(t, root)
+	assets := t.TempDir()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		g.Expect(os.WriteFile(filepath.Join(assets, b), []byte("#!/bin/sh\necho \"$0: cannot start\" >&2\nexit 1\n"), 0o755)).To(Succeed())
+	}
+	dir := filepath.Join(t.TempDir(), "dev")
+	out, err := exec.Command(bin, "dev", "up", "--dir", dir, "--assets", assets).CombinedOutput()
+	g.Expect(err).To(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(ContainSubstring("==> starting etcd and kube-apiserver"))
+	g.Expect(string(out)).To(ContainSubstring("dev up failed at starting etcd and kube-apiserver:"))
+	g.Expect(string(out)).To(MatchRegexp(`\(log: .*/dev/(etcd|kube-apiserver)\.log\)`))
+	g.Expect(filepath.Join(dir, "serve.pid")).NotTo(BeAnExistingFile(), "the supervisor is gone")
+
+	// Without binaries, outside a checkout (no build script), it says what
+	// to do.
+	cmd := exec.Command(bin, "dev", "up", "--dir", dir, "--assets", t.TempDir())
+	cmd.Dir = t.TempDir()
+	out, err = cmd.CombinedOutput()
+	t.Cleanup(func() { _ = exec.Command(bin, "dev", "down", "--dir", dir).Run() })
+	g.Expect(err).To(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(ContainSubstring("the control plane binaries are not in"))
+}
+
 func TestDevDemo(t *testing.T) {
 	g := NewWithT(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -29,11 +87,7 @@ func TestDevDemo(t *testing.T) {
 	if assets == "" {
 		assets = filepath.Join(root, "bin", "k8s")
 	}
-	bin := filepath.Join(t.TempDir(), "scion")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/scion")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	bin := buildScion(t, root)
 
 	dir := filepath.Join(t.TempDir(), "dev")
 	scion := func(args ...string) string {
