@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -83,8 +84,9 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		ControlPlane: envtest.ControlPlane{
-			Etcd:      &envtest.Etcd{DataDir: o.path("etcd"), Out: etcdLog, Err: etcdLog},
-			APIServer: &envtest.APIServer{Out: apiLog, Err: apiLog},
+			// Explicit paths: --assets wins over KUBEBUILDER_ASSETS.
+			Etcd:      &envtest.Etcd{Path: filepath.Join(o.Assets, "etcd"), DataDir: o.path("etcd"), Out: etcdLog, Err: etcdLog},
+			APIServer: &envtest.APIServer{Path: filepath.Join(o.Assets, "kube-apiserver"), Out: apiLog, Err: apiLog},
 		},
 	}
 	if _, err := env.Start(); err != nil {
@@ -114,7 +116,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	if err != nil {
 		return fail("kube-controller-manager.log", err)
 	}
-	kcm := exec.Command(o.Assets+"/kube-controller-manager",
+	kcm := exec.Command(filepath.Join(o.Assets, "kube-controller-manager"),
 		"--kubeconfig="+o.Kubeconfig(),
 		"--controllers=garbagecollector,namespace",
 		"--leader-elect=false",

@@ -14,14 +14,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/scheme"
 )
+
+func init() { ctrl.SetLogger(logr.Discard()) }
 
 var (
 	buildOnce sync.Once
