@@ -23,7 +23,7 @@ var (
 
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
 		env, k8sClient = e, e.Client
 	}))
 }
