@@ -45,7 +45,7 @@ kpt.dev/save-on-render-failure: "true") and the command exits non-zero.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
-			return o.Run(cmd.Context())
+			return o.Run(cmdContext(cmd))
 		},
 	}
 	cmd.Flags().BoolVar(&o.AllowExec, "allow-exec", false, "allow exec functions (local executables named by the package)")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -92,13 +91,9 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	}
 	objects := &variant.StaticObjects{}
 	for _, f := range o.Objects {
-		data, err := os.ReadFile(f)
+		objs, err := readObjectsFile(f)
 		if err != nil {
 			return err
-		}
-		objs, err := variant.ReadObjects(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
 		}
 		objects.Objects = append(objects.Objects, objs...)
 	}
@@ -127,10 +122,7 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	rt := builtin.NewRuntime()
 	rt.DisableExec = !o.AllowExec
 	in.Runtime = rt
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := cmdContext(cmd)
 	out, produceErr := variant.Produce(ctx, in)
 	if out.Package != nil {
 		if err := out.Package.WriteDir(o.OutDir); err != nil {

@@ -56,11 +56,7 @@ applying a set to a fleet.`,
 			if o.Output != "yaml" && o.Output != "table" {
 				return fmt.Errorf("--output must be yaml or table, not %q", o.Output)
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			return o.Run(ctx)
+			return o.Run(cmdContext(cmd))
 		},
 	}
 	f := cmd.Flags()

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -28,4 +29,13 @@ func NewRootCommand(streams Streams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams), NewCmdTree(streams))
 	return cmd
+}
+
+// cmdContext is the command's context, or a background one when the
+// command runs without (as in tests).
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }

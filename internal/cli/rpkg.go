@@ -72,11 +72,7 @@ func rpkgRun(o *RpkgOptions, fn func(ctx context.Context) error) func(*cobra.Com
 		if err := o.Complete(); err != nil {
 			return err
 		}
-		ctx := cmd.Context()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		return fn(ctx)
+		return fn(cmdContext(cmd))
 	}
 }
 

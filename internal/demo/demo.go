@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,7 +217,7 @@ func Diff(a, b *pkg.Package) string {
 	for _, n := range b.Paths() {
 		names[n] = true
 	}
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		before, _ := a.File(n)
 		after, _ := b.File(n)
 		if string(before) == string(after) {

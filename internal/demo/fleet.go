@@ -5,12 +5,10 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -231,18 +229,6 @@ func createOrUpdate(ctx context.Context, c client.Client, obj client.Object, mut
 	mutate()
 	return c.Patch(ctx, obj, patch)
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var errNotReady = errors.New("not ready")
 
 // describeMissing says which objects are not ready.
 func describeMissing(names []string) string {

@@ -51,8 +51,13 @@ func (s *StaticSource) List(_ context.Context, gvk schema.GroupVersionKind, name
 		}
 		out = append(out, *partial(o))
 	}
-	slices.SortFunc(out, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return SortByName(out), nil
+}
+
+// SortByName orders objects by name, as Source.List returns them.
+func SortByName(objs []metav1.PartialObjectMetadata) []metav1.PartialObjectMetadata {
+	slices.SortFunc(objs, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
+	return objs
 }
 
 func inNamespace(o *unstructured.Unstructured, ns string) bool {

@@ -2,8 +2,6 @@ package packagevariantset
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +49,7 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 		for _, r := range list.Items {
 			out = append(out, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, ObjectMeta: r.ObjectMeta})
 		}
-		return sortByName(out), nil
+		return variantset.SortByName(out), nil
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -63,14 +61,7 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 	if err := s.watchKind(gvk); err != nil {
 		return nil, err
 	}
-	return sortByName(list.Items), nil
-}
-
-// sortByName orders a cache list (which comes in map order): expansions
-// must be stable.
-func sortByName(objs []metav1.PartialObjectMetadata) []metav1.PartialObjectMetadata {
-	slices.SortFunc(objs, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
-	return objs
+	return variantset.SortByName(list.Items), nil
 }
 
 // watchKind watches the metadata of gvk's objects, mapping each event to
