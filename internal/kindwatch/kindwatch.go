@@ -43,3 +43,11 @@ func (w *Watches) Ensure(obj client.Object, h handler.EventHandler) error {
 	w.watched[gvk] = true
 	return nil
 }
+
+// Watched reports whether gvk is watched, so that its objects can be read
+// from the cache.
+func (w *Watches) Watched(gvk schema.GroupVersionKind) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched[gvk]
+}

@@ -28,6 +28,13 @@ type refUpdate struct {
 // lock, so a concurrent writer can never be overwritten silently. On
 // success the local mirror refs are updated too. The caller holds r.mu.
 func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
+	return r.pushChecked(ctx, updates, nil)
+}
+
+// pushChecked is push with a check of the remote's refs, as the server
+// advertised them, before anything is sent: when check fails, nothing is
+// pushed.
+func (r *Repository) pushChecked(ctx context.Context, updates []refUpdate, check func(remote map[plumbing.ReferenceName]plumbing.Hash) error) error {
 	sess, err := r.transport.NewReceivePackSession(r.endpoint, r.auth)
 	if err != nil {
 		return r.remoteError("connecting to", err)
@@ -60,6 +67,12 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 	for _, u := range updates {
 		if actual := remote[u.Name]; actual != u.Old {
 			return &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Actual: hashString(actual)}
+		}
+	}
+
+	if check != nil {
+		if err := check(remote); err != nil {
+			return err
 		}
 	}
 
@@ -97,7 +110,10 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 		rd, wr := io.Pipe()
 		req.Packfile = rd
 		go func() {
-			_, err := packfile.NewEncoder(wr, r.storer, false).Encode(hashes, 10)
+			// No delta search: a push carries one write's few new
+			// objects, which the server keeps loose anyway; the search
+			// cost more than the bytes it saved.
+			_, err := packfile.NewEncoder(wr, r.storer, false).Encode(hashes, 0)
 			done <- wr.CloseWithError(err)
 		}()
 		defer rd.Close()

@@ -70,7 +70,7 @@ type Repository struct {
 
 	mu     sync.Mutex
 	repo   *git.Repository
-	storer *filesystem.Storage
+	storer *cachedStorage
 	meta   map[plumbing.Hash]revisionMeta // by ref value; objects never change
 	// refs mirrors the local refs in memory: reloaded after every fetch
 	// and updated with every push, so reads never walk the ref files.
@@ -147,7 +147,8 @@ func (r *Repository) openCache() error {
 	if err := os.MkdirAll(r.opts.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("creating cache %s: %w", r.opts.CacheDir, err)
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: false})
+	objects := cache.NewObjectLRUDefault()
+	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects)
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		repo, err = git.Init(st, nil)

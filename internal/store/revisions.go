@@ -265,6 +265,14 @@ type DraftWrite struct {
 	Trailers Trailers
 	// Author overrides the repository's commit author name.
 	Author string
+	// CheckRemote makes a new draft only if the remote has no revision
+	// of the package (draft, proposal, published revision or tag) that
+	// this mirror has not fetched. The check reads the refs the remote
+	// advertises to the push, so it costs no extra round trip. When it
+	// fails, nothing is pushed, the mirror is fetched and the write fails
+	// with a ConflictError, for the writer to decide again with what git
+	// has (a draft to update or adopt instead).
+	CheckRemote bool
 }
 
 // WriteDraft writes a draft as one commit on its branch. A new draft forks
@@ -343,10 +351,42 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	if err != nil {
 		return Revision{}, err
 	}
-	if err := r.push(ctx, []refUpdate{{Name: ref, Old: current, New: commit}}); err != nil {
+	var check func(map[plumbing.ReferenceName]plumbing.Hash) error
+	if w.CheckRemote && w.Expected == "" {
+		check = func(remote map[plumbing.ReferenceName]plumbing.Hash) error {
+			return r.checkPackageRefsSeen(full, remote)
+		}
+	}
+	if err := r.pushChecked(ctx, []refUpdate{{Name: ref, Old: current, New: commit}}, check); err != nil {
+		var conflict *ConflictError
+		if check != nil && errors.As(err, &conflict) {
+			// Whatever changed, the writer decides again with it.
+			if ferr := r.fetchLocked(ctx); ferr != nil {
+				return Revision{}, errors.Join(err, ferr)
+			}
+		}
 		return Revision{}, err
 	}
 	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: porchv1alpha1.LifecycleDraft, Commit: commit.String(), Trailers: trailers}, nil
+}
+
+// checkPackageRefsSeen fails with a ConflictError when the remote has a
+// ref of package full (its path in the repository) that the mirror does
+// not have at the same commit.
+func (r *Repository) checkPackageRefsSeen(full string, remote map[plumbing.ReferenceName]plumbing.Hash) error {
+	for name, h := range remote {
+		for _, prefix := range []string{draftPrefix, proposedPrefix, deletionProposedPrefix, tagPrefix} {
+			rest, ok := strings.CutPrefix(name.String(), prefix+full+"/")
+			if !ok || strings.Contains(rest, "/") {
+				continue // another package, or one nested in this one
+			}
+			if seen := r.ref(name); seen != h {
+				return &ConflictError{Ref: name.String(), Expected: hashString(seen), Actual: h.String(),
+					Detail: "the remote has a revision of " + full + " this mirror had not fetched"}
+			}
+		}
+	}
+	return nil
 }
 
 func (r *Repository) checkWorkspaceFreeLocked(p, ws string) error {

@@ -495,3 +495,44 @@ func TestRepository_updateKeepsTrailers(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Trailers).NotTo(HaveKey("Scion-PackageVariant-UID"))
 }
+
+// TestRepository_checkRemote: a new draft written with CheckRemote is not
+// pushed while the remote has a revision of the package the mirror has
+// not fetched (the writer would otherwise miss a draft to update or
+// adopt); the failed write fetches it. Other packages' refs do not count.
+func TestRepository_checkRemote(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	stale := open(t, Options{URL: url, CreateBranch: true})
+	other := open(t, Options{URL: url})
+
+	// Somebody else makes a draft of tenant-a.
+	manual, err := other.WriteDraft(ctx, DraftWrite{Package: "tenant-a", Workspace: "manual", Contents: testPackage("tenant-a", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Without the check the stale mirror would push a second draft.
+	_, err = stale.WriteDraft(ctx, DraftWrite{Package: "tenant-a", Workspace: "mine", Contents: testPackage("tenant-a", 2), CheckRemote: true})
+	var conflict *ConflictError
+	g.Expect(errors.As(err, &conflict)).To(BeTrue(), "%v", err)
+	g.Expect(conflict.Ref).To(Equal("refs/heads/drafts/tenant-a/manual"))
+	g.Expect(err.Error()).To(ContainSubstring("this mirror had not fetched"))
+	g.Expect(gitserver.Git(t, bare, "branch", "--list", "drafts/tenant-a/*")).NotTo(ContainSubstring("mine"))
+
+	// The failed write fetched: the mirror now sees the draft, and the
+	// same write goes through.
+	rev, err := stale.Get(ctx, "tenant-a", "manual", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev.Commit).To(Equal(manual.Commit))
+	_, err = stale.WriteDraft(ctx, DraftWrite{Package: "tenant-a", Workspace: "mine", Contents: testPackage("tenant-a", 2), CheckRemote: true})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Other packages' new revisions, even one nested in tenant-a, do not
+	// stop a new draft.
+	_, err = other.WriteDraft(ctx, DraftWrite{Package: "tenant-b", Workspace: "ws", Contents: testPackage("tenant-b", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.WriteDraft(ctx, DraftWrite{Package: "tenant-a/nested", Workspace: "ws", Contents: testPackage("nested", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = stale.WriteDraft(ctx, DraftWrite{Package: "tenant-a", Workspace: "second", Contents: testPackage("tenant-a", 3), CheckRemote: true})
+	g.Expect(err).NotTo(HaveOccurred())
+}

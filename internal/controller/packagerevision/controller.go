@@ -146,6 +146,15 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 		r.Recorder.Eventf(pr, nil, "Normal", "Created", "Create", "draft written to git at %s", shortHash(rev.Commit))
 	case err != nil:
 		return ctrl.Result{}, err
+	case pr.Status.Commit == "" && len(pr.Status.Conditions) == 0:
+		// Git has the revision and the object was never shown: it was
+		// just made by whoever showed it (a sync, a PackageVariant),
+		// whose status write follows its create. Writing the same status
+		// here too would double the writes; look again after a while in
+		// case that writer stopped in between.
+		if wait := showGrace - time.Since(pr.CreationTimestamp.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	if rev.Lifecycle == porchv1alpha1.LifecycleDraft {
 		if rev, err = pkgservice.MirrorToKptfile(ctx, repo, pr, rev); err != nil {
@@ -171,6 +180,10 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 	_, err = r.Service.Show(ctx, repoObj, repo, moved, pr, pkgservice.ShowOptions{Handled: true})
 	return ctrl.Result{}, err
 }
+
+// showGrace is how long a new object git already has is left to the
+// writer that made it to show.
+const showGrace = 5 * time.Second
 
 // fail reports an error: invalid requests stay on the object until its
 // spec changes; anything else is retried with backoff.

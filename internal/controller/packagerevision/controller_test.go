@@ -310,3 +310,49 @@ func TestPackageRevision_deleteFailure(t *testing.T) {
 	}, timeout, interval).Should(Succeed(), "the deletion is retried and completes")
 	g.Expect(gitserver.Git(t, bare, "branch", "--list", "drafts/*")).To(BeEmpty())
 }
+
+// TestPackageRevision_createdNotShown: an object made for a revision git
+// has, whose maker stopped before writing its status, is shown by the
+// controller after its grace period.
+func TestPackageRevision_createdNotShown(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "shown", false)
+	pr := newRevision(ns, "shown", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	var head string
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+		head = got.Status.Commit
+	}, timeout, interval).Should(Succeed())
+
+	// The object goes while git refuses to delete the draft, and its
+	// finalizer is dropped: git keeps the draft, the mirror knows it.
+	hook := bare + "/hooks/pre-receive"
+	g.Expect(writeFile(bare, "hooks/pre-receive", "#!/bin/sh\nexit 1\n")).To(Succeed())
+	g.Expect(chmod(hook)).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, get(g, pr))).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(porchv1alpha1.DeleteFailedReason)) }, timeout, interval).Should(Succeed())
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Finalizers = nil
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{}))).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(removeFile(hook)).To(Succeed())
+	g.Expect(gitserver.Git(t, bare, "rev-parse", "drafts/app/ws")).To(Equal(head))
+
+	// A new object is made the way a sync or a PackageVariant makes one,
+	// but its status write never comes.
+	again := newRevision(ns, "shown", "app", "ws", initTask())
+	again.Spec.Tasks = nil
+	g.Expect(k8sClient.Create(ctx, again)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, again)
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+		g.Expect(got.Status.Commit).To(Equal(head))
+	}, timeout, interval).Should(Succeed())
+}

@@ -164,7 +164,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: errs.ToAggregate().Error()})
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileDownstream(ctx, s)
+	res, err := r.reconcileDownstream(ctx, s)
+	if errors.Is(err, store.ErrConflict) {
+		// Someone else wrote to git meanwhile, and the mirror has
+		// fetched it: decide once more with what git has now, rather
+		// than report a conflict nobody needs to act on.
+		*s = scope{pv: pv}
+		res, err = r.reconcileDownstream(ctx, s)
+	}
+	return res, err
 }
 
 // source resolves a repository and a revision in it.
@@ -239,16 +247,6 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if draft == nil {
-		// Before creating a draft, make sure git has none of ours (one
-		// written before a crash, or by another replica) nor one to adopt.
-		if err := downStore.Fetch(ctx); err != nil {
-			return ctrl.Result{}, err
-		}
-		if revs, draft, published, err = findDownstream(ctx, downStore, pv); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	upstream, err := upStore.Read(ctx, upRev)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -256,7 +254,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	in := variant.Input{
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
 		Origin:  pkgservice.Source{Store: upStore, Revision: upRev}.Origin(),
-		Objects: &clusterObjects{reader: r.APIReader, mapper: r.RESTMapper(), namespace: pv.Namespace},
+		Objects: &clusterObjects{reader: r.APIReader, cached: r.watches.kinds.Cache, watched: r.watches.kinds.Watched, mapper: r.RESTMapper(), namespace: pv.Namespace},
 		Runtime: noExecRuntime(),
 	}
 	var base *pkg.Package
@@ -299,8 +297,9 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	default:
 		written, werr := r.write(ctx, downStore, pv, draft, revs, out.Package)
 		if werr != nil {
-			if errors.Is(werr, store.ErrConflict) {
-				// Someone else wrote: re-read before the retry.
+			if errors.Is(werr, store.ErrConflict) && draft != nil {
+				// Someone else wrote the draft: re-read before the
+				// retry (a new draft's write has fetched already).
 				return ctrl.Result{}, errors.Join(werr, downStore.Fetch(ctx))
 			}
 			return ctrl.Result{}, werr
@@ -388,8 +387,12 @@ func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *config
 			break
 		}
 	}
+	// A new draft is pushed only if git has no revision of the package
+	// this mirror has not seen: none of ours (written before a crash, or
+	// by another replica) nor one to adopt. Otherwise the write fails with
+	// a conflict, the mirror is fetched, and the retry decides again.
 	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
-		Message: "Create from PackageVariant " + pv.Name, Trailers: trailers})
+		Message: "Create from PackageVariant " + pv.Name, Trailers: trailers, CheckRemote: true})
 }
 
 func (r *Reconciler) currentObject(ctx context.Context, ns, repo, pkgPath, ws string) (*porchv1alpha1.PackageRevision, error) {

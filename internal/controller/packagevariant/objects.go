@@ -14,9 +14,13 @@ import (
 
 // clusterObjects is the variant.ObjectSource of a namespace of the
 // cluster: served kinds from the REST mapper, spec fields from CRD
-// schemas (built-in kinds are taken to have one), objects read directly.
+// schemas (built-in kinds are taken to have one), objects from the cache
+// once their kind is watched (the watch brings the variant back when one
+// changes), read directly before.
 type clusterObjects struct {
 	reader    client.Reader
+	cached    client.Reader
+	watched   func(schema.GroupVersionKind) bool
 	mapper    meta.RESTMapper
 	namespace string
 }
@@ -65,7 +69,11 @@ func isCRDGroup(g string) bool {
 func (c *clusterObjects) Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	err := c.reader.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, u)
+	reader := c.reader
+	if c.watched(gvk) {
+		reader = c.cached
+	}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, u)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

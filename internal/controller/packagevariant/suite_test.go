@@ -3,6 +3,8 @@ package packagevariant_test
 import (
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ var (
 	k8sClient client.Client
 	// apiRequests counts the requests the manager sends to the API server.
 	apiRequests atomic.Int64
+	// requestKinds counts them by method and resource, for the benchmark.
+	requestKinds sync.Map
 )
 
 // TestMain runs the whole manager against a real API server.
@@ -37,5 +41,28 @@ type countingTransport struct{ next http.RoundTripper }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	apiRequests.Add(1)
+	n, _ := requestKinds.LoadOrStore(requestKind(r), new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 	return c.next.RoundTrip(r)
+}
+
+// requestKind names a request by its method and resource, with the
+// subresource and whether it is a watch: "PATCH packagevariants/status".
+func requestKind(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	resource := r.URL.Path
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			parts = parts[i+2:]
+			resource = parts[0]
+			if len(parts) > 2 {
+				resource += "/" + parts[2]
+			}
+			break
+		}
+	}
+	if r.URL.Query().Get("watch") == "true" {
+		resource += "?watch"
+	}
+	return r.Method + " " + resource
 }

@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CPU is the processor time used so far by this process, by its reaped
+// children (the git subprocesses) and by the control plane's processes.
+type CPU struct {
+	Self, Children, APIServer, Etcd time.Duration
+}
+
+// Sub returns the CPU time used between o and c.
+func (c CPU) Sub(o CPU) CPU {
+	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd}
+}
+
+// ReadCPU samples the processor time of this process, of its finished
+// children and of the running kube-apiserver and etcd it started.
+func ReadCPU() CPU {
+	var c CPU
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.Self = rusageTime(ru)
+	}
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		c.Children = rusageTime(ru)
+	}
+	self := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime(14) stime(15)
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm, fields := s[open+1:end], strings.Fields(s[end+1:])
+		if len(fields) < 13 || fields[1] != self {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		d := time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+		switch {
+		case strings.HasPrefix(comm, "kube-apiserver"):
+			c.APIServer += d
+		case strings.HasPrefix(comm, "etcd"):
+			c.Etcd += d
+		}
+	}
+	return c
+}
+
+func rusageTime(ru syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
