@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/scion-dev/scion/internal/testutil/cpustat"
 )
 
 // BenchmarkWriteDraft measures draft updates of a 20-resource package, one
@@ -33,6 +35,34 @@ func BenchmarkWriteDraft(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// BenchmarkNewDraft measures new drafts of a 20-resource package whose
+// resources are all new (as a variant's are: its namespace is in each),
+// one commit and one push each, with the processor time of this process
+// and of the git server's processes per draft.
+func BenchmarkNewDraft(b *testing.B) {
+	ctx := context.Background()
+	url, _ := newRemote(b)
+	r := open(b, Options{URL: url, CreateBranch: true})
+	before := cpustat.Read()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := testPackage("app", 0)
+		for n := 0; n < 20; n++ {
+			if err := p.SetFile(fmt.Sprintf("cm-%02d.yaml", n), []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: tenant-%d\n", n, i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := r.WriteDraft(ctx, DraftWrite{Package: fmt.Sprintf("tenant-%d", i), Workspace: "ws", Contents: p, CheckRemote: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	used := cpustat.Read().Sub(before)
+	b.ReportMetric(float64(used.Self.Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(used.Children.Milliseconds())/float64(b.N), "git-server-cpu-ms/op")
 }
 
 // seedRevisions pushes packages*(published+1) revisions into the remote

@@ -148,7 +148,7 @@ func (r *Repository) openCache() error {
 		return fmt.Errorf("creating cache %s: %w", r.opts.CacheDir, err)
 	}
 	objects := cache.NewObjectLRUDefault()
-	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects)
+	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects, r.opts.CacheDir)
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		repo, err = git.Init(st, nil)

@@ -536,3 +536,27 @@ func TestRepository_checkRemote(t *testing.T) {
 	_, err = stale.WriteDraft(ctx, DraftWrite{Package: "tenant-a", Workspace: "second", Contents: testPackage("tenant-a", 3), CheckRemote: true})
 	g.Expect(err).NotTo(HaveOccurred())
 }
+
+// TestRepository_looseObjects: the objects the mirror writes itself are
+// git's loose objects: git reads and checks them, and a new process
+// (without the object cache) reads the package back.
+func TestRepository_looseObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	r := open(t, Options{URL: url, CreateBranch: true, CacheDir: cacheDir})
+	contents := testPackage("app", 3)
+	draft, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: contents})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// fsck exits non-zero (failing the test) on a corrupt or missing object.
+	g.Expect(gitserver.Git(t, cacheDir, "fsck", "--strict", "--no-dangling", draft.Commit)).NotTo(ContainSubstring("error"))
+	g.Expect(gitserver.Git(t, cacheDir, "count-objects", "-v")).NotTo(ContainSubstring("count: 0\n"))
+	g.Expect(gitserver.Git(t, cacheDir, "show", draft.Commit+":app/cm-02.yaml")).To(ContainSubstring("value-2"))
+
+	reopened := open(t, Options{URL: url, CacheDir: cacheDir})
+	got, err := reopened.Read(ctx, draft)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Equal(contents)).To(BeTrue())
+}

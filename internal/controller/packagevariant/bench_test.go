@@ -3,6 +3,8 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,12 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
@@ -63,7 +67,8 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		stop := testenv.SampleHeap(&peak)
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
-		cpuBefore := testenv.ReadCPU()
+		cpuBefore := cpustat.Read()
+		profileAPIServer(b, 40*time.Second)
 		b.StartTimer()
 
 		start := time.Now()
@@ -93,7 +98,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		waitAllReady(b, pvs, ns, repos*perRepo)
 		createTime := time.Since(start)
 		createRequests := apiRequests.Load() - requestsBefore
-		createCPU := testenv.ReadCPU().Sub(cpuBefore)
+		createCPU := cpustat.Read().Sub(cpuBefore)
 		requestKinds.Range(func(k, v any) bool {
 			b.Logf("%-40s %6d", k, v.(*atomic.Int64).Load())
 			return true
@@ -179,4 +184,32 @@ func watchVariants(b *testing.B, ns string) cache.Cache {
 		b.Fatal("the PackageVariant cache did not sync")
 	}
 	return c
+}
+
+// profileAPIServer writes a CPU profile of the API server, taken over d
+// from now, to the file named by SCION_BENCH_APISERVER_PROFILE, if set.
+func profileAPIServer(b *testing.B, d time.Duration) {
+	out := os.Getenv("SCION_BENCH_APISERVER_PROFILE")
+	if out == "" {
+		return
+	}
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", env.Config.Host, int(d.Seconds())))
+		if err != nil {
+			b.Log(err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(out)
+		if err != nil {
+			b.Log(err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}()
 }

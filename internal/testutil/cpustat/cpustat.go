@@ -1,4 +1,7 @@
-package testenv
+// Package cpustat reads the processor time of a test process, of the git
+// subprocesses it ran and of the control plane it started, so benchmarks
+// can say where the time of a saturated machine went.
+package cpustat
 
 import (
 	"os"
@@ -20,9 +23,9 @@ func (c CPU) Sub(o CPU) CPU {
 	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd}
 }
 
-// ReadCPU samples the processor time of this process, of its finished
+// Read samples the processor time of this process, of its finished
 // children and of the running kube-apiserver and etcd it started.
-func ReadCPU() CPU {
+func Read() CPU {
 	var c CPU
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
