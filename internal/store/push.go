@@ -28,29 +28,46 @@ type refUpdate struct {
 // lock, so a concurrent writer can never be overwritten silently. On
 // success the local mirror refs are updated too. The caller holds r.mu.
 func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
-	return r.pushChecked(ctx, updates, nil)
+	return r.pushSession(ctx, updates, nil, true)[0]
 }
 
-// pushChecked is push with a check of the remote's refs, as the server
-// advertised them, before anything is sent: when check fails, nothing is
-// pushed.
-func (r *Repository) pushChecked(ctx context.Context, updates []refUpdate, check func(remote map[plumbing.ReferenceName]plumbing.Hash) error) error {
+// pushEach applies independent updates in one session: each succeeds or
+// fails on its own, and errs[i] is the result of updates[i]. checks[i],
+// when set, vets the remote's refs (as the server advertised them) before
+// anything is sent; an update that fails its check is not sent. The
+// caller holds r.mu.
+func (r *Repository) pushEach(ctx context.Context, updates []refUpdate, checks []func(remote map[plumbing.ReferenceName]plumbing.Hash) error) []error {
+	return r.pushSession(ctx, updates, checks, false)
+}
+
+// pushSession is one receive-pack session. Atomic, it returns one error
+// for all the updates (in errs[0]); otherwise one per update.
+func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, checks []func(map[plumbing.ReferenceName]plumbing.Hash) error, atomic bool) (errs []error) {
+	errs = make([]error, len(updates))
+	failAll := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
 	sess, err := r.transport.NewReceivePackSession(r.endpoint, r.auth)
 	if err != nil {
-		return r.remoteError("connecting to", err)
+		return failAll(r.remoteError("connecting to", err))
 	}
 	defer sess.Close()
 
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return r.remoteError("reading refs of", err)
+		return failAll(r.remoteError("reading refs of", err))
 	}
 	remote := map[plumbing.ReferenceName]plumbing.Hash{}
 	var haves []plumbing.Hash
 	if ar != nil {
 		refs, err := ar.AllReferences()
 		if err != nil {
-			return fmt.Errorf("reading refs of %s: %w", r.opts.URL, err)
+			return failAll(fmt.Errorf("reading refs of %s: %w", r.opts.URL, err))
 		}
 		for name, ref := range refs {
 			if ref.Type() != plumbing.HashReference {
@@ -64,16 +81,22 @@ func (r *Repository) pushChecked(ctx context.Context, updates []refUpdate, check
 	}
 	// Fail early, with the actual value, when the advertisement already
 	// shows a conflict; receive-pack re-checks under the ref lock.
-	for _, u := range updates {
-		if actual := remote[u.Name]; actual != u.Old {
-			return &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Actual: hashString(actual)}
+	var sent []int
+	for i, u := range updates {
+		if i < len(checks) && checks[i] != nil {
+			errs[i] = checks[i](remote)
+		}
+		if actual := remote[u.Name]; errs[i] == nil && actual != u.Old {
+			errs[i] = &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Actual: hashString(actual)}
+		}
+		if errs[i] == nil {
+			sent = append(sent, i)
+		} else if atomic {
+			return failAll(errs[i])
 		}
 	}
-
-	if check != nil {
-		if err := check(remote); err != nil {
-			return err
-		}
+	if len(sent) == 0 {
+		return errs
 	}
 
 	var caps *capability.List
@@ -83,61 +106,94 @@ func (r *Repository) pushChecked(ctx context.Context, updates []refUpdate, check
 		caps = capability.NewList()
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	if len(updates) > 1 {
+	if atomic && len(updates) > 1 {
 		if !caps.Supports(capability.Atomic) {
-			return fmt.Errorf("pushing to %s: the server does not support atomic pushes", r.opts.URL)
+			return failAll(fmt.Errorf("pushing to %s: the server does not support atomic pushes", r.opts.URL))
 		}
 		_ = req.Capabilities.Set(capability.Atomic)
 	}
 	var news []plumbing.Hash
-	allDelete := true
-	for _, u := range updates {
+	for _, i := range sent {
+		u := updates[i]
 		req.Commands = append(req.Commands, &packp.Command{Name: u.Name, Old: u.Old, New: u.New})
 		if !u.New.IsZero() {
-			allDelete = false
 			news = append(news, u.New)
 		}
 	}
 
 	done := make(chan error, 1)
-	if allDelete {
+	if len(news) == 0 {
 		close(done)
 	} else {
 		hashes, err := r.objectsToPush(news, haves)
 		if err != nil {
-			return fmt.Errorf("computing objects to push: %w", err)
+			return failAll(fmt.Errorf("computing objects to push: %w", err))
 		}
 		rd, wr := io.Pipe()
 		req.Packfile = rd
 		go func() {
-			// No delta search: a push carries one write's few new
-			// objects, which the server keeps loose anyway; the search
-			// cost more than the bytes it saved.
+			// No delta search: a push carries a few writes' new objects,
+			// which the server keeps loose anyway; the search cost more
+			// than the bytes it saved.
 			_, err := packfile.NewEncoder(wr, r.storer, false).Encode(hashes, 0)
 			done <- wr.CloseWithError(err)
 		}()
 		defer rd.Close()
 	}
 	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil {
-		// The report says which ref failed and why; go-git also returns
-		// it as an error.
-		if statusErr := r.reportError(rs, updates); statusErr != nil {
-			return statusErr
+	if atomic {
+		if rs != nil {
+			// The report says which ref failed and why; go-git also
+			// returns it as an error.
+			if statusErr := r.reportError(rs, updates); statusErr != nil {
+				return failAll(statusErr)
+			}
 		}
-	}
-	if err != nil {
-		return r.remoteError("pushing to", err)
+		if err != nil {
+			return failAll(r.remoteError("pushing to", err))
+		}
+	} else {
+		if rs == nil || (rs.UnpackStatus != "" && rs.UnpackStatus != "ok") {
+			if err == nil {
+				err = fmt.Errorf("unpack error: %s", rs.UnpackStatus)
+			}
+			return failAll(r.remoteError("pushing to", err))
+		}
+		status := map[plumbing.ReferenceName]string{}
+		for _, cs := range rs.CommandStatuses {
+			status[cs.ReferenceName] = cs.Status
+		}
+		for _, i := range sent {
+			errs[i] = r.statusError(updates[i], status[updates[i].Name])
+		}
 	}
 	if err := <-done; err != nil {
-		return fmt.Errorf("encoding objects for %s: %w", r.opts.URL, err)
+		return failAll(fmt.Errorf("encoding objects for %s: %w", r.opts.URL, err))
 	}
-	for _, u := range updates {
-		if err := r.setLocalRef(u.Name, u.New); err != nil {
-			return err
+	for _, i := range sent {
+		if errs[i] != nil {
+			continue
+		}
+		if err := r.setLocalRef(updates[i].Name, updates[i].New); err != nil {
+			errs[i] = err
 		}
 	}
-	return nil
+	return errs
+}
+
+// statusError is the result of one update of a non-atomic push, from its
+// receive-pack status.
+func (r *Repository) statusError(u refUpdate, status string) error {
+	switch {
+	case status == "ok":
+		return nil
+	case status == "":
+		return fmt.Errorf("pushing %s to %s: the server did not report on it", u.Name, redact(r.opts.URL))
+	case isRaceStatus(status):
+		return &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Detail: status}
+	default:
+		return fmt.Errorf("pushing %s to %s: %s", u.Name, redact(r.opts.URL), status)
+	}
 }
 
 // reportError turns a receive-pack report into an error: a ConflictError

@@ -78,6 +78,10 @@ type Repository struct {
 	// fetchedAt is when the last successful fetch started: the refs are
 	// at least that fresh.
 	fetchedAt time.Time
+	// queue holds draft writes waiting for their push; pushing says a
+	// writer is pushing them (see pushQueued).
+	queue   []*queuedWrite
+	pushing bool
 }
 
 // Open opens (or creates) the local cache of a remote repository and

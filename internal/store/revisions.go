@@ -289,35 +289,48 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 		return Revision{}, errors.New("draft contents are required")
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	q, trailers, err := r.prepareDraftLocked(w)
+	r.mu.Unlock()
+	if err != nil {
+		return Revision{}, err
+	}
+	if err := r.pushQueued(ctx, q); err != nil {
+		return Revision{}, err
+	}
+	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: porchv1alpha1.LifecycleDraft, Commit: q.update.New.String(), Trailers: trailers}, nil
+}
+
+// prepareDraftLocked writes a draft's objects and commit and returns the
+// ref update that publishes it, with its trailers.
+func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, error) {
 	full := joinPath(r.opts.Directory, w.Package)
 	ref := draftRef(full, w.Workspace)
 	current := r.ref(ref)
 	var base plumbing.Hash
 	if w.Expected == "" {
 		if !current.IsZero() {
-			return Revision{}, &ConflictError{Ref: ref.String(), Actual: current.String(), Detail: "the draft already exists"}
+			return nil, nil, &ConflictError{Ref: ref.String(), Actual: current.String(), Detail: "the draft already exists"}
 		}
 		if err := r.checkWorkspaceFreeLocked(w.Package, w.Workspace); err != nil {
-			return Revision{}, err
+			return nil, nil, err
 		}
 		base = r.ref(r.branchRef())
 	} else {
 		base = plumbing.NewHash(w.Expected)
 		if current != base {
-			return Revision{}, &ConflictError{Ref: ref.String(), Expected: w.Expected, Actual: hashString(current)}
+			return nil, nil, &ConflictError{Ref: ref.String(), Expected: w.Expected, Actual: hashString(current)}
 		}
 	}
 	sub, err := r.writePackageTree(w.Contents)
 	if err != nil {
-		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
+		return nil, nil, fmt.Errorf("writing %s: %w", w.Package, err)
 	}
 	var baseTree plumbing.Hash
 	trailers := Trailers{}
 	if !base.IsZero() {
 		c, err := object.GetCommit(r.storer, base)
 		if err != nil {
-			return Revision{}, fmt.Errorf("reading commit %s: %w", short(base.String()), err)
+			return nil, nil, fmt.Errorf("reading commit %s: %w", short(base.String()), err)
 		}
 		baseTree = c.TreeHash
 		if w.Expected != "" {
@@ -332,7 +345,7 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	}
 	tree, err := r.replaceSubtree(baseTree, full, sub)
 	if err != nil {
-		return Revision{}, fmt.Errorf("writing %s: %w", w.Package, err)
+		return nil, nil, fmt.Errorf("writing %s: %w", w.Package, err)
 	}
 	for k, v := range w.Trailers {
 		trailers[k] = v
@@ -345,29 +358,19 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	}
 	msg, err := formatMessage(subject, trailers)
 	if err != nil {
-		return Revision{}, err
+		return nil, nil, err
 	}
 	commit, err := r.writeCommit(tree, []plumbing.Hash{base}, msg, r.signature(w.Author))
 	if err != nil {
-		return Revision{}, err
+		return nil, nil, err
 	}
-	var check func(map[plumbing.ReferenceName]plumbing.Hash) error
+	q := &queuedWrite{update: refUpdate{Name: ref, Old: current, New: commit}}
 	if w.CheckRemote && w.Expected == "" {
-		check = func(remote map[plumbing.ReferenceName]plumbing.Hash) error {
+		q.check = func(remote map[plumbing.ReferenceName]plumbing.Hash) error {
 			return r.checkPackageRefsSeen(full, remote)
 		}
 	}
-	if err := r.pushChecked(ctx, []refUpdate{{Name: ref, Old: current, New: commit}}, check); err != nil {
-		var conflict *ConflictError
-		if check != nil && errors.As(err, &conflict) {
-			// Whatever changed, the writer decides again with it.
-			if ferr := r.fetchLocked(ctx); ferr != nil {
-				return Revision{}, errors.Join(err, ferr)
-			}
-		}
-		return Revision{}, err
-	}
-	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: porchv1alpha1.LifecycleDraft, Commit: commit.String(), Trailers: trailers}, nil
+	return q, trailers, nil
 }
 
 // checkPackageRefsSeen fails with a ConflictError when the remote has a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -559,4 +560,50 @@ func TestRepository_looseObjects(t *testing.T) {
 	got, err := reopened.Read(ctx, draft)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Equal(contents)).To(BeTrue())
+}
+
+// TestRepository_groupCommit: concurrent draft writes to one repository
+// share receive-pack sessions, and each still succeeds or fails on its
+// own: every new draft lands with its commit, and of two writers of one
+// new draft exactly one wins.
+func TestRepository_groupCommit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	// The server counts its receive-pack sessions.
+	g.Expect(os.WriteFile(filepath.Join(bare, "hooks", "post-receive"), []byte("#!/bin/sh\necho x >> \"$GIT_DIR/sessions\"\n"), 0o755)).To(Succeed())
+	r := open(t, Options{URL: url, CreateBranch: true})
+
+	const writers = 24
+	var wg sync.WaitGroup
+	revs := make([]Revision, writers)
+	errs := make([]error, writers)
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Writers 0 and 1 both create tenant-0/ws; the others their own.
+			n := max(i-1, 0)
+			revs[i], errs[i] = r.WriteDraft(ctx, DraftWrite{Package: fmt.Sprintf("tenant-%d", n), Workspace: "ws", Contents: testPackage(fmt.Sprintf("tenant-%d-%d", n, i), 2), CheckRemote: true})
+		}()
+	}
+	wg.Wait()
+	for i := 2; i < writers; i++ {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		g.Expect(gitserver.Git(t, bare, "rev-parse", fmt.Sprintf("drafts/tenant-%d/ws", i-1))).To(Equal(revs[i].Commit))
+	}
+	winner := 0
+	if errs[0] != nil {
+		winner = 1
+	}
+	g.Expect(errs[winner]).NotTo(HaveOccurred())
+	g.Expect(errors.Is(errs[1-winner], ErrConflict)).To(BeTrue(), "the loser gets a conflict, got %v", errs[1-winner])
+	g.Expect(gitserver.Git(t, bare, "rev-parse", "drafts/tenant-0/ws")).To(Equal(revs[winner].Commit))
+
+	sessions, err := os.ReadFile(filepath.Join(bare, "sessions"))
+	g.Expect(err).NotTo(HaveOccurred())
+	// One session per write would be 24 (23 successful writes); the
+	// first write is alone, the others queue behind it.
+	g.Expect(strings.Count(string(sessions), "x")).To(BeNumerically("<", writers-1))
+	t.Logf("%d writes in %d receive-pack sessions", writers, strings.Count(string(sessions), "x"))
 }

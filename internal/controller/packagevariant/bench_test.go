@@ -3,8 +3,6 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,7 +65,6 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
 		cpuBefore := cpustat.Read()
-		profileAPIServer(b, 40*time.Second)
 		b.StartTimer()
 
 		start := time.Now()
@@ -184,32 +180,4 @@ func watchVariants(b *testing.B, ns string) cache.Cache {
 		b.Fatal("the PackageVariant cache did not sync")
 	}
 	return c
-}
-
-// profileAPIServer writes a CPU profile of the API server, taken over d
-// from now, to the file named by SCION_BENCH_APISERVER_PROFILE, if set.
-func profileAPIServer(b *testing.B, d time.Duration) {
-	out := os.Getenv("SCION_BENCH_APISERVER_PROFILE")
-	if out == "" {
-		return
-	}
-	hc, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", env.Config.Host, int(d.Seconds())))
-		if err != nil {
-			b.Log(err)
-			return
-		}
-		defer resp.Body.Close()
-		f, err := os.Create(out)
-		if err != nil {
-			b.Log(err)
-			return
-		}
-		defer f.Close()
-		_, _ = io.Copy(f, resp.Body)
-	}()
 }
