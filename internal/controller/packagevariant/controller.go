@@ -42,6 +42,11 @@ import (
 // deriving from it.
 const UpstreamIndex = "spec.upstream.repoPackage"
 
+// RevisionIndex indexes PackageRevisions by repository, package and
+// workspace, so a variant finds its draft's object without listing the
+// namespace's revisions.
+const RevisionIndex = "spec.repository+packageName+workspaceName"
+
 // Condition reasons of a PackageVariant.
 const (
 	UpstreamNotFoundReason   = "UpstreamNotFound"
@@ -100,6 +105,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, InjectorIndex, indexInjectors); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &porchv1alpha1.PackageRevision{}, RevisionIndex, func(o client.Object) []string {
+		pr := o.(*porchv1alpha1.PackageRevision)
+		return []string{revisionKey(pr.Spec.Repository, pr.Spec.PackageName, pr.Spec.WorkspaceName)}
+	}); err != nil {
 		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
@@ -397,16 +408,19 @@ func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *config
 
 func (r *Reconciler) currentObject(ctx context.Context, ns, repo, pkgPath, ws string) (*porchv1alpha1.PackageRevision, error) {
 	list := &porchv1alpha1.PackageRevisionList{}
-	if err := r.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{
-		porchv1alpha1.RepositoryLabel: pkgservice.LabelValue(repo), porchv1alpha1.PackageLabel: pkgservice.LabelValue(pkgPath)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(ns), client.MatchingFields{RevisionIndex: revisionKey(repo, pkgPath, ws)}); err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		if list.Items[i].Spec.WorkspaceName == ws && list.Items[i].Spec.PackageName == pkgPath {
-			return &list.Items[i], nil
-		}
+	if len(list.Items) == 0 {
+		return nil, nil
 	}
-	return nil, nil
+	return &list.Items[0], nil
+}
+
+// revisionKey is a RevisionIndex value: repository and workspace names
+// have no "/", so the key is unambiguous.
+func revisionKey(repo, pkgPath, ws string) string {
+	return repo + "/" + pkgPath + "/" + ws
 }
 
 func lockedCommit(p *pkg.Package) string {
