@@ -1,46 +1,63 @@
 package store
 
 import (
-	"compress/zlib"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// cachedStorage is the local mirror's storage with its object cache
-// consulted first. go-git's filesystem storage opens an object's file
-// before it looks in the cache, and never caches what it writes; a
-// variant's draft reads back the objects it has just written (to push
-// them) and the same upstream objects over and over, so each of those
-// reads would cost a path walk, an open and an inflate.
+// Pack consolidation: once more than maxSmallPacks packs under
+// smallPackSize have accumulated (each flush and each fetch adds one),
+// they are merged into one. A merged pack soon outgrows smallPackSize and
+// is left alone, so an object is rewritten a few times at most.
+const (
+	maxSmallPacks = 32
+	smallPackSize = 256 << 10
+)
+
+// cachedStorage is the local mirror's storage, with two changes to
+// go-git's filesystem storage:
 //
-// It also writes loose objects itself, into objectsDir: go-git resolves
-// every path component for symlinks on each file operation and deflates
-// at the default level, whose compressor costs more to reset than these
-// small objects cost to compress. The mirror is this process's own, so
-// the plain file operations are safe.
+//   - its object cache is consulted first. go-git opens an object's file
+//     before it looks in the cache, and never caches what it writes; a
+//     variant's draft reads back the objects it has just written (to push
+//     them) and the same upstream objects over and over.
+//   - new objects are kept in memory until Flush writes them as one
+//     packfile (push flushes before it sends anything, so a ref never
+//     points at objects that are only in memory). A draft has a few dozen
+//     new objects; as loose objects each would cost a file creation and a
+//     rename, which dominated the time of writing drafts on this
+//     project's machines.
+//
+// The caller serializes access (Repository.mu).
 type cachedStorage struct {
 	*filesystem.Storage
-	objects    cache.Object
-	objectsDir string
+	objects cache.Object
+	gitDir  string
+	// pending are the objects written since the last Flush.
+	pending map[plumbing.Hash]plumbing.EncodedObject
+	order   []plumbing.Hash
 }
 
 func newCachedStorage(fs *filesystem.Storage, objects cache.Object, gitDir string) *cachedStorage {
-	return &cachedStorage{Storage: fs, objects: objects, objectsDir: filepath.Join(gitDir, "objects")}
+	return &cachedStorage{Storage: fs, objects: objects, gitDir: gitDir, pending: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
-// EncodedObject returns the object from the cache, or from the disk.
+// EncodedObject returns the object from memory, or from the disk.
 func (s *cachedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if obj, ok := s.objects.Get(h); ok {
+	obj, ok := s.pending[h]
+	if !ok {
+		obj, ok = s.objects.Get(h)
+	}
+	if ok {
 		if t != plumbing.AnyObject && obj.Type() != t {
 			return nil, plumbing.ErrObjectNotFound
 		}
@@ -49,73 +66,124 @@ func (s *cachedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (p
 	return s.Storage.EncodedObject(t, h)
 }
 
-// HasEncodedObject reports a cached object without touching the disk.
+// HasEncodedObject reports an object in memory without touching the disk.
 func (s *cachedStorage) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok := s.pending[h]; ok {
+		return nil
+	}
 	if _, ok := s.objects.Get(h); ok {
 		return nil
 	}
 	return s.Storage.HasEncodedObject(h)
 }
 
-// SetEncodedObject writes the object as a loose object and caches it.
+// SetEncodedObject keeps the object for the next Flush.
 func (s *cachedStorage) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
 	if t := obj.Type(); t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject {
 		return plumbing.ZeroHash, plumbing.ErrInvalidType
 	}
 	h := obj.Hash()
-	if err := s.writeLoose(h, obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing object %s: %w", h, err)
+	if _, ok := s.pending[h]; !ok {
+		s.pending[h] = obj
+		s.order = append(s.order, h)
 	}
 	s.objects.Put(obj)
 	return h, nil
 }
 
-var zlibWriters = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return w
-}}
+// Flush writes the pending objects as one packfile, then merges the small
+// packs if there are too many.
+func (s *cachedStorage) Flush() error {
+	if len(s.order) == 0 {
+		return nil
+	}
+	if err := s.writePack(s.order); err != nil {
+		return fmt.Errorf("writing %d objects: %w", len(s.order), err)
+	}
+	s.pending, s.order = map[plumbing.Hash]plumbing.EncodedObject{}, nil
+	return s.consolidate()
+}
 
-// writeLoose writes objects/xx/yyyy the way git does: "<type> <size>\0"
-// and the content, deflated, into a temporary file renamed into place, so
-// a crash never leaves a partial object under its name.
-func (s *cachedStorage) writeLoose(h plumbing.Hash, obj plumbing.EncodedObject) (err error) {
-	hex := h.String()
-	dir := filepath.Join(s.objectsDir, hex[:2])
-	f, err := os.CreateTemp(dir, "tmp_obj_")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o755); err == nil {
-			f, err = os.CreateTemp(dir, "tmp_obj_")
-		}
-	}
+// writePack writes the objects as a packfile, without deltas, and
+// indexes it.
+func (s *cachedStorage) writePack(hashes []plumbing.Hash) error {
+	w, err := s.PackfileWriter()
 	if err != nil {
 		return err
 	}
-	defer func() {
+	if _, err := packfile.NewEncoder(w, s, false).Encode(hashes, 0); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// consolidate merges the small packs into one when there are more than
+// maxSmallPacks of them.
+func (s *cachedStorage) consolidate() error {
+	packs, err := s.ObjectPacks()
+	if err != nil {
+		return err
+	}
+	var small []plumbing.Hash
+	for _, h := range packs {
+		fi, err := os.Stat(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".pack"))
+		if err == nil && fi.Size() < smallPackSize {
+			small = append(small, h)
+		}
+	}
+	if len(small) <= maxSmallPacks {
+		return nil
+	}
+	seen := map[plumbing.Hash]bool{}
+	var hashes []plumbing.Hash
+	for _, h := range small {
+		if err := s.packHashes(h, func(o plumbing.Hash) {
+			if !seen[o] {
+				seen[o] = true
+				hashes = append(hashes, o)
+			}
+		}); err != nil {
+			return fmt.Errorf("merging packs: %w", err)
+		}
+	}
+	if err := s.writePack(hashes); err != nil {
+		return fmt.Errorf("merging packs: %w", err)
+	}
+	// Everything is in the new pack: the old ones can go.
+	for _, h := range small {
+		if err := s.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
+			return fmt.Errorf("removing merged pack %s: %w", h, err)
+		}
+	}
+	s.Reindex()
+	return nil
+}
+
+// packHashes calls fn with the hash of every object in a pack.
+func (s *cachedStorage) packHashes(pack plumbing.Hash, fn func(plumbing.Hash)) error {
+	f, err := os.Open(filepath.Join(s.gitDir, "objects", "pack", "pack-"+pack.String()+".idx"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return fmt.Errorf("reading the index of pack %s: %w", pack, err)
+	}
+	entries, err := idx.Entries()
+	if err != nil {
+		return err
+	}
+	defer entries.Close()
+	for {
+		e, err := entries.Next()
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
+			return err
 		}
-	}()
-	content, err := obj.Reader()
-	if err != nil {
-		return err
+		fn(e.Hash)
 	}
-	defer content.Close()
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
-	zw.Reset(f)
-	header := append(append([]byte(obj.Type().String()+" "), strconv.FormatInt(obj.Size(), 10)...), 0)
-	if _, err = zw.Write(header); err != nil {
-		return err
-	}
-	if _, err = io.Copy(zw, content); err != nil {
-		return err
-	}
-	if err = zw.Close(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, hex[2:]))
 }

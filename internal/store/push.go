@@ -52,6 +52,10 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 		return errs
 	}
+	// Objects the updates point at are on disk before any ref moves.
+	if err := r.storer.Flush(); err != nil {
+		return failAll(fmt.Errorf("storing objects: %w", err))
+	}
 	sess, err := r.transport.NewReceivePackSession(r.endpoint, r.auth)
 	if err != nil {
 		return failAll(r.remoteError("connecting to", err))

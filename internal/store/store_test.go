@@ -538,28 +538,37 @@ func TestRepository_checkRemote(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 }
 
-// TestRepository_looseObjects: the objects the mirror writes itself are
-// git's loose objects: git reads and checks them, and a new process
-// (without the object cache) reads the package back.
-func TestRepository_looseObjects(t *testing.T) {
+// TestRepository_objectsOnDisk: the objects the mirror writes (one pack
+// per push, small packs merged once there are many) are git's: git reads
+// and checks them, and a new process (without the object cache) reads
+// every draft back.
+func TestRepository_objectsOnDisk(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	url, _ := newRemote(t)
 	cacheDir := filepath.Join(t.TempDir(), "cache")
 	r := open(t, Options{URL: url, CreateBranch: true, CacheDir: cacheDir})
-	contents := testPackage("app", 3)
-	draft, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: contents})
+	var drafts []Revision
+	for i := 0; i < maxSmallPacks+8; i++ {
+		rev, err := r.WriteDraft(ctx, DraftWrite{Package: fmt.Sprintf("app-%d", i), Workspace: "ws", Contents: testPackage(fmt.Sprintf("app-%d", i), 3)})
+		g.Expect(err).NotTo(HaveOccurred())
+		drafts = append(drafts, rev)
+	}
+	packs, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(packs)).To(BeNumerically("<=", maxSmallPacks+1), "small packs are merged")
 
 	// fsck exits non-zero (failing the test) on a corrupt or missing object.
-	g.Expect(gitserver.Git(t, cacheDir, "fsck", "--strict", "--no-dangling", draft.Commit)).NotTo(ContainSubstring("error"))
-	g.Expect(gitserver.Git(t, cacheDir, "count-objects", "-v")).NotTo(ContainSubstring("count: 0\n"))
-	g.Expect(gitserver.Git(t, cacheDir, "show", draft.Commit+":app/cm-02.yaml")).To(ContainSubstring("value-2"))
+	last := drafts[len(drafts)-1]
+	g.Expect(gitserver.Git(t, cacheDir, "fsck", "--strict", "--no-dangling", drafts[0].Commit, last.Commit)).NotTo(ContainSubstring("error"))
+	g.Expect(gitserver.Git(t, cacheDir, "show", last.Commit+":app-"+fmt.Sprint(len(drafts)-1)+"/cm-02.yaml")).To(ContainSubstring("value-2"))
 
 	reopened := open(t, Options{URL: url, CacheDir: cacheDir})
-	got, err := reopened.Read(ctx, draft)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.Equal(contents)).To(BeTrue())
+	for i, rev := range drafts {
+		got, err := reopened.Read(ctx, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Equal(testPackage(fmt.Sprintf("app-%d", i), 3))).To(BeTrue(), "draft %d", i)
+	}
 }
 
 // TestRepository_groupCommit: concurrent draft writes to one repository
