@@ -23,6 +23,13 @@ var (
 		Name: "scion_git_operation_errors_total",
 		Help: "Failed git operations, by operation.",
 	}, []string{"operation"})
+	// GitPushUpdates counts the ref updates each push carries: draft
+	// writes made at the same time share one push (group commit).
+	GitPushUpdates = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "scion_git_push_updates",
+		Help:    "Ref updates carried by each push to a remote.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
+	})
 	// RepositorySyncs counts repository syncs by result (changed,
 	// unchanged, error).
 	RepositorySyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -32,7 +39,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, RepositorySyncs)
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs)
 }
 
 // ObserveGit records the duration and outcome of a git operation; call it

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/scion-dev/scion/internal/metrics"
 )
 
 // refUpdate is one compare-and-swap of a ref: Old is the value the writer
@@ -35,7 +38,9 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 // fails on its own, and errs[i] is the result of updates[i]. checks[i],
 // when set, vets the remote's refs (as the server advertised them) before
 // anything is sent; an update that fails its check is not sent. The
-// caller holds r.mu.
+// caller holds r.mu, which is released while the remote applies the
+// updates: the local refs move only once it has answered, and a writer
+// that read one of these refs meanwhile loses its compare-and-swap.
 func (r *Repository) pushEach(ctx context.Context, updates []refUpdate, checks []func(remote map[plumbing.ReferenceName]plumbing.Hash) error) []error {
 	return r.pushSession(ctx, updates, checks, false)
 }
@@ -116,6 +121,7 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 		_ = req.Capabilities.Set(capability.Atomic)
 	}
+	metrics.GitPushUpdates.Observe(float64(len(sent)))
 	var news []plumbing.Hash
 	for _, i := range sent {
 		u := updates[i]
@@ -125,26 +131,29 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 	}
 
-	done := make(chan error, 1)
-	if len(news) == 0 {
-		close(done)
-	} else {
+	if len(news) > 0 {
 		hashes, err := r.objectsToPush(news, haves)
 		if err != nil {
 			return failAll(fmt.Errorf("computing objects to push: %w", err))
 		}
-		rd, wr := io.Pipe()
-		req.Packfile = rd
-		go func() {
-			// No delta search: a push carries a few writes' new objects,
-			// which the server keeps loose anyway; the search cost more
-			// than the bytes it saved.
-			_, err := packfile.NewEncoder(wr, r.storer, false).Encode(hashes, 0)
-			done <- wr.CloseWithError(err)
-		}()
-		defer rd.Close()
+		// No delta search: a push carries a few writes' new objects,
+		// which the server keeps loose anyway; the search cost more than
+		// the bytes it saved.
+		var pack bytes.Buffer
+		if _, err := packfile.NewEncoder(&pack, r.storer, false).Encode(hashes, 0); err != nil {
+			return failAll(fmt.Errorf("encoding objects for %s: %w", r.opts.URL, err))
+		}
+		req.Packfile = io.NopCloser(&pack)
+	}
+	if !atomic {
+		// While the remote works, other writers prepare and queue the
+		// next batch; the refs here move when it has answered.
+		r.mu.Unlock()
 	}
 	rs, err := sess.ReceivePack(ctx, req)
+	if !atomic {
+		r.mu.Lock()
+	}
 	if atomic {
 		if rs != nil {
 			// The report says which ref failed and why; go-git also
@@ -170,9 +179,6 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		for _, i := range sent {
 			errs[i] = r.statusError(updates[i], status[updates[i].Name])
 		}
-	}
-	if err := <-done; err != nil {
-		return failAll(fmt.Errorf("encoding objects for %s: %w", r.opts.URL, err))
 	}
 	for _, i := range sent {
 		if errs[i] != nil {

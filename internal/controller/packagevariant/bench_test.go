@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -95,6 +97,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		createTime := time.Since(start)
 		createRequests := apiRequests.Load() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
+		b.Logf("pushes: %s", pushSummary())
 		requestKinds.Range(func(k, v any) bool {
 			b.Logf("%-40s %6d", k, v.(*atomic.Int64).Load())
 			return true
@@ -133,6 +136,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		b.ReportMetric(createCPU.Children.Seconds(), "create-cpu-git-s")
 		b.ReportMetric(createCPU.APIServer.Seconds(), "create-cpu-apiserver-s")
 		b.ReportMetric(createCPU.Etcd.Seconds(), "create-cpu-etcd-s")
+		b.ReportMetric(createCPU.Steal.Seconds(), "create-steal-s")
 	}
 }
 
@@ -180,4 +184,15 @@ func watchVariants(b *testing.B, ns string) cache.Cache {
 		b.Fatal("the PackageVariant cache did not sync")
 	}
 	return c
+}
+
+// pushSummary says how many pushes the manager made and how many ref
+// updates they carried, from its scion_git_push_updates histogram.
+func pushSummary() string {
+	m := &dto.Metric{}
+	if err := metrics.GitPushUpdates.Write(m); err != nil {
+		return err.Error()
+	}
+	h := m.GetHistogram()
+	return fmt.Sprintf("%d pushes carried %.0f ref updates", h.GetSampleCount(), h.GetSampleSum())
 }

@@ -13,14 +13,16 @@ import (
 )
 
 // CPU is the processor time used so far by this process, by its reaped
-// children (the git subprocesses) and by the control plane's processes.
+// children (the git subprocesses) and by the control plane's processes,
+// and the time the machine's virtual processors waited for the host
+// (steal): on a shared host, what the same work takes varies with it.
 type CPU struct {
-	Self, Children, APIServer, Etcd time.Duration
+	Self, Children, APIServer, Etcd, Steal time.Duration
 }
 
 // Sub returns the CPU time used between o and c.
 func (c CPU) Sub(o CPU) CPU {
-	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd}
+	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal}
 }
 
 // Read samples the processor time of this process, of its finished
@@ -34,6 +36,7 @@ func Read() CPU {
 	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
 		c.Children = rusageTime(ru)
 	}
+	c.Steal = steal()
 	self := strconv.Itoa(os.Getpid())
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -66,4 +69,20 @@ func Read() CPU {
 
 func rusageTime(ru syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// steal reads the steal time of all processors from /proc/stat (the
+// eighth value of its "cpu" line, in USER_HZ).
+func steal() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	n, _ := strconv.ParseInt(fields[8], 10, 64)
+	return time.Duration(n) * time.Second / 100
 }
