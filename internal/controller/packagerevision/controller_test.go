@@ -342,11 +342,11 @@ func TestPackageRevision_createdNotShown(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{}))).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
-	g.Expect(removeFile(hook)).To(Succeed())
 	g.Expect(gitserver.Git(t, bare, "rev-parse", "drafts/app/ws")).To(Equal(head))
 
 	// A new object is made the way a sync or a PackageVariant makes one,
-	// but its status write never comes.
+	// but its status write never comes. (The hook stays: a retry of the
+	// deletion still under way must not remove the draft after all.)
 	again := newRevision(ns, "shown", "app", "ws", initTask())
 	again.Spec.Tasks = nil
 	g.Expect(k8sClient.Create(ctx, again)).To(Succeed())
@@ -355,4 +355,5 @@ func TestPackageRevision_createdNotShown(t *testing.T) {
 		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
 		g.Expect(got.Status.Commit).To(Equal(head))
 	}, timeout, interval).Should(Succeed())
+	g.Expect(removeFile(hook)).To(Succeed())
 }
