@@ -166,11 +166,13 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 			return failAll(r.remoteError("pushing to", err))
 		}
 	} else {
-		if rs == nil || (rs.UnpackStatus != "" && rs.UnpackStatus != "ok") {
-			if err == nil {
-				err = fmt.Errorf("unpack error: %s", rs.UnpackStatus)
-			}
+		switch {
+		case rs == nil && err == nil:
+			return failAll(fmt.Errorf("pushing to %s: the server sent no report", redact(r.opts.URL)))
+		case rs == nil:
 			return failAll(r.remoteError("pushing to", err))
+		case rs.UnpackStatus != "" && rs.UnpackStatus != "ok":
+			return failAll(fmt.Errorf("pushing to %s: unpack error: %s", redact(r.opts.URL), rs.UnpackStatus))
 		}
 		status := map[plumbing.ReferenceName]string{}
 		for _, cs := range rs.CommandStatuses {

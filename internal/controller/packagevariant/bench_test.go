@@ -67,6 +67,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
 		cpuBefore := cpustat.Read()
+		pushesBefore := pushCounts()
 		b.StartTimer()
 
 		start := time.Now()
@@ -97,7 +98,7 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		createTime := time.Since(start)
 		createRequests := apiRequests.Load() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
-		b.Logf("pushes: %s", pushSummary())
+		b.Logf("pushes: %s", pushSummary(pushesBefore))
 		requestKinds.Range(func(k, v any) bool {
 			b.Logf("%-40s %6d", k, v.(*atomic.Int64).Load())
 			return true
@@ -186,13 +187,20 @@ func watchVariants(b *testing.B, ns string) cache.Cache {
 	return c
 }
 
-// pushSummary says how many pushes the manager made and how many ref
-// updates they carried, from its scion_git_push_updates histogram.
-func pushSummary() string {
+// pushCounts reads the manager's scion_git_push_updates histogram: how
+// many pushes it made and how many ref updates they carried.
+func pushCounts() [2]float64 {
 	m := &dto.Metric{}
 	if err := metrics.GitPushUpdates.Write(m); err != nil {
-		return err.Error()
+		return [2]float64{}
 	}
 	h := m.GetHistogram()
-	return fmt.Sprintf("%d pushes carried %.0f ref updates", h.GetSampleCount(), h.GetSampleSum())
+	return [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
+}
+
+// pushSummary says how many pushes the manager made since before, and how
+// many ref updates they carried.
+func pushSummary(before [2]float64) string {
+	now := pushCounts()
+	return fmt.Sprintf("%.0f pushes carried %.0f ref updates", now[0]-before[0], now[1]-before[1])
 }
