@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -12,6 +13,10 @@ import (
 func main() {
 	cmd := cli.NewRootCommand(cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := cmd.Execute(); err != nil {
+		var exit *cli.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.Code)
+		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
