@@ -64,6 +64,35 @@ type Catalog struct {
 	sorted    map[string][]*Revision
 	providers map[string][]string
 	preNamed  map[string]bool
+
+	checkMu sync.Mutex
+	checked map[string]bool
+}
+
+// maxChecked bounds the cache of range checks; it starts over when full.
+const maxChecked = 1 << 20
+
+// check says whether a version satisfies a range (rng is its text),
+// comparing pre-releases like any version. Results are cached: a catalog
+// is resolved against many times, and a check is costly.
+func (c *Catalog) check(r *semver.Constraints, rng string, v *semver.Version) bool {
+	key := rng + "\x00" + v.String()
+	c.checkMu.Lock()
+	ok, found := c.checked[key]
+	c.checkMu.Unlock()
+	if found {
+		return ok
+	}
+	inclusive := *r
+	inclusive.IncludePrerelease = true
+	ok = inclusive.Check(v)
+	c.checkMu.Lock()
+	if c.checked == nil || len(c.checked) >= maxChecked {
+		c.checked = map[string]bool{}
+	}
+	c.checked[key] = ok
+	c.checkMu.Unlock()
+	return ok
 }
 
 // NewCatalog returns an empty catalog.

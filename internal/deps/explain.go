@@ -33,19 +33,7 @@ func explain(failure *incompat) string {
 
 	leaves = orderLeaves(leaves)
 	var sentences []string
-	grouped := map[string]int{} // dependency group key -> index in sentences
-	groupVersions := map[string][]string{}
 	for _, in := range leaves {
-		if in.kind == causeDependency && in.rev.Version != nil && !in.targetEmpty() {
-			key := fmt.Sprintf("%s\x00%v\x00%s", in.rev.Package, in.req.Optional, in.req.String())
-			if i, ok := grouped[key]; ok {
-				groupVersions[key] = append(groupVersions[key], in.rev.Version.String())
-				sentences[i] = dependencySentence(in, groupVersions[key])
-				continue
-			}
-			grouped[key] = len(sentences)
-			groupVersions[key] = []string{in.rev.Version.String()}
-		}
 		if s := leafSentence(in); s != "" {
 			sentences = append(sentences, s)
 		}
@@ -107,14 +95,10 @@ func leafSentence(in *incompat) string {
 		}
 		return s
 	case causeDependency:
-		var vs []string
-		if in.rev.Version != nil {
-			vs = []string{in.rev.Version.String()}
-		}
-		return dependencySentence(in, vs)
+		return dependencySentence(in)
 	case causeAlternative:
 		if in.targetEmpty() {
-			return fmt.Sprintf("the alternative %s of %s: %s", in.req, in.rev.Label(), noMatch(in.target, in.req))
+			return fmt.Sprintf("the alternative %s of %s: %s", in.req, in.rev.Package, noMatch(in.target, in.req))
 		}
 		return ""
 	case causeProvider:
@@ -123,32 +107,37 @@ func leafSentence(in *incompat) string {
 		}
 		return fmt.Sprintf("kind %s is provided by %s %s", in.gvk, in.target.name, versionList(in.target, in.targetSet))
 	case causeLock:
-		return fmt.Sprintf("%s and %s %s both provide kind %s, and a kind has one provider per repository",
-			in.rev.Label(), in.other.name, versionList(in.other, in.targetSet), in.gvk)
+		return fmt.Sprintf("%s %s and %s %s both provide kind %s, and a kind has one provider per repository",
+			in.self.name, versionList(in.self, in.selfSet), in.other.name, versionList(in.other, in.targetSet), in.gvk)
 	case causeUnusable:
 		return fmt.Sprintf("%s cannot be used: %v", in.rev.Label(), in.rev.Err)
 	}
 	return ""
 }
 
-// dependencySentence is "app 2.0.0, 2.1.0 require lib >=2.0.0".
-func dependencySentence(in *incompat, versions []string) string {
+// dependencySentence is "app 2.0.0, 2.1.0 require lib >=2.0.0": every
+// revision the fact is about.
+func dependencySentence(in *incompat) string {
+	var vs []string
+	for i := len(in.self.cands) - 1; i >= 0; i-- {
+		if in.selfSet.has(i) && in.self.cands[i].rev.Version != nil {
+			vs = append(vs, in.self.cands[i].rev.Version.String())
+		}
+	}
 	who := in.rev.Package
-	if len(versions) > 0 {
-		who += " " + strings.Join(versions, ", ")
+	if len(vs) > 0 {
+		who += " " + strings.Join(vs, ", ")
 	}
 	if in.ownerInstalled {
 		who += " (installed)"
 	}
 	verb := "requires"
-	if len(versions) > 1 {
+	if len(vs) > 1 {
 		verb = "require"
 	}
-	var s string
+	s := fmt.Sprintf("%s %s %s", who, verb, in.req)
 	if in.req.Optional {
-		s = fmt.Sprintf("%s %s %s when it is present (optional)", who, verb, in.req)
-	} else {
-		s = fmt.Sprintf("%s %s %s", who, verb, in.req)
+		s += " when it is present (optional)"
 	}
 	if in.targetEmpty() {
 		s += ", but " + noMatch(in.target, in.req)

@@ -140,14 +140,14 @@ func (s *solver) node(v *variable, why string, shown map[*variable]bool) *Node {
 	shown[v] = true
 	c, _ := s.chosen(v)
 	for i := range c.rev.Decl.Requires {
-		n.Children = append(n.Children, s.reached(c.rev, &c.rev.Decl.Requires[i], i, "", shown)...)
+		n.Children = append(n.Children, s.reached(c.rev, &c.rev.Decl.Requires[i], "", shown)...)
 	}
 	return n
 }
 
 // reached returns the nodes of what a chosen revision's requirement
 // brought in; optional requirements bring nothing.
-func (s *solver) reached(owner *Revision, req *Requirement, idx int, prefix string, shown map[*variable]bool) []*Node {
+func (s *solver) reached(owner *Revision, req *Requirement, prefix string, shown map[*variable]bool) []*Node {
 	switch {
 	case req.Optional:
 		return nil
@@ -158,11 +158,11 @@ func (s *solver) reached(owner *Revision, req *Requirement, idx int, prefix stri
 		}
 		return []*Node{s.node(s.vars[c.provider], prefix+"provides "+req.GVK, shown)}
 	case req.AnyOf != nil:
-		c, ok := s.chosen(s.vars[fmt.Sprintf("anyOf:%s@%s#%d", owner.Package, owner.VersionString(), idx)])
+		c, ok := s.chosen(s.vars[anyOfKey(owner, req)])
 		if !ok {
 			return nil
 		}
-		return s.reached(owner, c.alt, idx, prefix+"for "+req.String()+": ", shown)
+		return s.reached(owner, c.alt, prefix+"for "+req.String()+": ", shown)
 	default:
 		why := "required"
 		if req.RangeText != "" {

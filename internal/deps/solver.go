@@ -81,6 +81,10 @@ type variable struct {
 
 	incompats []*incompat
 	added     map[int]bool // candidates whose consequences were added
+	// reqGroups: the candidates stating each requirement (sameRequirement)
+	reqGroups map[string]bitset
+	// matched: the candidates matching each range (match), by its text
+	matched map[string]bitset
 
 	assigned term // the intersection of the assignments so far
 	decided  bool
@@ -110,6 +114,8 @@ type incompat struct {
 	rev       *Revision    // the revision that requires, is installed, provides, is unusable
 	req       *Requirement // the requirement (dependency, alternative)
 	request   Request
+	self      *variable // the requiring (dependency) or providing (lock) variable
+	selfSet   bitset    // its candidates the fact is about
 	target    *variable // what a dependency points at
 	targetSet bitset    // the candidates of target that satisfy
 	gvk       string    // lock, provider
@@ -145,6 +151,7 @@ type solver struct {
 	installed map[string]*Installed // onePerRepository packages by name
 	instances map[string][]*Installed
 	preNamed  map[string]bool // packages a requested or installed range names a pre-release of
+	facts     map[string]bool // requirement and lock facts added, by key
 }
 
 // Resolve solves one deployment repository's dependencies: the requests,
@@ -158,7 +165,7 @@ func Resolve(p Problem) (*Result, error) {
 	if p.Catalog == nil {
 		p.Catalog = NewCatalog()
 	}
-	s := &solver{p: p, vars: map[string]*variable{}, installed: map[string]*Installed{}, instances: map[string][]*Installed{},
+	s := &solver{p: p, vars: map[string]*variable{}, installed: map[string]*Installed{}, instances: map[string][]*Installed{}, facts: map[string]bool{},
 		maxSteps: p.MaxSteps}
 	if s.maxSteps <= 0 {
 		s.maxSteps = DefaultMaxSteps
@@ -303,13 +310,18 @@ func (s *solver) targetOf(name, rangeText string) *variable {
 // preOK allows it, and is then compared like any version; an unversioned
 // installed package matches only "any".
 func (s *solver) match(v *variable, c *semver.Constraints) bitset {
-	set := newBitset(len(v.cands))
-	var inclusive *semver.Constraints
+	key := ""
 	if c != nil {
-		cc := *c
-		cc.IncludePrerelease = true
-		inclusive = &cc
+		key = c.String()
 	}
+	if set, ok := v.matched[key]; ok {
+		return set
+	}
+	set := newBitset(len(v.cands))
+	if v.matched == nil {
+		v.matched = map[string]bitset{}
+	}
+	v.matched[key] = set
 	for i, cd := range v.cands {
 		ver := cd.rev.Version
 		switch {
@@ -318,7 +330,7 @@ func (s *solver) match(v *variable, c *semver.Constraints) bitset {
 				set.add(i)
 			}
 		case ver.Prerelease() != "" && !cd.installed && !s.preOK(cd.rev.Package):
-		case c == nil || inclusive.Check(ver):
+		case c == nil || s.p.Catalog.check(c, key, ver):
 			set.add(i)
 		}
 	}
@@ -685,25 +697,36 @@ func (s *solver) consequences(v *variable, i int) []*incompat {
 	me := term{v, true, self}
 	switch v.kind {
 	case packageVar:
+		// A fact covers every candidate that states it: the revisions with
+		// the same requirement (as consecutive versions mostly have), so
+		// one conflict rules them all out.
 		var out []*incompat
 		for j := range c.rev.Decl.Requires {
-			in := s.requirement(me, c.rev, &c.rev.Decl.Requires[j], j, causeDependency)
-			in.ownerInstalled = c.installed
-			out = append(out, in)
+			req := &c.rev.Decl.Requires[j]
+			key := requirementKey(req, c.installed)
+			if fact := v.key + "\x00" + key; !s.facts[fact] {
+				s.facts[fact] = true
+				in := s.requirement(term{v, true, v.sameRequirement(key)}, c.rev, req, causeDependency)
+				in.ownerInstalled = c.installed
+				out = append(out, in)
+			}
 		}
 		for _, g := range c.rev.Decl.Provides {
 			for _, other := range s.providersOf(g) {
-				if other == v.name {
+				o := s.packageVar(other)
+				fact := "lock\x00" + g + "\x00" + min(v.key, o.key) + "\x00" + max(v.key, o.key)
+				if other == v.name || s.facts[fact] {
 					continue
 				}
-				o := s.packageVar(other)
-				set := s.providing(o, g)
-				out = append(out, &incompat{terms: []term{me, {o, true, set}}, kind: causeLock, rev: c.rev, gvk: g, other: o, targetSet: set})
+				s.facts[fact] = true
+				mine, theirs := s.providing(v, g), s.providing(o, g)
+				out = append(out, &incompat{terms: []term{{v, true, mine}, {o, true, theirs}}, kind: causeLock, rev: c.rev, gvk: g,
+					self: v, selfSet: mine, other: o, targetSet: theirs})
 			}
 		}
 		return out
 	case anyOfVar:
-		return []*incompat{s.requirement(me, v.owner, c.alt, i, causeAlternative)}
+		return []*incompat{s.requirement(me, v.owner, c.alt, causeAlternative)}
 	case gvkVar:
 		o := s.packageVar(c.provider)
 		set := s.providing(o, v.name)
@@ -712,9 +735,49 @@ func (s *solver) consequences(v *variable, i int) []*incompat {
 	return nil
 }
 
+// requirementKey identifies a requirement among a package's revisions;
+// those of installed revisions stand apart.
+func requirementKey(req *Requirement, installed bool) string {
+	key := req.String()
+	if req.Optional {
+		key += "\x00optional"
+	}
+	if installed {
+		key += "\x00installed"
+	}
+	return key
+}
+
+// anyOfKey names the variable of an anyOf requirement: one per package
+// and requirement, shared by the revisions that state it.
+func anyOfKey(owner *Revision, req *Requirement) string {
+	return "anyOf:" + owner.Package + "\x00" + req.String()
+}
+
+// sameRequirement returns the candidates of a package variable that state
+// the requirement of key.
+func (v *variable) sameRequirement(key string) bitset {
+	if v.reqGroups == nil {
+		v.reqGroups = map[string]bitset{}
+		for i, c := range v.cands {
+			if c.rev.Decl == nil {
+				continue
+			}
+			for j := range c.rev.Decl.Requires {
+				k := requirementKey(&c.rev.Decl.Requires[j], c.installed)
+				if v.reqGroups[k] == nil {
+					v.reqGroups[k] = newBitset(len(v.cands))
+				}
+				v.reqGroups[k].add(i)
+			}
+		}
+	}
+	return v.reqGroups[key]
+}
+
 // requirement is the fact that a chosen candidate (me) needs req.
-func (s *solver) requirement(me term, owner *Revision, req *Requirement, idx int, kind causeKind) *incompat {
-	in := &incompat{kind: kind, rev: owner, req: req}
+func (s *solver) requirement(me term, owner *Revision, req *Requirement, kind causeKind) *incompat {
+	in := &incompat{kind: kind, rev: owner, req: req, self: me.v, selfSet: me.set}
 	switch {
 	case req.GVK != "":
 		g := s.variable("kind:"+req.GVK, gvkVar, req.GVK, func() []cand {
@@ -731,8 +794,7 @@ func (s *solver) requirement(me term, owner *Revision, req *Requirement, idx int
 			return in
 		}
 	case req.AnyOf != nil:
-		key := fmt.Sprintf("anyOf:%s@%s#%d", owner.Package, owner.VersionString(), idx)
-		a := s.variable(key, anyOfVar, "", func() []cand {
+		a := s.variable(anyOfKey(owner, req), anyOfVar, "", func() []cand {
 			out := make([]cand, len(req.AnyOf))
 			for i := range req.AnyOf {
 				out[i] = cand{alt: &req.AnyOf[i]}

@@ -335,3 +335,39 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+func TestResolve_inputErrors(t *testing.T) {
+	g := NewWithT(t)
+	_, err := Resolve(Problem{Catalog: catalogOf(t, mkRev(t, "lib", "1.0.0")),
+		Installed: []Installed{{Dir: "a/lib", Revision: mkRev(t, "lib", "1.0.0")}, {Dir: "b/lib", Revision: mkRev(t, "lib", "1.2.0")}},
+		Requests:  requests(t, "lib")})
+	g.Expect(err).To(MatchError("package lib is installed twice (a/lib at 1.0.0, b/lib at 1.2.0), and it allows one copy per repository"))
+
+	_, err = Resolve(Problem{Requests: []Request{{Package: "lib", Range: ">>1"}}})
+	g.Expect(err).To(MatchError(`request lib@>>1: improper constraint: ">>1"`))
+
+	g.Expect(NewCatalog().Add(mkRev(t, "lib", ""))).To(MatchError("catalog revision of lib has no version"))
+	c := catalogOf(t, mkRev(t, "lib", "1.0.0"))
+	g.Expect(c.Add(&Revision{Package: "lib", Version: mustVersion(t, "v1")})).To(MatchError("lib has two revisions of version 1.0.0 (1.0.0 and v1)"))
+}
+
+// A search past its bound stops with ErrTooComplex instead of running on.
+func TestResolve_bounded(t *testing.T) {
+	g := NewWithT(t)
+	var revs []*Revision
+	for i := 0; i < 6; i++ {
+		for v := 1; v <= 5; v++ {
+			revs = append(revs, mkRev(t, fmt.Sprintf("p%d", i), fmt.Sprintf("%d.0.0", v),
+				requires(pkgReq(t, fmt.Sprintf("p%d", (i+1)%6), fmt.Sprintf(">=%d.0.0", v)))))
+		}
+	}
+	p := Problem{Catalog: catalogOf(t, revs...), Requests: requests(t, "p0"), MaxSteps: 5}
+	_, err := Resolve(p)
+	g.Expect(errors.Is(err, ErrTooComplex)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(HavePrefix("the dependency graph is too complex to resolve within the step limit (5 steps,"))
+	// The same problem with the default bound resolves.
+	p.MaxSteps = 0
+	res, err := Resolve(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Plan).To(HaveLen(6))
+}
