@@ -174,8 +174,8 @@ func describe(p Problem, catalog []*Revision) string {
 // Thousands of random problems on every test run.
 func TestResolve_bruteForce(t *testing.T) {
 	n := int64(3000)
-	if testing.Short() {
-		n = 300
+	if testing.Short() || raceEnabled {
+		n = 400
 	}
 	for seed := int64(0); seed < n; seed++ {
 		resolveAgainstBruteForce(t, seed)

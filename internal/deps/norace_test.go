@@ -1,0 +1,5 @@
+//go:build !race
+
+package deps
+
+const raceEnabled = false
