@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -349,7 +351,7 @@ func fastForward(local, origin, updated *pkg.Package) (*pkg.Package, []Change, e
 			diffs = append(diffs, id.String()+" (deleted)")
 		}
 	}
-	for name := range union(l.files, o.files) {
+	for _, name := range union(l.files, o.files) {
 		if isKptfile(name) {
 			continue
 		}
@@ -401,7 +403,8 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 		}
 		changes = append(changes, Change{Action: Deleted, Resource: id.String()})
 	}
-	for name, data := range u.files {
+	for _, name := range slices.Sorted(maps.Keys(u.files)) {
+		data := u.files[name]
 		if err := out.SetFile(name, data); err != nil {
 			return nil, nil, err
 		}
@@ -415,7 +418,8 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 			changes = append(changes, Change{Action: Updated, File: name})
 		}
 	}
-	for name, data := range l.files {
+	for _, name := range slices.Sorted(maps.Keys(l.files)) {
+		data := l.files[name]
 		_, upstream := u.files[name]
 		if isKptfile(name) && upstream {
 			continue
@@ -434,15 +438,16 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 	return out, changes, nil
 }
 
-func union(a, b map[string][]byte) map[string]bool {
-	out := map[string]bool{}
+// union returns the names in a or b, sorted.
+func union(a, b map[string][]byte) []string {
+	set := map[string]bool{}
 	for k := range a {
-		out[k] = true
+		set[k] = true
 	}
 	for k := range b {
-		out[k] = true
+		set[k] = true
 	}
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Diff lists what differs between two versions of a package: resources
@@ -488,7 +493,7 @@ func Diff(before, after *pkg.Package) ([]Change, error) {
 			changes = append(changes, Change{Action: Deleted, Resource: id.String()})
 		}
 	}
-	for name := range union(b.files, a.files) {
+	for _, name := range union(b.files, a.files) {
 		bd, bok := b.files[name]
 		ad, aok := a.files[name]
 		switch {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -63,11 +62,10 @@ func TestUpdate(t *testing.T) {
 				for _, c := range changes {
 					lines = append(lines, c.String())
 				}
-				sort.Strings(lines)
 				g.Expect(os.WriteFile(filepath.Join(dir, "changes"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)).To(Succeed())
 			}
 			expected := readPkg(t, expectedDir)
-			for name := range union(out.Files(), expected.Files()) {
+			for _, name := range union(out.Files(), expected.Files()) {
 				got, _ := out.File(name)
 				want, ok := expected.File(name)
 				g.Expect(ok).To(BeTrue(), "unexpected file %s:\n%s", name, got)
@@ -77,8 +75,43 @@ func TestUpdate(t *testing.T) {
 			for _, c := range changes {
 				lines = append(lines, c.String())
 			}
-			sort.Strings(lines)
+			// Unsorted: the order is part of the output, and must not vary.
 			g.Expect(strings.Join(lines, "\n") + "\n").To(Equal(readOptional(dir, "changes") + "\n"))
 		})
+	}
+}
+
+// Every strategy lists its changes in one order, run after run (map order
+// must not leak into what a user reads).
+func TestUpdate_deterministic(t *testing.T) {
+	kf := []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")
+	files := func(version string, names ...string) *pkg.Package {
+		m := map[string][]byte{"Kptfile": kf}
+		for _, n := range names {
+			m[n] = []byte("# " + n + " " + version + "\n")
+		}
+		return pkg.New(m)
+	}
+	origin := files("v1", "a.md", "b.md", "c.md", "d.md", "e.md")
+	local := files("v1", "a.md", "b.md", "c.md", "d.md", "e.md", "local-1.md", "local-2.md")
+	updated := files("v2", "a.md", "b.md", "c.md", "f.md", "g.md", "h.md")
+	for _, strategy := range []kptfilev1.UpdateStrategy{kptfilev1.ForceDeleteReplace, kptfilev1.CopyMerge, kptfilev1.ResourceMerge} {
+		var first string
+		for i := 0; i < 20; i++ {
+			_, changes, err := Update(local, origin, updated, testOrigin, strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for _, c := range changes {
+				lines = append(lines, c.String())
+			}
+			got := strings.Join(lines, "\n")
+			if i == 0 {
+				first = got
+			} else if got != first {
+				t.Fatalf("%s: run %d listed\n%s\nafter\n%s", strategy, i, got, first)
+			}
+		}
 	}
 }
