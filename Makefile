@@ -34,6 +34,16 @@ verify-generate: generate ## Fail when generated files are stale.
 build: ## Build bin/scion.
 	go build -o $(BIN)/scion ./cmd/scion
 
+# install puts scion in GOBIN, else ~/.local/bin.
+INSTALL_DIR ?= $(or $(shell go env GOBIN),$(HOME)/.local/bin)
+
+.PHONY: install
+install: ## Install scion into GOBIN, else ~/.local/bin (INSTALL_DIR=... to choose).
+	mkdir -p $(INSTALL_DIR)
+	GOBIN=$(INSTALL_DIR) go install ./cmd/scion
+	@echo "installed $(INSTALL_DIR)/scion"
+	@case ":$$PATH:" in *":$(INSTALL_DIR):"*) ;; *) echo "note: $(INSTALL_DIR) is not on your PATH: export PATH=\"$(INSTALL_DIR):\$$PATH\"";; esac
+
 .PHONY: demo
 demo: control-plane build ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent).
 	$(BIN)/scion dev demo

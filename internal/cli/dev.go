@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -97,25 +99,53 @@ again works: each run publishes the next upstream revision.`,
 			if err != nil {
 				return err
 			}
-			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out}
+			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand()}
 			if err := d.Run(ctx); err != nil {
 				return err
 			}
+			scion := d.Command
 			fmt.Fprintf(streams.Out, `
 Explore:
-  export KUBECONFIG=%s
+  export KUBECONFIG=%[1]s
   kubectl get packagevariantsets,packagevariants
   kubectl get packagerevisions
-  scion tree pvs/regional-app
-  scion rpkg get
-Stop with scion dev down (state is kept), or start over with scion dev up --fresh.
-`, o.Kubeconfig())
+  %[2]s tree pvs/regional-app
+  %[2]s rpkg get
+Stop with %[2]s dev down (state is kept), or start over with %[2]s dev up --fresh.
+`, o.Kubeconfig(), scion)
 			return nil
 		},
 	}
 	demoCmd.Flags().StringVar(&examples, "examples", "", "the examples folder (default examples/ of the checkout)")
 	cmd.AddCommand(up, down, serve, demoCmd)
 	return cmd
+}
+
+// selfCommand is how a person at this shell runs this binary: "scion" when
+// that is what PATH finds, else its path, relative to the working directory
+// when it is below it (bin/scion in a checkout).
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "scion"
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	if p, err := exec.LookPath("scion"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil && real == exe {
+			return "scion"
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, string(filepath.Separator)) {
+				rel = "." + string(filepath.Separator) + rel
+			}
+			return rel
+		}
+	}
+	return exe
 }
 
 // kubeClient returns a client for a kubeconfig file.

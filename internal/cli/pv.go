@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -54,11 +53,11 @@ ensured.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "the PackageVariant YAML (required)")
+	f.StringVarP(&o.File, "filename", "f", "", "YAML holding the PackageVariant; other kinds in it are ignored; - reads standard input (required)")
 	f.StringVar(&o.Upstream, "upstream", "", "folder of the upstream package (required)")
 	f.StringVar(&o.Downstream, "downstream", "", "folder of the existing downstream package (the update path)")
 	f.StringVar(&o.Origin, "origin", "", "with --downstream: folder of the upstream the downstream was derived from, to 3-way update from")
-	f.StringArrayVar(&o.Objects, "objects", nil, "YAML file of in-cluster objects for injection (repeatable)")
+	f.StringArrayVar(&o.Objects, "objects", nil, "YAML of in-cluster objects for injection, several documents or a List; - reads standard input (repeatable)")
 	f.BoolVar(&o.Deployment, "deployment", false, "the downstream repository is a deployment repository (clone with a package context)")
 	f.BoolVar(&o.AllowExec, "allow-exec", false, "allow exec functions in the pipeline")
 	f.StringVar(&o.OutDir, "out", "", "folder to write the resulting package to (required)")
@@ -68,30 +67,35 @@ ensured.`,
 // Validate checks the flags.
 func (o *PvRenderOptions) Validate() error {
 	var errs []error
-	for flag, v := range map[string]string{"--filename": o.File, "--upstream": o.Upstream, "--out": o.OutDir} {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s is required", flag))
+	for _, f := range []struct{ flag, value string }{{"--filename", o.File}, {"--upstream", o.Upstream}, {"--out", o.OutDir}} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s is required", f.flag))
 		}
 	}
 	if o.Origin != "" && o.Downstream == "" {
 		errs = append(errs, errors.New("--origin needs --downstream"))
+	}
+	if err := stdinOnce(append([]string{o.File}, o.Objects...)...); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // Run renders the variant.
 func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
-	data, err := os.ReadFile(o.File)
+	pvs, err := readTyped(o.Streams, o.File, configv1alpha1.GroupVersion.WithKind("PackageVariant"), func() *configv1alpha1.PackageVariant {
+		return &configv1alpha1.PackageVariant{}
+	})
 	if err != nil {
 		return err
 	}
-	pv := &configv1alpha1.PackageVariant{}
-	if err := yaml.UnmarshalStrict(data, pv); err != nil {
-		return fmt.Errorf("%s: %w", o.File, err)
+	if len(pvs) > 1 {
+		return fmt.Errorf("%s has %d PackageVariants; pv render renders one into --out", o.File, len(pvs))
 	}
+	pv := pvs[0]
 	objects := &variant.StaticObjects{}
 	for _, f := range o.Objects {
-		objs, err := readObjectsFile(f)
+		objs, err := o.readObjects(f)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
-	"github.com/scion-dev/scion/internal/variant"
 	"github.com/scion-dev/scion/internal/variantset"
 )
 
@@ -56,71 +54,80 @@ applying a set to a fleet.`,
 			if o.Output != "yaml" && o.Output != "table" {
 				return fmt.Errorf("--output must be yaml or table, not %q", o.Output)
 			}
+			if err := stdinOnce(append(append([]string{o.File, o.Upstream}, o.Repositories...), o.Objects...)...); err != nil {
+				return err
+			}
 			return o.Run(cmdContext(cmd))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "the PackageVariantSet YAML (required)")
-	f.StringArrayVar(&o.Repositories, "repositories", nil, "YAML file of Repository objects (repeatable)")
-	f.StringArrayVar(&o.Objects, "objects", nil, "YAML file of objects that objectSelectors select (repeatable)")
-	f.StringVar(&o.Upstream, "upstream", "", "YAML file of the upstream PackageRevision")
+	f.StringVarP(&o.File, "filename", "f", "", "YAML of the PackageVariantSets to expand; other kinds in it are ignored; - reads standard input (required)")
+	f.StringArrayVar(&o.Repositories, "repositories", nil, "YAML of Repository objects, several documents or a List (kubectl get -o yaml); - reads standard input (repeatable)")
+	f.StringArrayVar(&o.Objects, "objects", nil, "YAML of objects that objectSelectors select, several documents or a List; - reads standard input (repeatable)")
+	f.StringVar(&o.Upstream, "upstream", "", "YAML of the upstream PackageRevision; - reads standard input")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "yaml or table")
 	return cmd
 }
 
-// Run expands the set.
+// Run expands the sets in the file.
 func (o *PvsExpandOptions) Run(ctx context.Context) error {
-	data, err := os.ReadFile(o.File)
+	sets, err := readTyped(o.Streams, o.File, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"), func() *configv1alpha2.PackageVariantSet {
+		return &configv1alpha2.PackageVariantSet{}
+	})
 	if err != nil {
 		return err
 	}
-	pvs := &configv1alpha2.PackageVariantSet{}
-	if err := yaml.UnmarshalStrict(data, pvs); err != nil {
-		return fmt.Errorf("%s: %w", o.File, err)
-	}
-	if pvs.Namespace == "" {
-		pvs.Namespace = "default"
-	}
 	src := &variantset.StaticSource{}
 	for _, f := range append(append([]string(nil), o.Repositories...), o.Objects...) {
-		objs, err := readObjectsFile(f)
+		objs, err := o.readObjects(f)
 		if err != nil {
 			return err
 		}
 		src.Objects = append(src.Objects, objs...)
 	}
-	in := variantset.Input{Set: pvs, Source: src}
+	var upstream *unstructured.Unstructured
 	if o.Upstream != "" {
-		objs, err := readObjectsFile(o.Upstream)
+		objs, err := o.readObjects(o.Upstream)
 		if err != nil {
 			return err
 		}
 		if len(objs) != 1 || objs[0].GetKind() != "PackageRevision" {
 			return fmt.Errorf("%s: want one PackageRevision", o.Upstream)
 		}
-		in.Upstream = objs[0]
+		upstream = objs[0]
 	}
 	ev, err := variantset.NewEvaluator(0)
 	if err != nil {
 		return err
 	}
-	if errs := ev.Validate(pvs); len(errs) > 0 {
-		return fmt.Errorf("PackageVariantSet %s is invalid: %w", pvs.Name, errs.ToAggregate())
-	}
-	res, err := ev.Expand(ctx, in)
-	if errors.Is(err, variantset.ErrNoUpstream) {
-		return fmt.Errorf("PackageVariantSet %s: %w (give it with --upstream)", pvs.Name, err)
-	}
-	if err != nil {
-		return fmt.Errorf("PackageVariantSet %s: %w", pvs.Name, err)
-	}
-	for _, e := range res.Empty {
-		_, _ = fmt.Fprintf(o.ErrOut, "warning: %s\n", e)
+	all := &variantset.Result{}
+	for _, pvs := range sets {
+		if pvs.Namespace == "" {
+			pvs.Namespace = "default"
+		}
+		if errs := ev.Validate(pvs); len(errs) > 0 {
+			return fmt.Errorf("PackageVariantSet %s is invalid: %w", pvs.Name, errs.ToAggregate())
+		}
+		in := variantset.Input{Set: pvs, Source: src}
+		if upstream != nil {
+			in.Upstream = upstream
+		}
+		res, err := ev.Expand(ctx, in)
+		if errors.Is(err, variantset.ErrNoUpstream) {
+			return fmt.Errorf("PackageVariantSet %s: %w (give it with --upstream)", pvs.Name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("PackageVariantSet %s: %w", pvs.Name, err)
+		}
+		for _, e := range res.Empty {
+			_, _ = fmt.Fprintf(o.ErrOut, "warning: %s\n", e)
+		}
+		all.Variants = append(all.Variants, res.Variants...)
 	}
 	if o.Output == "table" {
-		return printVariantTable(o.Out, res)
+		return printVariantTable(o.Out, all)
 	}
-	for i, pv := range res.Variants {
+	for i, pv := range all.Variants {
 		b, err := yaml.Marshal(pv)
 		if err != nil {
 			return err
@@ -164,14 +171,3 @@ func orNone(s string) string {
 	return s
 }
 
-func readObjectsFile(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := variant.ReadObjects(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return objs, nil
-}

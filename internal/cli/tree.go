@@ -18,7 +18,7 @@ func NewCmdTree(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tree KIND/NAME",
 		Short: "Show a PackageVariantSet or PackageVariant with what it made",
-		Long: `Show the hierarchy a PackageVariantSet (pvs) or PackageVariant (pv)
+		Long: `Show the hierarchy a PackageVariantSet (pvs) or PackageVariant (pvar)
 made: the set, its PackageVariants and their PackageRevisions, with
 lifecycle, Ready and readiness-gate status, one line each; in colour on a
 terminal. -o json prints the same tree for scripts.`,

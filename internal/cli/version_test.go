@@ -61,3 +61,31 @@ func TestCLIReference(t *testing.T) {
 		t.Fatalf("%s is stale: run make docs", path)
 	}
 }
+
+// The commands the demo prints work as printed: "scion" only when PATH
+// finds this very binary, else its path.
+func TestSelfCommand(t *testing.T) {
+	g := NewWithT(t)
+	exe, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	exe, err = filepath.EvalSymlinks(exe)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	t.Setenv("PATH", t.TempDir())
+	g.Expect(selfCommand()).To(Equal(exe), "not on PATH, outside the working directory: the absolute path")
+
+	wd, _ := os.Getwd()
+	g.Expect(os.Chdir(filepath.Dir(filepath.Dir(exe)))).To(Succeed())
+	defer func() { _ = os.Chdir(wd) }()
+	g.Expect(selfCommand()).To(Equal(filepath.Join(filepath.Base(filepath.Dir(exe)), filepath.Base(exe))), "below the working directory: relative, like bin/scion")
+
+	onPath := t.TempDir()
+	g.Expect(os.Symlink(exe, filepath.Join(onPath, "scion"))).To(Succeed())
+	t.Setenv("PATH", onPath)
+	g.Expect(selfCommand()).To(Equal("scion"))
+
+	other := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(other, "scion"), []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+	t.Setenv("PATH", other)
+	g.Expect(selfCommand()).NotTo(Equal("scion"), "another scion on PATH is not this one")
+}

@@ -131,8 +131,8 @@ func (o *Options) printTrees(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("")
-	o.say("==> scion tree")
-	for _, name := range []string{"pv/policy-cluster-01", "pvs/tenants", "pvs/regional-app", "pvs/team-sandboxes"} {
+	o.say("==> %s tree", o.scion())
+	for _, name := range []string{"pvar/policy-cluster-01", "pvs/tenants", "pvs/regional-app", "pvs/team-sandboxes"} {
 		kind, n, _ := strings.Cut(name, "/")
 		t, err := tree.Build(ctx, o.Client, ns, kind, n)
 		if err != nil {
@@ -279,7 +279,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 				return err
 			}
 			o.say("")
-			o.say("==> a person edits %s: scion rpkg pull, add the annotation %s, scion rpkg push", pr.Name, ownerAnnotation)
+			o.say("==> a person edits %s: %s rpkg pull, add the annotation %s, %s rpkg push", pr.Name, o.scion(), ownerAnnotation, o.scion())
 		}
 	}
 
@@ -377,11 +377,11 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("")
-	o.say("==> scion rpkg propose %s", pr.Name)
+	o.say("==> %s rpkg propose %s", o.scion(), pr.Name)
 	if _, err := rc.Propose(ctx, pr.Name); err != nil {
 		return err
 	}
-	o.say("==> scion rpkg approve %s", pr.Name)
+	o.say("==> %s rpkg approve %s", o.scion(), pr.Name)
 	_, err = rc.Approve(ctx, pr.Name, "demo")
 	if err == nil {
 		return errors.New("the approval went through with the canary gate unmet")
@@ -390,11 +390,11 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("    refused: %v", err)
-	o.say("==> scion rpkg condition set %s %s True", pr.Name, canaryGate)
+	o.say("==> %s rpkg condition set %s %s True", o.scion(), pr.Name, canaryGate)
 	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary in cluster-01 passed"}); err != nil {
 		return err
 	}
-	o.say("==> scion rpkg approve %s", pr.Name)
+	o.say("==> %s rpkg approve %s", o.scion(), pr.Name)
 	got, err := rc.Approve(ctx, pr.Name, "demo")
 	if err != nil {
 		return err

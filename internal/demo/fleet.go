@@ -48,6 +48,17 @@ type Options struct {
 	Out    io.Writer
 	// Timeout bounds each wait (5 minutes when 0).
 	Timeout time.Duration
+	// Command is how the reader runs scion, in the commands the walk-through
+	// prints ("scion" when empty; bin/scion when it is not on PATH).
+	Command string
+}
+
+// scion is the command the walk-through prints for scion.
+func (o *Options) scion() string {
+	if o.Command == "" {
+		return "scion"
+	}
+	return o.Command
 }
 
 func (o *Options) timeout() time.Duration {

@@ -48,19 +48,19 @@ type Gate struct {
 }
 
 // Build reads the tree of kind/name (packagevariantset or packagevariant,
-// also pvs and pv) in namespace.
+// also their short names pvs and pvar, and pv as it was) in namespace.
 func Build(ctx context.Context, c client.Client, namespace, kind, name string) (*Node, error) {
 	switch strings.ToLower(kind) {
 	case "packagevariantset", "packagevariantsets", "pvs":
 		return buildSet(ctx, c, namespace, name)
-	case "packagevariant", "packagevariants", "pv":
+	case "packagevariant", "packagevariants", "pvar", "pv":
 		pv := &configv1alpha1.PackageVariant{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pv); err != nil {
 			return nil, fmt.Errorf("PackageVariant %s/%s: %w", namespace, name, err)
 		}
 		return variantNode(ctx, c, pv)
 	default:
-		return nil, fmt.Errorf("unknown kind %q: want packagevariantset (pvs) or packagevariant (pv)", kind)
+		return nil, fmt.Errorf("unknown kind %q: want packagevariantset (pvs) or packagevariant (pvar)", kind)
 	}
 }
 

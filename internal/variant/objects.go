@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,26 +21,57 @@ type StaticObjects struct {
 	Objects []*unstructured.Unstructured
 }
 
-// ReadObjects parses multi-document YAML into objects.
+// ReadObjects parses multi-document YAML (or JSON) into objects. A List
+// (kind List or any *List with items, as `kubectl get -o yaml` prints)
+// stands for its items. Objects are numbered from 0 in the order they are
+// read, in errors.
 func ReadObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
-	for {
+	for doc := 0; ; doc++ {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, err
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if len(u.Object) == 0 {
 			continue
 		}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("object %d has no apiVersion, kind or metadata.name", len(out))
+		if items, ok := u.Object["items"].([]any); ok && strings.HasSuffix(u.GetKind(), "List") {
+			for i, item := range items {
+				m, ok := item.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("document %d (%s): items[%d] is not an object", doc, u.GetKind(), i)
+				}
+				o := &unstructured.Unstructured{Object: m}
+				if err := identified(o); err != nil {
+					return nil, fmt.Errorf("document %d (%s): items[%d] %w", doc, u.GetKind(), i, err)
+				}
+				out = append(out, o)
+			}
+			continue
+		}
+		if err := identified(u); err != nil {
+			return nil, fmt.Errorf("document %d %w", doc, err)
 		}
 		out = append(out, u)
 	}
+}
+
+// identified checks that an object says what it is.
+func identified(u *unstructured.Unstructured) error {
+	var missing []string
+	for _, f := range []struct{ name, value string }{{"apiVersion", u.GetAPIVersion()}, {"kind", u.GetKind()}, {"metadata.name", u.GetName()}} {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("has no %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // Schema implements ObjectSource.

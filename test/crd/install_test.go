@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -68,4 +70,42 @@ func TestReferenceExamples(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+}
+
+// No short name of Scion's kinds is a name or short name of any resource a
+// stock API server serves: `kubectl get pvar` means a PackageVariant, not
+// something else with a warning.
+func TestShortNamesCollideWithNothing(t *testing.T) {
+	g := NewWithT(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, lists, err := dc.ServerGroupsAndResources()
+	g.Expect(err).NotTo(HaveOccurred())
+	ours := map[string][]string{} // resource -> its short names
+	taken := map[string]string{}  // name or short name -> the built-in resource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue // a subresource
+			}
+			if gv.Group == "config.porch.kpt.dev" || gv.Group == "porch.kpt.dev" {
+				ours[r.Name+"."+gv.Group] = r.ShortNames
+				continue
+			}
+			for _, n := range append([]string{r.Name, r.SingularName}, r.ShortNames...) {
+				taken[n] = r.Name + "." + gv.Group
+			}
+		}
+	}
+	g.Expect(taken).To(HaveKey("pv"), "discovery lists the built-in resources")
+	g.Expect(ours).To(HaveLen(4))
+	for res, shorts := range ours {
+		g.Expect(shorts).NotTo(BeEmpty(), res)
+		for _, s := range shorts {
+			g.Expect(taken).NotTo(HaveKey(s), "the short name %s of %s is also %s", s, res, taken[s])
+		}
+	}
+	g.Expect(ours["packagevariants.config.porch.kpt.dev"]).To(Equal([]string{"pvar"}))
 }

@@ -221,7 +221,7 @@ type DownstreamTarget struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=scion,shortName=pv
+// +kubebuilder:resource:categories=scion,shortName=pvar
 // +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
 // +kubebuilder:printcolumn:name="Downstream Repo",type=string,JSONPath=`.spec.downstream.repo`
 // +kubebuilder:printcolumn:name="Downstream",type=string,JSONPath=`.spec.downstream.package`
