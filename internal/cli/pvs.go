@@ -170,4 +170,3 @@ func orNone(s string) string {
 	}
 	return s
 }
-
