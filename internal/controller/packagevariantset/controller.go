@@ -226,6 +226,10 @@ type scope struct {
 	pvs     *configv1alpha2.PackageVariantSet
 	stalled *metav1.Condition
 	summary *configv1alpha2.Summary
+	// notReady names the desired PackageVariants that are not Ready yet
+	// (created or updated by this reconcile, or not Ready for their
+	// generation), sorted.
+	notReady []string
 }
 
 // Reconcile makes a set's PackageVariants match its targets.
@@ -388,9 +392,11 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			err := f()
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case errors.Is(err, errNothingWritten):
+			case err != nil:
 				errs = append(errs, err)
-			} else if count != nil {
+			case count != nil:
 				*count++
 			}
 		}()
@@ -399,13 +405,14 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		cur, ok := existing[want.Name]
 		delete(existing, want.Name)
 		if !ok {
+			s.notReady = append(s.notReady, want.Name)
 			write(&sum.Created, func() error {
 				want.OwnerReferences = []metav1.OwnerReference{*owner}
 				err := r.Create(ctx, want)
 				if apierrors.IsAlreadyExists(err) {
 					if r.ownedLive(ctx, pvs, want) {
 						// Created by an earlier reconcile, not cached yet.
-						return nil
+						return errNothingWritten
 					}
 					err = fmt.Errorf("PackageVariant %s exists and is not owned by this set", want.Name)
 				}
@@ -424,12 +431,15 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			mu.Unlock()
 			continue
 		}
-		if isReady(cur) {
-			sum.Ready++
-		}
 		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) {
+			if isReady(cur) {
+				sum.Ready++
+			} else {
+				s.notReady = append(s.notReady, cur.Name)
+			}
 			continue
 		}
+		s.notReady = append(s.notReady, cur.Name)
 		write(&sum.Updated, func() error {
 			patch := client.MergeFrom(cur.DeepCopy())
 			cur.Spec = want.Spec
@@ -455,9 +465,18 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		})
 	}
 	wg.Wait()
+	slices.Sort(s.notReady)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	if sum.Created+sum.Updated+sum.Deleted > 0 {
-		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, sum.Created, sum.Updated, sum.Deleted)
+	created, updated, deleted := sum.Created, sum.Updated, sum.Deleted
+	if prev := pvs.Status.Summary; prev != nil && pvs.Status.ObservedGeneration == pvs.Generation {
+		// The counts add up over the reconciles of one generation of the
+		// spec: what it took to reach it, whatever the events split it into.
+		sum.Created += prev.Created
+		sum.Updated += prev.Updated
+		sum.Deleted += prev.Deleted
+	}
+	if created+updated+deleted > 0 {
+		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, created, updated, deleted)
 	}
 	if len(errs) > maxErrors {
 		errs = append(errs[:maxErrors], fmt.Errorf("and %d more errors", len(errs)-maxErrors))
@@ -507,6 +526,43 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pvs *configv1alpha2.Pa
 	return client.IgnoreNotFound(r.Patch(ctx, pvs, patch))
 }
 
+// errNothingWritten is a write that found its work done already (by an
+// earlier reconcile the cache had not shown yet): no error, and not
+// counted.
+var errNothingWritten = errors.New("nothing written")
+
+// maxNamed bounds the PackageVariants a VariantsReady message names.
+const maxNamed = 10
+
+// variantsReadyCondition says whether every generated PackageVariant is
+// Ready: False with the reason of a stall or failure, or naming the
+// variants not Ready yet.
+func variantsReadyCondition(s *scope, reconcileErr error) metav1.Condition {
+	c := metav1.Condition{Type: configv1alpha2.VariantsReadyCondition, Status: metav1.ConditionFalse}
+	switch {
+	case s.stalled != nil:
+		c.Reason, c.Message = s.stalled.Reason, "the set is stalled: "+s.stalled.Message
+	case reconcileErr != nil || s.summary == nil:
+		c.Reason, c.Message = configv1alpha2.UnexpectedErrorReason, "the set's PackageVariants could not all be written"
+	case len(s.notReady) == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, configv1alpha2.AllVariantsReadyReason
+		c.Message = fmt.Sprintf("all %d PackageVariants are Ready", s.summary.Desired)
+		if s.summary.Desired == 0 {
+			c.Message = "the targets generate no PackageVariants"
+		}
+	default:
+		names := s.notReady
+		more := ""
+		if len(names) > maxNamed {
+			more = fmt.Sprintf(" and %d more", len(names)-maxNamed)
+			names = names[:maxNamed]
+		}
+		c.Reason = configv1alpha2.VariantsNotReadyReason
+		c.Message = fmt.Sprintf("%d of %d PackageVariants are Ready; waiting for %s%s", s.summary.Ready, s.summary.Desired, strings.Join(names, ", "), more)
+	}
+	return c
+}
+
 // patchStatus is the one place that writes a set's status.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
 	pvs := s.pvs
@@ -516,6 +572,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr err
 		c.ObservedGeneration = gen
 		meta.SetStatusCondition(&pvs.Status.Conditions, c)
 	}
+	set(variantsReadyCondition(s, reconcileErr))
 	switch {
 	case s.stalled != nil:
 		set(*s.stalled)

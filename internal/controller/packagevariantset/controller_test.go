@@ -189,6 +189,18 @@ func TestSpecExamples(t *testing.T) {
 	t.Run("repository selector to Ready drafts", func(t *testing.T) {
 		g := NewWithT(t)
 		pvs := f.applySet(t, "selector.yaml", "selector")
+		// The set is Ready (reconciled) long before its variants are: a
+		// user waits for VariantsReady, which names what it waits on.
+		var first *metav1.Condition
+		g.Eventually(func(g Gomega) {
+			got := &configv1alpha2.PackageVariantSet{}
+			g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+			first = meta.FindStatusCondition(got.Status.Conditions, configv1alpha2.VariantsReadyCondition)
+			g.Expect(first).NotTo(BeNil())
+		}, timeout, 20*time.Millisecond).Should(Succeed())
+		g.Expect(first.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(first.Reason).To(Equal(configv1alpha2.VariantsNotReadyReason))
+		g.Expect(first.Message).To(MatchRegexp(`^\d of 9 PackageVariants are Ready; waiting for selector-cluster-0`))
 		want := sorted("cluster-01/foo", "cluster-03/foo", "cluster-04/foo", "cluster-02/foo-a", "cluster-02/foo-b", "cluster-02/foo-c", "cluster-04/foo-a", "cluster-04/foo-b", "cluster-04/foo-c")
 		g.Eventually(func(g Gomega) {
 			_, pairs := variants(g, pvs)
@@ -207,7 +219,24 @@ func TestSpecExamples(t *testing.T) {
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(configv1alpha2.ReconciledReason))
 			g.Expect(c.Message).To(Equal("9 PackageVariants, 9 ready"))
+			vr := meta.FindStatusCondition(got.Status.Conditions, configv1alpha2.VariantsReadyCondition)
+			g.Expect(vr).NotTo(BeNil())
+			g.Expect(vr.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(vr.Reason).To(Equal(configv1alpha2.AllVariantsReadyReason))
+			g.Expect(vr.Message).To(Equal("all 9 PackageVariants are Ready"))
+			// The counts of the change that created them stand after
+			// the reconciles that changed nothing.
+			g.Expect(got.Status.Summary.Created).To(Equal(9))
+			g.Expect(got.Status.Summary.Updated).To(Equal(0))
+			g.Expect(got.Status.Summary.Deleted).To(Equal(0))
 		}, 2*timeout, interval).Should(Succeed())
+		// VariantsReady said so truthfully: every variant is Ready.
+		byPair, _ := variants(g, pvs)
+		for pair, pv := range byPair {
+			c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+			g.Expect(c).NotTo(BeNil(), pair)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), pair)
+		}
 		// scion tree shows the set, its variants and their drafts.
 		var n *tree.Node
 		g.Eventually(func(g Gomega) {
