@@ -28,7 +28,7 @@ const (
 	AllVariantsReadyReason = "AllVariantsReady"
 	// VariantsNotReadyReason: some generated PackageVariants are not Ready
 	// yet; the message names them.
-	VariantsNotReadyReason = "VariantsNotReady"
+	VariantsNotReadyReason  = "VariantsNotReady"
 	ValidationErrorReason   = "ValidationError"
 	UpstreamNotFoundReason  = "UpstreamNotFound"
 	NoMatchingTargetsReason = "NoMatchingTargets"
