@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/scion-dev/scion/internal/variant"
@@ -38,6 +40,21 @@ func (s Streams) readObjects(path string) ([]*unstructured.Unstructured, error) 
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return objs, nil
+}
+
+// decodeStrict decodes an object into its type as the API server would
+// accept it: a value of the wrong type and an unknown field are errors
+// naming the field.
+func decodeStrict(u *unstructured.Unstructured, into any) error {
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(raw, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 // stdinOnce refuses a command line that names standard input ("-") more
@@ -74,7 +91,7 @@ func readTyped[T runtime.Object](s Streams, path string, gvk schema.GroupVersion
 			continue
 		}
 		t := newT()
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, t, true); err != nil {
+		if err := decodeStrict(u, t); err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", path, gvk.Kind, u.GetName(), err)
 		}
 		out = append(out, t)

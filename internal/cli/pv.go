@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -93,13 +94,28 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 		return fmt.Errorf("%s has %d PackageVariants; pv render renders one into --out", o.File, len(pvs))
 	}
 	pv := pvs[0]
+	ns := pv.Namespace
+	if ns == "" {
+		ns = "default"
+	}
 	objects := &variant.StaticObjects{}
 	for _, f := range o.Objects {
 		objs, err := o.readObjects(f)
 		if err != nil {
 			return err
 		}
-		objects.Objects = append(objects.Objects, objs...)
+		// The controller injects only from the variant's namespace.
+		var elsewhere []string
+		for _, obj := range objs {
+			if obj.GetNamespace() != "" && obj.GetNamespace() != ns {
+				elsewhere = append(elsewhere, obj.GetKind()+" "+obj.GetNamespace()+"/"+obj.GetName())
+				continue
+			}
+			objects.Objects = append(objects.Objects, obj)
+		}
+		if len(elsewhere) > 0 {
+			_, _ = fmt.Fprintf(o.ErrOut, "warning: %s: not injected, as the controller injects only from the variant's namespace %s: %s\n", f, ns, strings.Join(elsewhere, ", "))
+		}
 	}
 	up, err := pkg.ReadDir(o.Upstream)
 	if err != nil {

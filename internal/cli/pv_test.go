@@ -90,3 +90,45 @@ func TestPvRender(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName and tag must be set")))
 	g.Expect(out).To(ContainSubstring("reason: ValidationError"))
 }
+
+// The preview gives what the controller gives: objects of other namespaces
+// are not injected, and values read as YAML 1.2 reads them (as kubectl
+// keeps them): `keep: y` stays "y".
+func TestPvRenderMatchesController(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	writePkg(t, filepath.Join(dir, "v1"), appPackage("1"))
+	pv := strings.Replace(pvYAML, "  name: tenant-a\n", "  name: tenant-a\n  namespace: team-a\n", 1)
+	pv = strings.Replace(pv, "data: {region: useast1}", "data: {region: useast1, keep: y, tls: on, debug: no}", 1)
+	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(pv), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte("apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: useast1-endpoints\n  namespace: team-b\nspec:\n  database: db.team-b.example.com\n"), 0o644)).To(Succeed())
+
+	_, stderr, err := runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--deployment", "--out", "out")
+	g.Expect(err).To(MatchError(ContainSubstring("configuration injection is incomplete")), "the team-b object is not injected into a team-a variant")
+	g.Expect(stderr).To(Equal("warning: objects.yaml: not injected, as the controller injects only from the variant's namespace team-a: ServiceEndpoints team-b/useast1-endpoints\n"))
+
+	// In the variant's namespace (or with none given), it is.
+	g.Expect(os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte("apiVersion: example.com/v1\nkind: ServiceEndpoints\nmetadata:\n  name: useast1-endpoints\n  namespace: team-a\nspec:\n  database: db.team-a.example.com\n"), 0o644)).To(Succeed())
+	_, stderr, err = runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--deployment", "--out", "out")
+	g.Expect(err).NotTo(HaveOccurred(), stderr)
+	ctx, err := os.ReadFile(filepath.Join(dir, "out", "package-context.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(ctx)).To(ContainSubstring(`keep: "y"`))
+	g.Expect(string(ctx)).To(ContainSubstring(`tls: "on"`))
+	g.Expect(string(ctx)).To(ContainSubstring(`debug: "no"`))
+
+	// A value the API server would refuse is refused, naming the field.
+	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(strings.Replace(pv, "keep: y", "keep: 12", 1)), 0o644)).To(Succeed())
+	_, _, err = runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--deployment", "--out", "out2")
+	g.Expect(err).To(MatchError("pv.yaml: PackageVariant tenant-a: json: cannot unmarshal number into Go struct field PackageContext.spec.packageContext.data of type string"))
+}
+
+func runStreamsIn(t *testing.T, dir string, args ...string) (string, string, error) {
+	t.Helper()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.Chdir(wd) }()
+	return runStreams(args...)
+}

@@ -114,7 +114,7 @@ func TestPvsExpandNaturalInput(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(set), "  targets:", "  target: []\n  targets:", 1)), 0o644)).To(Succeed())
 	_, _, err = runStreams("pvs", "expand", "-f", bad, "--repositories", listFile)
-	g.Expect(err).To(MatchError(ContainSubstring(bad + `: PackageVariantSet example: strict decoding error: unknown field "spec.target"`)))
+	g.Expect(err).To(MatchError(ContainSubstring(bad + `: PackageVariantSet example: unknown field "spec.target"`)))
 	// An object without a name, in a List.
 	noName := filepath.Join(dir, "noname.yaml")
 	g.Expect(os.WriteFile(noName, []byte("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n"), 0o644)).To(Succeed())

@@ -10,7 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // StaticObjects is an ObjectSource over a fixed set of objects, standing in
@@ -21,19 +22,41 @@ type StaticObjects struct {
 	Objects []*unstructured.Unstructured
 }
 
-// ReadObjects parses multi-document YAML (or JSON) into objects. A List
-// (kind List or any *List with items, as `kubectl get -o yaml` prints)
-// stands for its items. Objects are numbered from 0 in the order they are
-// read, in errors.
+// ReadObjects parses multi-document YAML (or JSON) into objects, reading
+// YAML as version 1.2 does (and kubectl keeps it): y, yes, on and off are
+// strings, only true and false are booleans. A List (kind List or any
+// *List with items, as `kubectl get -o yaml` prints) stands for its items.
+// Documents are numbered from 0 in errors.
 func ReadObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*unstructured.Unstructured
 	for doc := 0; ; doc++ {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		content := &n
+		if n.Kind == yaml.DocumentNode {
+			if len(n.Content) == 0 {
+				continue
+			}
+			content = n.Content[0]
+		}
+		if content.Tag == "!!null" {
+			continue
+		}
+		if content.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("document %d is not an object", doc)
+		}
+		raw, err := yaml.NewRNode(content).MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := utiljson.Unmarshal(raw, &u.Object); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if len(u.Object) == 0 {
