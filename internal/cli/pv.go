@@ -181,11 +181,7 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 func upstreamRef(u *configv1alpha1.Upstream) string {
 	switch {
 	case u.Revision != "":
-		r := u.Revision
-		if r[0] != 'v' {
-			r = "v" + r
-		}
-		return u.Package + "/" + r
+		return u.Package + "/" + u.Revision.Ref()
 	case u.Tag != "":
 		return u.Package + "/" + u.Tag
 	default:

@@ -201,9 +201,8 @@ func (o *Options) showDiff(ctx context.Context, ns string, f *Fleet) error {
 	return err
 }
 
-func revisionNumber(r string) int {
-	n := 0
-	fmt.Sscanf(strings.TrimPrefix(r, "v"), "%d", &n)
+func revisionNumber(r configv1alpha1.RevisionNumber) int {
+	n, _ := r.Number()
 	return n
 }
 
@@ -326,7 +325,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 		return err
 	}
 	patch := client.MergeFrom(set.DeepCopy())
-	set.Spec.Upstream.Revision = next
+	set.Spec.Upstream.Revision = configv1alpha1.RevisionNumber(next)
 	if err := o.Client.Patch(ctx, set, patch); err != nil {
 		return err
 	}

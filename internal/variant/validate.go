@@ -1,7 +1,6 @@
 package variant
 
 import (
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,7 +10,6 @@ import (
 	"github.com/scion-dev/scion/internal/engine"
 )
 
-var revisionRE = regexp.MustCompile(`^v?[0-9]+$`)
 
 // Validate checks a PackageVariant's spec (the rules the CRD schema also
 // enforces, re-checked for objects that bypassed it) and returns every
@@ -91,7 +89,7 @@ func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList
 		errs = append(errs, field.Required(p.Child("package"), ""))
 	}
 	set := 0
-	for _, v := range []string{u.Revision, u.WorkspaceName, u.Tag} {
+	for _, v := range []string{string(u.Revision), u.WorkspaceName, u.Tag} {
 		if v != "" {
 			set++
 		}
@@ -99,8 +97,8 @@ func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList
 	if set != 1 {
 		errs = append(errs, field.Invalid(p, "", "exactly one of revision, workspaceName and tag must be set"))
 	}
-	if u.Revision != "" && !revisionRE.MatchString(u.Revision) {
-		errs = append(errs, field.Invalid(p.Child("revision"), u.Revision, `must be a revision number such as "3" or "v3"`))
+	if _, err := u.Revision.Number(); u.Revision != "" && err != nil {
+		errs = append(errs, field.Invalid(p.Child("revision"), string(u.Revision), `must be a revision number from 0 to 999999999, such as 3 or "v3"`))
 	}
 	return errs
 }

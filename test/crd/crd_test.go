@@ -170,3 +170,28 @@ func TestPackageRevision_updateRules(t *testing.T) {
 	g.Expect(patch(`{"spec":{"lifecycle":"DeletionProposed"}}`)).To(Succeed())
 	g.Expect(patch(`{"spec":{"lifecycle":"Published"}}`)).To(Succeed())
 }
+
+// Manifests written for Porch give the revision as an integer; Scion's
+// string forms mean the same revision.
+func TestCRDs_revisionIntOrString(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for i, rev := range []string{`3`, `"3"`, `"v3"`} {
+		g := NewWithT(t)
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(fmt.Sprintf(`apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: rev-%d, namespace: %s}
+spec:
+  upstream: {repo: catalog, package: foo, revision: %s}
+  downstream: {repo: cluster-01, package: foo-%d}
+`, i, ns, rev, i)), &u.Object)).To(Succeed())
+		g.Expect(k8sClient.Create(ctx, u)).To(Succeed(), rev)
+		pv := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), pv)).To(Succeed())
+		n, err := pv.Spec.Upstream.Revision.Number()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n).To(Equal(3), rev)
+		g.Expect(pv.Spec.Upstream.Revision.Ref()).To(Equal("v3"))
+	}
+}

@@ -125,10 +125,10 @@ type Upstream struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Package string `json:"package"`
 
-	// Revision is a published revision number, such as "3" or "v3".
-	// +kubebuilder:validation:Pattern=`^v?[0-9]+$`
+	// Revision is a published revision number: 3, "3" or "v3".
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 999999999 : string(self).matches('^v?[0-9]{1,9}$')",message="must be a revision number from 0 to 999999999, such as 3 or \"v3\""
 	// +optional
-	Revision string `json:"revision,omitempty"`
+	Revision RevisionNumber `json:"revision,omitempty"`
 
 	// WorkspaceName selects the upstream revision by workspace name.
 	// +kubebuilder:validation:MaxLength=63

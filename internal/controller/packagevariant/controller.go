@@ -204,7 +204,7 @@ func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, 
 	case u.Tag != "":
 		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
 	case u.Revision != "":
-		n, err := strconv.Atoi(trimV(u.Revision))
+		n, err := u.Revision.Number()
 		if err != nil {
 			return store.Revision{}, err
 		}
@@ -212,13 +212,6 @@ func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, 
 	default:
 		return st.Get(ctx, u.Package, u.WorkspaceName, 0)
 	}
-}
-
-func trimV(s string) string {
-	if len(s) > 0 && s[0] == 'v' {
-		return s[1:]
-	}
-	return s
 }
 
 // reconcileDownstream produces the downstream package and writes it as

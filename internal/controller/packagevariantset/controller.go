@@ -313,11 +313,11 @@ func (r *Reconciler) upstream(ctx context.Context, pvs *configv1alpha2.PackageVa
 	what := ""
 	switch {
 	case u.Revision != "":
-		n, err := strconv.Atoi(strings.TrimPrefix(u.Revision, "v"))
+		n, err := u.Revision.Number()
 		if err != nil {
-			return nil, fmt.Errorf("%w: spec.upstream.revision %q is not a number", errUpstreamNotFound, u.Revision)
+			return nil, fmt.Errorf("%w: spec.upstream.revision: %v", errUpstreamNotFound, err)
 		}
-		what = "revision " + u.Revision
+		what = "revision " + strconv.Itoa(n)
 		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
 	case u.WorkspaceName != "":
 		what = "workspace " + u.WorkspaceName
