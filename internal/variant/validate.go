@@ -10,7 +10,6 @@ import (
 	"github.com/scion-dev/scion/internal/engine"
 )
 
-
 // Validate checks a PackageVariant's spec (the rules the CRD schema also
 // enforces, re-checked for objects that bypassed it) and returns every
 // error with its field path.
