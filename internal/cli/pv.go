@@ -98,7 +98,7 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	if ns == "" {
 		ns = "default"
 	}
-	objects := &variant.StaticObjects{}
+	objects := &variant.StaticObjects{Ns: ns}
 	for _, f := range o.Objects {
 		objs, err := o.readObjects(f)
 		if err != nil {

@@ -32,6 +32,9 @@ type ObjectSource interface {
 	Schema(ctx context.Context, gvk schema.GroupVersionKind) (served, hasSpec bool, err error)
 	// Get returns the object of gvk named name, or nil when there is none.
 	Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error)
+	// Namespace is where objects are looked up (the variant's namespace),
+	// as messages say it.
+	Namespace() string
 }
 
 // Point is one injection point and what happened to it.
@@ -155,10 +158,16 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			pt.Message = fmt.Sprintf("the schema of %s has no spec field to inject", pt.GVK)
 			continue
 		}
+		var tried, elsewhere []string
 		for _, sel := range injectors {
 			if (sel.Group != nil && *sel.Group != pt.GVK.Group) || (sel.Version != nil && *sel.Version != pt.GVK.Version) || (sel.Kind != nil && *sel.Kind != pt.GVK.Kind) {
 				continue
 			}
+			if strings.Contains(sel.Name, "/") {
+				elsewhere = append(elsewhere, sel.Name)
+				continue
+			}
+			tried = append(tried, sel.Name)
 			obj, err := src.Get(ctx, pt.GVK, sel.Name)
 			if err != nil {
 				return res, fmt.Errorf("reading %s %s: %w", pt.GVK.Kind, sel.Name, err)
@@ -175,7 +184,7 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			break
 		}
 		if pt.Injected == "" {
-			pt.Message = "no injector selects an existing in-cluster object"
+			pt.Message = notInjectedMessage(pt.GVK, len(injectors), tried, elsewhere, src.Namespace())
 		}
 	}
 	for _, pt := range points {
@@ -192,6 +201,24 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 	}
 	res.Changed = res.Changed || kfChanged
 	return res, nil
+}
+
+// notInjectedMessage says why a point got no object: which injectors were
+// tried, in which namespace, and which could not apply.
+func notInjectedMessage(gvk schema.GroupVersionKind, injectors int, tried, elsewhere []string, namespace string) string {
+	var parts []string
+	switch {
+	case injectors == 0:
+		parts = append(parts, "spec.injectors is empty")
+	case len(tried) == 0 && len(elsewhere) == 0:
+		parts = append(parts, fmt.Sprintf("none of the %d injectors selects kind %s (%s)", injectors, gvk.Kind, gvk.GroupVersion()))
+	case len(tried) > 0:
+		parts = append(parts, fmt.Sprintf("tried injectors %s: no %s of those names in namespace %s", strings.Join(tried, ", "), gvk.Kind, namespace))
+	}
+	if len(elsewhere) > 0 {
+		parts = append(parts, fmt.Sprintf("injectors %s name objects of other namespaces, which are never read (injectors name objects in the variant's namespace %s)", strings.Join(elsewhere, ", "), namespace))
+	}
+	return "no in-cluster object to inject: " + strings.Join(parts, "; ")
 }
 
 // inject copies spec (data for ConfigMaps) from obj into the package

@@ -20,6 +20,16 @@ import (
 // its objects has one.
 type StaticObjects struct {
 	Objects []*unstructured.Unstructured
+	// Ns is the namespace the objects stand for ("default" when empty).
+	Ns string
+}
+
+// Namespace implements ObjectSource.
+func (s *StaticObjects) Namespace() string {
+	if s.Ns == "" {
+		return "default"
+	}
+	return s.Ns
 }
 
 // ReadObjects parses multi-document YAML (or JSON) into objects, reading

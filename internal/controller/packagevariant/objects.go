@@ -25,6 +25,8 @@ type clusterObjects struct {
 	namespace string
 }
 
+func (c *clusterObjects) Namespace() string { return c.namespace }
+
 func (c *clusterObjects) Schema(ctx context.Context, gvk schema.GroupVersionKind) (bool, bool, error) {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
