@@ -125,7 +125,8 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	in := variant.Input{PV: pv, Upstream: up, Deployment: o.Deployment, Objects: objects}
+	in := variant.Input{PV: pv, Upstream: up, Deployment: o.Deployment, Objects: objects,
+		ContextHint: "pass --deployment to clone the upstream as a deployment package (the controller does so for a Repository with spec.deployment: true), or add the ConfigMap to the upstream package"}
 	if pv.Spec.Upstream != nil {
 		in.Origin = engine.Origin{Repo: "file://" + abs, Directory: pv.Spec.Upstream.Package, Ref: upstreamRef(pv.Spec.Upstream)}
 	}

@@ -117,6 +117,11 @@ func TestPvRenderMatchesController(t *testing.T) {
 	g.Expect(string(ctx)).To(ContainSubstring(`tls: "on"`))
 	g.Expect(string(ctx)).To(ContainSubstring(`debug: "no"`))
 
+	// Without --deployment there is no package context, and the message
+	// names the flag.
+	_, _, err = runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--out", "out-nodeploy")
+	g.Expect(err).To(MatchError(ContainSubstring("the package has no kptfile.kpt.dev ConfigMap for spec.packageContext: pass --deployment to clone the upstream as a deployment package")))
+
 	// A value the API server would refuse is refused, naming the field.
 	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(strings.Replace(pv, "keep: y", "keep: 12", 1)), 0o644)).To(Succeed())
 	_, _, err = runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--deployment", "--out", "out2")

@@ -13,7 +13,7 @@ import (
 
 // ErrNoPackageContext is returned when the package context ConfigMap a
 // PackageVariant edits does not exist.
-var ErrNoPackageContext = fmt.Errorf("the package has no %s ConfigMap (clone it for deployment, or add one)", configv1alpha1.PackageContextConfigMapName)
+var ErrNoPackageContext = fmt.Errorf("the package has no %s ConfigMap for spec.packageContext", configv1alpha1.PackageContextConfigMapName)
 
 // ApplyContext sets spec.packageContext.data and removes removeKeys in the
 // root package's kptfile.kpt.dev ConfigMap. Keys set earlier and no longer

@@ -36,6 +36,10 @@ type Input struct {
 	OldUpstream *pkg.Package
 	// Deployment clones with a package context.
 	Deployment bool
+	// ContextHint says how to get a package context when the package has
+	// none, in the caller's terms (a flag, a field); it is added to the
+	// message.
+	ContextHint string
 	Objects    ObjectSource
 	Runtime    engine.Resolver
 }
@@ -82,6 +86,10 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 		return fail(MutationFailedReason, err)
 	}
 	out.Outcome, err = Mutate(ctx, p, in.PV, in.Objects)
+	if errors.Is(err, ErrNoPackageContext) && in.ContextHint != "" {
+		err = fmt.Errorf("%w: %s", err, in.ContextHint)
+		out.Outcome.ContextInjected.Message = err.Error()
+	}
 	out.Conditions = append(out.Conditions, conditionsOf(out.Outcome)...)
 	if err != nil {
 		return fail(MutationFailedReason, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,43 @@ func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, 
 	}
 }
 
+// upstreamNotFoundMessage says which upstream is missing, in the terms of
+// the spec (the Repository's name, the revision as written), and what the
+// package has instead.
+func upstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) string {
+	field, what := "spec.upstream.workspaceName", "workspace "+u.WorkspaceName
+	if u.Revision != "" {
+		field, what = "spec.upstream.revision", "revision "+string(u.Revision)
+	}
+	var numbers []int
+	var published, workspaces []string
+	for _, rev := range revs {
+		switch {
+		case rev.Lifecycle == porchv1alpha1.LifecyclePublished || rev.Lifecycle == porchv1alpha1.LifecycleDeletionProposed:
+			numbers = append(numbers, rev.Revision)
+		default:
+			workspaces = append(workspaces, rev.Workspace)
+		}
+	}
+	slices.Sort(numbers)
+	for _, n := range numbers {
+		published = append(published, strconv.Itoa(n))
+	}
+	slices.Sort(workspaces)
+	msg := fmt.Sprintf("%s: Repository %s has no %s of package %s", field, u.Repo, what, u.Package)
+	switch {
+	case len(revs) == 0:
+		msg += " (the package is not in that repository)"
+	case u.Revision != "" && len(published) == 0:
+		msg += " (it has no published revision yet)"
+	case u.Revision != "":
+		msg += " (published revisions: " + strings.Join(published, ", ") + ")"
+	case len(workspaces) > 0:
+		msg += " (unpublished workspaces: " + strings.Join(workspaces, ", ") + ")"
+	}
+	return msg
+}
+
 // reconcileDownstream produces the downstream package and writes it as
 // one commit: onto the variant's draft (found by its git trailer, so a
 // draft written before a crash is found), onto a new draft from the
@@ -237,7 +275,15 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		upRev, err = r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: UpstreamNotFoundReason, Message: err.Error()}
+		msg := "spec.upstream.tag: " + err.Error()
+		if pv.Spec.Upstream.Tag == "" {
+			revs, lerr := upStore.ListPackage(ctx, pv.Spec.Upstream.Package)
+			if lerr != nil {
+				return ctrl.Result{}, lerr
+			}
+			msg = upstreamNotFoundMessage(pv.Spec.Upstream, revs)
+		}
+		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: UpstreamNotFoundReason, Message: msg}
 		return ctrl.Result{}, nil // a PackageRevision event brings us back
 	}
 	if err != nil {
@@ -260,6 +306,11 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		Origin:  pkgservice.Source{Store: upStore, Revision: upRev}.Origin(),
 		Objects: &clusterObjects{reader: r.APIReader, cached: r.watches.kinds.Cache, watched: r.watches.kinds.Watched, mapper: r.RESTMapper(), namespace: pv.Namespace},
 		Runtime: noExecRuntime(),
+	}
+	if !downObj.Spec.Deployment {
+		in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
+	} else {
+		in.ContextHint = "the downstream package has lost it: add it back to the draft"
 	}
 	var base *pkg.Package
 	if b := draft; b != nil || published != nil {

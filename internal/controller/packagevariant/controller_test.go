@@ -224,7 +224,7 @@ func TestPackageVariant_invalidAndMissingUpstream(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal("UpstreamNotFound"))
-		g.Expect(c.Message).To(ContainSubstring("revision v7"))
+		g.Expect(c.Message).To(Equal("spec.upstream.revision: Repository " + pv.Spec.Upstream.Repo + " has no revision 7 of package app (published revisions: 1)"))
 	}, timeout, interval).Should(Succeed())
 }
 
