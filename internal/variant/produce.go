@@ -40,8 +40,8 @@ type Input struct {
 	// none, in the caller's terms (a flag, a field); it is added to the
 	// message.
 	ContextHint string
-	Objects    ObjectSource
-	Runtime    engine.Resolver
+	Objects     ObjectSource
+	Runtime     engine.Resolver
 }
 
 // Output is the produced package and the conditions the PackageVariant
