@@ -249,7 +249,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	s := &scope{pvs: pvs}
-	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
+	defer func() {
+		retErr = r.patchStatus(ctx, s, retErr)
+		if retErr == errStaleStatus {
+			// The spec changed while reconciling: that change brings the
+			// set back; nothing failed.
+			res, retErr = ctrl.Result{Requeue: true}, nil
+		}
+	}()
 
 	if errs := r.Evaluator.Validate(pvs); len(errs) > 0 {
 		s.stall(configv1alpha2.ValidationErrorReason, errs.ToAggregate().Error())
@@ -270,7 +277,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			reason = configv1alpha2.NoMatchingTargetsReason
 		}
 		s.stall(reason, err.Error())
-		r.Recorder.Eventf(pvs, nil, "Warning", reason, "Expand", "%v", err)
 		if reason == configv1alpha2.NoMatchingTargetsReason {
 			// No event says a kind was installed: look again later.
 			return ctrl.Result{RequeueAfter: noKindRetry}, nil
@@ -467,16 +473,8 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	wg.Wait()
 	slices.Sort(s.notReady)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	created, updated, deleted := sum.Created, sum.Updated, sum.Deleted
-	if prev := pvs.Status.Summary; prev != nil && pvs.Status.ObservedGeneration == pvs.Generation {
-		// The counts add up over the reconciles of one generation of the
-		// spec: what it took to reach it, whatever the events split it into.
-		sum.Created += prev.Created
-		sum.Updated += prev.Updated
-		sum.Deleted += prev.Deleted
-	}
-	if created+updated+deleted > 0 {
-		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, created, updated, deleted)
+	if sum.Created+sum.Updated+sum.Deleted > 0 {
+		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, sum.Created, sum.Updated, sum.Deleted)
 	}
 	if len(errs) > maxErrors {
 		errs = append(errs[:maxErrors], fmt.Errorf("and %d more errors", len(errs)-maxErrors))
@@ -563,10 +561,58 @@ func variantsReadyCondition(s *scope, reconcileErr error) metav1.Condition {
 	return c
 }
 
-// patchStatus is the one place that writes a set's status.
+// patchStatus is the one place that writes a set's status. The summary's
+// write counts add up over the reconciles of one generation of the spec,
+// so they are added onto the status the patch applies to: the patch
+// carries the resourceVersion it was computed from, and on a conflict
+// (the cache was behind) the set is read again from the API server and
+// the status computed anew.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
-	pvs := s.pvs
-	before := pvs.DeepCopy()
+	base := s.pvs
+	for attempt := 0; ; attempt++ {
+		pvs := base.DeepCopy()
+		r.computeStatus(pvs, s, reconcileErr)
+		if apiequality.Semantic.DeepEqual(base.Status, pvs.Status) {
+			return reconcileErr
+		}
+		err := r.Status().Patch(ctx, pvs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			if s.stalled != nil && stalledAnew(base, s.stalled) {
+				r.Recorder.Eventf(pvs, nil, "Warning", s.stalled.Reason, "Reconcile", "%s", s.stalled.Message)
+			}
+			return reconcileErr
+		case apierrors.IsNotFound(err):
+			return reconcileErr
+		case !apierrors.IsConflict(err) || attempt >= 4:
+			return errors.Join(reconcileErr, err)
+		}
+		live := &configv1alpha2.PackageVariantSet{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(base), live); err != nil {
+			return errors.Join(reconcileErr, client.IgnoreNotFound(err))
+		}
+		if live.Generation != base.Generation {
+			// The spec moved on: this reconcile's view is stale.
+			if reconcileErr == nil {
+				return errStaleStatus
+			}
+			return reconcileErr
+		}
+		base = live
+	}
+}
+
+// stalledAnew says whether a set becomes stalled, or stalls for another
+// reason, compared with its status before: the Warning event is for
+// transitions.
+func stalledAnew(before *configv1alpha2.PackageVariantSet, stalled *metav1.Condition) bool {
+	prev := meta.FindStatusCondition(before.Status.Conditions, configv1alpha1.StalledCondition)
+	return prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != stalled.Reason || prev.Message != stalled.Message
+}
+
+// computeStatus sets the status of pvs from what the reconcile learned,
+// adding this reconcile's writes to the counts pvs has for its generation.
+func (r *Reconciler) computeStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, reconcileErr error) {
 	gen := pvs.Generation
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = gen
@@ -589,14 +635,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr err
 		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: configv1alpha2.ReconciledReason, Message: msg})
 	}
 	if s.summary != nil {
-		pvs.Status.Summary = s.summary
+		sum := *s.summary
+		if prev := pvs.Status.Summary; prev != nil && pvs.Status.ObservedGeneration == gen {
+			sum.Created += prev.Created
+			sum.Updated += prev.Updated
+			sum.Deleted += prev.Deleted
+		}
+		pvs.Status.Summary = &sum
 	}
 	pvs.Status.ObservedGeneration = gen
-	if apiequality.Semantic.DeepEqual(before.Status, pvs.Status) {
-		return reconcileErr
-	}
-	if err := r.Status().Patch(ctx, pvs, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return errors.Join(reconcileErr, err)
-	}
-	return reconcileErr
 }
+
+// errStaleStatus is a status computed for a generation of the spec that
+// is no longer the set's.
+var errStaleStatus = errors.New("the set changed since it was read")

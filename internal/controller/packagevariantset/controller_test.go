@@ -406,6 +406,10 @@ func TestErrors(t *testing.T) {
 			r := condition(g, pvs, configv1alpha1.ReadyCondition)
 			g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
 		}, timeout, interval).Should(Succeed())
+		// The stall is also a Warning event, once.
+		g.Eventually(func(g Gomega) {
+			g.Expect(warnings(g, f.ns, "bad-cel", configv1alpha2.ValidationErrorReason)).To(ConsistOf(ContainSubstring("spec.targets[0].template.downstream.repoExpr: Invalid value")))
+		}, timeout, interval).Should(Succeed())
 	})
 	t.Run("upstream not found, then published", func(t *testing.T) {
 		g := NewWithT(t)
@@ -571,3 +575,17 @@ func TestDeletion(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// warnings returns the notes of the Warning events with reason about the
+// named set.
+func warnings(g Gomega, ns, name, reason string) []string {
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		if e.Regarding.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
