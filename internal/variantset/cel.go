@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -72,12 +73,17 @@ func NewEvaluator(costLimit uint64) (*Evaluator, error) {
 // newEnv is the CEL environment of template expressions: standard CEL, the
 // cel-go string, set, list and encoder extensions and the Kubernetes
 // libraries (regex, lists, URLs, quantities, IPs, CIDRs, semver, formats).
+//
+// upstream, target and repository are typed with the fields expressions
+// may read, so a misspelt field (repository.lables) is a compile error at
+// validation, not a failure on some target later.
 func newEnv(withRepository bool) (*cel.Env, error) {
+	meta, target := metaDeclTypes()
 	opts := []cel.EnvOption{
 		cel.Variable(VarRepoDefault, cel.StringType),
 		cel.Variable(VarPackageDefault, cel.StringType),
-		cel.Variable(VarUpstream, cel.DynType),
-		cel.Variable(VarTarget, cel.DynType),
+		cel.Variable(VarUpstream, meta.CelType()),
+		cel.Variable(VarTarget, target.CelType()),
 		cel.HomogeneousAggregateLiterals(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
@@ -96,13 +102,41 @@ func newEnv(withRepository bool) (*cel.Env, error) {
 		library.SemverLib(library.SemverVersion(1)),
 	}
 	if withRepository {
-		opts = append(opts, cel.Variable(VarRepository, cel.DynType))
+		opts = append(opts, cel.Variable(VarRepository, meta.CelType()))
 	}
-	env, err := cel.NewEnv(opts...)
+	base, err := cel.NewEnv()
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	typeOpts, err := apiservercel.NewDeclTypeProvider(meta, target).EnvOptions(base.CELTypeProvider())
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	env, err := cel.NewEnv(append(opts, typeOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
 	return env, nil
+}
+
+// metaDeclTypes are the types of what expressions see of an object
+// (metaVars: name, namespace, labels, annotations), and of a target, which
+// also has the packageName of a repository list entry.
+func metaDeclTypes() (meta, target *apiservercel.DeclType) {
+	fields := func(extra ...string) map[string]*apiservercel.DeclField {
+		stringMap := apiservercel.NewMapType(apiservercel.StringType, apiservercel.StringType, -1)
+		f := map[string]*apiservercel.DeclField{
+			"name":        apiservercel.NewDeclField("name", apiservercel.StringType, true, nil, nil),
+			"namespace":   apiservercel.NewDeclField("namespace", apiservercel.StringType, true, nil, nil),
+			"labels":      apiservercel.NewDeclField("labels", stringMap, true, nil, nil),
+			"annotations": apiservercel.NewDeclField("annotations", stringMap, true, nil, nil),
+		}
+		for _, e := range extra {
+			f[e] = apiservercel.NewDeclField(e, apiservercel.StringType, false, nil, nil)
+		}
+		return f
+	}
+	return apiservercel.NewObjectType("scion.ObjectMetadata", fields()), apiservercel.NewObjectType("scion.Target", fields("packageName"))
 }
 
 // Compile compiles expr (cached). noRepo compiles it without the

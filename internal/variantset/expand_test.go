@@ -294,14 +294,25 @@ func TestExpandErrors(t *testing.T) {
 	}
 }
 
-// Templates see only metadata: reading an object's spec is an error.
+// Templates see only metadata: reading an object's spec is an error, at
+// validation already, as is a misspelt field.
 func TestExpandNothingLeaks(t *testing.T) {
-	pvs := readSet(t, "teams.yaml")
-	pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("target.spec.secret")
 	e := newEvaluator(t)
-	_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml", "team-objects.yaml")}})
-	if err == nil || !strings.Contains(err.Error(), "spec.targets[0].template.labelExprs[0].valueExpr: no such key: spec") {
-		t.Fatalf("want a no-such-key error for target.spec, got %v", err)
+	for expr, want := range map[string]string{
+		"target.spec.secret":          "undefined field 'spec'",
+		"repository.lables['region']": "undefined field 'lables'",
+		"upstream.metadata.name":      "undefined field 'metadata'",
+	} {
+		pvs := readSet(t, "teams.yaml")
+		pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr(expr)
+		errs := e.Validate(pvs)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \""+expr+"\": ERROR: <input>:1:") || !strings.Contains(errs[0].Error(), want) {
+			t.Errorf("%s: want a validation error naming %s, got %v", expr, want, errs)
+		}
+		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml", "team-objects.yaml")}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Expand: want %s, got %v", expr, want, err)
+		}
 	}
 }
 
