@@ -71,8 +71,11 @@ func (o *Options) Run(ctx context.Context) error {
 	return nil
 }
 
-// WaitReady waits until every PackageVariantSet and PackageVariant of ns
-// is Ready at its generation, and every set counts all its variants ready.
+// WaitReady waits until every PackageVariantSet of ns says VariantsReady
+// at its generation and every PackageVariant is Ready at its generation.
+// Progress counts against the total the sets will generate (their
+// summaries' desired counts, plus the variants no set owns), so it never
+// jumps back.
 func (o *Options) WaitReady(ctx context.Context, ns string) error {
 	var missing []string
 	start := time.Now()
@@ -83,9 +86,15 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 		if err := o.Client.List(ctx, sets, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
+		expanded, total := true, 0
 		for _, s := range sets.Items {
 			sm := s.Status.Summary
-			if !ready(s.Status.Conditions, s.Generation, s.Status.ObservedGeneration) || sm == nil || sm.Ready != sm.Desired {
+			if sm == nil || s.Status.ObservedGeneration != s.Generation {
+				expanded = false
+			} else {
+				total += sm.Desired
+			}
+			if s.Status.ObservedGeneration != s.Generation || !meta.IsStatusConditionTrue(s.Status.Conditions, configv1alpha2.VariantsReadyCondition) {
 				missing = append(missing, "PackageVariantSet/"+s.Name)
 			}
 		}
@@ -93,32 +102,31 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 		if err := o.Client.List(ctx, pvs, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
+		readyCount := 0
 		for _, pv := range pvs.Items {
-			if !ready(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
+			if metav1.GetControllerOf(&pv) == nil {
+				total++
+			}
+			if ready(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
+				readyCount++
+			} else {
 				missing = append(missing, "PackageVariant/"+pv.Name)
 			}
 		}
-		line := fmt.Sprintf("    %d of %d PackageVariants ready", len(pvs.Items)-countPrefix(missing, "PackageVariant/"), len(pvs.Items))
+		line := "    expanding the PackageVariantSets"
+		if expanded {
+			line = fmt.Sprintf("    %d of %d PackageVariants ready", min(readyCount, total), total)
+		}
 		if line != last {
 			o.say("%s", line)
 			last = line
 		}
-		return len(missing) == 0 && len(pvs.Items) > 0, nil
+		return expanded && len(missing) == 0 && len(pvs.Items) > 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("after %s, not ready: %s: %w", time.Since(start).Round(time.Second), describeMissing(missing), err)
 	}
 	return nil
-}
-
-func countPrefix(names []string, prefix string) int {
-	n := 0
-	for _, s := range names {
-		if strings.HasPrefix(s, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 func ready(conds []metav1.Condition, gen, observed int64) bool {
@@ -223,6 +231,7 @@ func Diff(a, b *pkg.Package) string {
 			continue
 		}
 		fmt.Fprintf(&out, "--- upstream/%s\n+++ downstream/%s\n", n, n)
+		var lines []string // each with its prefix: ' ', '+' or '-'
 		for _, d := range diff.Do(string(before), string(after)) {
 			prefix := " "
 			switch d.Type {
@@ -232,17 +241,43 @@ func Diff(a, b *pkg.Package) string {
 				prefix = "-"
 			}
 			for _, l := range strings.SplitAfter(d.Text, "\n") {
-				if l == "" {
-					continue
+				if l != "" {
+					lines = append(lines, prefix+strings.TrimSuffix(l, "\n"))
 				}
-				if prefix == " " {
-					continue // only what changed
-				}
-				fmt.Fprintf(&out, "%s%s", prefix, strings.TrimSuffix(l, "\n")+"\n")
 			}
 		}
+		writeHunks(&out, lines, diffContext)
 	}
 	return out.String()
+}
+
+// diffContext is how many unchanged lines Diff shows around a change.
+const diffContext = 2
+
+// writeHunks writes the changed lines with up to context unchanged lines
+// around each, and "@@" between hunks where unchanged lines are left out.
+func writeHunks(out *strings.Builder, lines []string, context int) {
+	show := make([]bool, len(lines))
+	for i, l := range lines {
+		if l[0] == ' ' {
+			continue
+		}
+		for j := max(0, i-context); j <= min(len(lines)-1, i+context); j++ {
+			show[j] = true
+		}
+	}
+	gap, shown := false, false
+	for i, l := range lines {
+		if !show[i] {
+			gap = true
+			continue
+		}
+		if gap && shown {
+			out.WriteString("@@\n")
+		}
+		gap, shown = false, true
+		out.WriteString(l + "\n")
+	}
 }
 
 // editAndUpdate edits cluster-01's web draft as a person would (rpkg

@@ -85,7 +85,9 @@ func (s *Service) kptfileFacts(ctx context.Context, repo *store.Repository, rev 
 
 // SyncResult counts what a sync did.
 type SyncResult struct {
-	Revisions, Created, Updated, Deleted int
+	// Packages and Revisions count what git holds; Created, Updated and
+	// Deleted the PackageRevision objects written.
+	Packages, Revisions, Created, Updated, Deleted int
 }
 
 // Changed reports whether the sync wrote anything.
@@ -128,6 +130,11 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 		}
 	}
 	res := SyncResult{Revisions: len(revs)}
+	packages := map[string]bool{}
+	for _, rev := range revs {
+		packages[rev.Package] = true
+	}
+	res.Packages = len(packages)
 	seen := map[string]bool{}
 	var (
 		errs []error

@@ -114,10 +114,14 @@ type RepositoryStatus struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 
-	// PackageCount is the number of package revisions found at the last
-	// sync.
+	// PackageCount is the number of packages found at the last sync.
 	// +optional
-	PackageCount int `json:"packageCount,omitempty"`
+	PackageCount int `json:"packageCount"`
+
+	// RevisionCount is the number of package revisions (drafts, proposals,
+	// published revisions) found at the last sync.
+	// +optional
+	RevisionCount int `json:"revisionCount"`
 
 	// LastSyncTime is when the repository was last read from git.
 	// +optional
@@ -132,6 +136,7 @@ type RepositoryStatus struct {
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Deployment",type=boolean,JSONPath=`.spec.deployment`
 // +kubebuilder:printcolumn:name="Packages",type=integer,JSONPath=`.status.packageCount`
+// +kubebuilder:printcolumn:name="Revisions",type=integer,JSONPath=`.status.revisionCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.git.repo`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -44,7 +44,7 @@ func BenchmarkProjection1000(b *testing.B) {
 		waitFor(b, func() bool {
 			r := &configv1alpha1.Repository{}
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(repo), r) == nil &&
-				meta.IsStatusConditionTrue(r.Status.Conditions, configv1alpha1.ReadyCondition) && r.Status.PackageCount == 1000
+				meta.IsStatusConditionTrue(r.Status.Conditions, configv1alpha1.ReadyCondition) && r.Status.RevisionCount == 1000
 		})
 		project := time.Since(start)
 

@@ -128,7 +128,8 @@ func TestRepository_projectsRevisions(t *testing.T) {
 
 	repoObj := &configv1alpha1.Repository{}
 	g.Expect(k8sClient.Get(ctx, key, repoObj)).To(Succeed())
-	g.Expect(repoObj.Status.PackageCount).To(Equal(3))
+	g.Expect(repoObj.Status.PackageCount).To(Equal(2), "team/app and db")
+	g.Expect(repoObj.Status.RevisionCount).To(Equal(3))
 	g.Expect(repoObj.Status.Commit).To(Equal(gitserver.Git(t, bare, "rev-parse", "main")))
 
 	// Resyncs of an unchanged repository write nothing.

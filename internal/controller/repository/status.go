@@ -37,7 +37,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr err
 	if s.store != nil && reconcileErr == nil {
 		st.ObservedGeneration = s.repo.Generation
 		st.Commit = s.store.Head()
-		st.PackageCount = s.result.Revisions
+		st.PackageCount = s.result.Packages
+		st.RevisionCount = s.result.Revisions
 		if s.result.Changed() || st.LastSyncTime == nil {
 			st.LastSyncTime = &metav1.Time{Time: time.Now().Truncate(time.Second)}
 		}
@@ -98,7 +99,7 @@ func shortCommit(h string) string {
 // equalStatus compares statuses ignoring condition transition times (which
 // SetStatusCondition only moves on real transitions).
 func equalStatus(a, b configv1alpha1.RepositoryStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.Commit != b.Commit || a.PackageCount != b.PackageCount ||
+	if a.ObservedGeneration != b.ObservedGeneration || a.Commit != b.Commit || a.PackageCount != b.PackageCount || a.RevisionCount != b.RevisionCount ||
 		!a.LastSyncTime.Equal(b.LastSyncTime) || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
