@@ -12,11 +12,11 @@ import (
 // where unchanged lines are left out.
 func TestDiff(t *testing.T) {
 	a := pkg.New(map[string][]byte{
-		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: web\ninfo:\n  description: web\npipeline:\n  mutators:\n  - image: set-namespace\n"),
+		"Kptfile":   []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: web\ninfo:\n  description: web\npipeline:\n  mutators:\n  - image: set-namespace\n"),
 		"same.yaml": []byte("a: 1\n"),
 	})
 	b := pkg.New(map[string][]byte{
-		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: cluster-01-web\ninfo:\n  description: web\npipeline:\n  mutators:\n  - image: set-namespace\n  - image: set-labels\n"),
+		"Kptfile":   []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: cluster-01-web\ninfo:\n  description: web\npipeline:\n  mutators:\n  - image: set-namespace\n  - image: set-labels\n"),
 		"same.yaml": []byte("a: 1\n"),
 		"new.yaml":  []byte("b: 2\n"),
 	})
