@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +67,7 @@ such as unmet readiness gates.`,
 		newCmdRpkgLifecycle(o, "propose-delete", "Propose published revisions for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.ProposeDelete(ctx, name)
 		}),
-		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o),
+		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o), newCmdRpkgTag(o),
 	)
 	return cmd
 }
@@ -307,4 +312,73 @@ func newCmdRpkgCondition(o *RpkgOptions) *cobra.Command {
 	}
 	cmd.AddCommand(set, list)
 	return cmd
+}
+
+func newCmdRpkgTag(o *RpkgOptions) *cobra.Command {
+	var repository string
+	var revision int
+	cmd := &cobra.Command{
+		Use:   "tag PACKAGE [TAG] --repository REPO [--revision N]",
+		Short: "Move a floating tag (such as stable) to a published revision, or list a package's tags",
+		Long: `Point the floating tag TAG of PACKAGE in the Repository REPO at its published
+revision N, creating or moving it; PackageVariants whose spec.upstream.tag
+names it follow at their next check (the controller's --tag-poll-period,
+a minute by default). The move is a compare-and-swap against the tag as read:
+if someone moves it in between, the command fails and says so. Without TAG
+(and --revision), list the package's floating tags. Git is written
+directly, with your own credentials (as for pull and push).`,
+		Example: `  scion rpkg tag app stable --repository catalog --revision 3
+  scion rpkg tag app --repository catalog`,
+		Args: cobra.RangeArgs(1, 2),
+	}
+	cmd.Flags().StringVar(&repository, "repository", "", "the Repository holding the package (required)")
+	cmd.Flags().IntVar(&revision, "revision", 0, "the published revision to point the tag at (required with TAG)")
+	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		if repository == "" {
+			return errors.New("--repository is required")
+		}
+		if len(args) == 2 && revision <= 0 {
+			return errors.New("--revision is required with a tag: the published revision number to point it at")
+		}
+		if len(args) == 1 && cc.Flags().Changed("revision") {
+			return errors.New("--revision needs a tag to move: scion rpkg tag PACKAGE TAG --revision N")
+		}
+		return rpkgRun(o, func(ctx context.Context) error {
+			if len(args) == 1 {
+				tags, err := o.client.Tags(ctx, repository, args[0], gitCredentials())
+				if err != nil {
+					return err
+				}
+				return printTags(o.Out, tags)
+			}
+			from, err := o.client.Tag(ctx, repository, args[0], args[1], revision, gitCredentials())
+			if err != nil {
+				return err
+			}
+			switch {
+			case from == revision:
+				fmt.Fprintf(o.Out, "%s/%s already points at revision %d\n", args[0], args[1], revision)
+			case from == 0:
+				fmt.Fprintf(o.Out, "%s/%s now points at revision %d\n", args[0], args[1], revision)
+			default:
+				fmt.Fprintf(o.Out, "%s/%s moved from revision %d to %d\n", args[0], args[1], from, revision)
+			}
+			return nil
+		})(cc, args)
+	}
+	return cmd
+}
+
+// printTags prints floating tags and their revisions, by tag name.
+func printTags(out io.Writer, tags map[string]int) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "TAG\tREVISION")
+	for _, name := range slices.Sorted(maps.Keys(tags)) {
+		rev := "(no published revision)"
+		if tags[name] > 0 {
+			rev = strconv.Itoa(tags[name])
+		}
+		_, _ = fmt.Fprintf(w, "%s\t%s\n", name, rev)
+	}
+	return w.Flush()
 }

@@ -2,6 +2,7 @@ package rpkg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -23,28 +24,92 @@ func (c *Client) openGit(ctx context.Context, name string, creds store.Credentia
 	if err != nil {
 		return nil, nil, none, nil, err
 	}
-	repoObj := &configv1alpha1.Repository{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: pr.Spec.Repository}, repoObj); err != nil {
+	repoObj, st, cleanup, err := c.openRepository(ctx, pr.Spec.Repository, creds)
+	if err != nil {
 		return nil, nil, none, nil, fmt.Errorf("repository %s of %s: %w", pr.Spec.Repository, name, err)
 	}
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if err != nil {
+		cleanup()
+		return nil, nil, none, nil, err
+	}
+	return repoObj, st, rev, cleanup, nil
+}
+
+// openRepository opens the git repository of a Repository with the user's
+// own credentials, in a throwaway cache.
+func (c *Client) openRepository(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, *store.Repository, func(), error) {
+	repoObj := &configv1alpha1.Repository{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, repoObj); err != nil {
+		return nil, nil, nil, err
+	}
 	if repoObj.Spec.Git == nil {
-		return nil, nil, none, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)
+		return nil, nil, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)
 	}
 	dir, err := os.MkdirTemp("", "scion-rpkg")
 	if err != nil {
-		return nil, nil, none, nil, err
+		return nil, nil, nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	g := repoObj.Spec.Git
 	st, err := store.Open(ctx, store.Options{URL: g.Repo, Branch: g.Branch, Directory: g.Directory, Credentials: creds, Author: g.Author, Email: g.Email, CacheDir: dir})
-	if err == nil {
-		var rev store.Revision
-		if rev, err = st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0); err == nil {
-			return repoObj, st, rev, cleanup, nil
-		}
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
 	}
-	cleanup()
-	return nil, nil, none, nil, err
+	return repoObj, st, cleanup, nil
+}
+
+// Tags returns the floating tags of a package in a Repository and the
+// revisions they point at (0: at no published revision).
+func (c *Client) Tags(ctx context.Context, repository, pkgPath string, creds store.Credentials) (map[string]int, error) {
+	_, st, cleanup, err := c.openRepository(ctx, repository, creds)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	return st.FloatingTags(ctx, pkgPath)
+}
+
+// Tag points the floating tag of a package at a published revision, with
+// a compare-and-swap against the tag as read, and asks the Repository to
+// sync. Variants following the tag move at their next check (the
+// controller's --tag-poll-period). It returns the revision the tag pointed
+// at before (0: it did not exist).
+func (c *Client) Tag(ctx context.Context, repository, pkgPath, tag string, revision int, creds store.Credentials) (int, error) {
+	repoObj, st, cleanup, err := c.openRepository(ctx, repository, creds)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	if err := store.ValidateFloatingTag(tag); err != nil {
+		return 0, err
+	}
+	tags, err := st.FloatingTags(ctx, pkgPath)
+	if err != nil {
+		return 0, err
+	}
+	from := tags[tag]
+	if err := st.SetFloatingTag(ctx, pkgPath, tag, revision); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return from, fmt.Errorf("the tag %s of %s moved while it was being set (%w); run the command again to move it from where it is now", tag, pkgPath, err)
+		}
+		return from, err
+	}
+	return from, c.requestSync(ctx, repoObj)
+}
+
+// requestSync asks a Repository to sync now.
+func (c *Client) requestSync(ctx context.Context, repoObj *configv1alpha1.Repository) error {
+	patch := client.MergeFrom(repoObj.DeepCopy())
+	if repoObj.Annotations == nil {
+		repoObj.Annotations = map[string]string{}
+	}
+	repoObj.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := c.Client.Patch(ctx, repoObj, patch); err != nil {
+		return fmt.Errorf("written to git, but asking %s to sync failed (it syncs at its next period): %w", repoObj.Name, err)
+	}
+	return nil
 }
 
 // Pull writes the files of a revision into dir (which is created, and
@@ -84,13 +149,5 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 	if err != nil {
 		return store.Revision{}, err
 	}
-	patch := client.MergeFrom(repoObj.DeepCopy())
-	if repoObj.Annotations == nil {
-		repoObj.Annotations = map[string]string{}
-	}
-	repoObj.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-	if err := c.Client.Patch(ctx, repoObj, patch); err != nil {
-		return out, fmt.Errorf("pushed, but asking %s to sync failed (it syncs at its next period): %w", repoObj.Name, err)
-	}
-	return out, nil
+	return out, c.requestSync(ctx, repoObj)
 }

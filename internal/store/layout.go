@@ -76,7 +76,23 @@ func revisionTagRef(p string, rev int) plumbing.ReferenceName {
 	return plumbing.ReferenceName(tagPrefix + p + "/v" + strconv.Itoa(rev))
 }
 
+// floatingPrefix holds the floating tags, one level per package with the
+// package path escaped (a/b is a%2Fb), so a tag never shares a ref path
+// with a package's revision tags: the tag stable of app and the package
+// app/stable can coexist, which refs/tags/app/stable and
+// refs/tags/app/stable/v1 cannot.
+const floatingPrefix = "refs/scion/floating/"
+
 func floatingTagRef(p, tag string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(floatingPrefix + pathEscaper.Replace(p) + "/" + tag)
+}
+
+var pathEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// legacyFloatingTagRef is where floating tags were before (and where a
+// tag made with git tag is): still read, moved to floatingTagRef when the
+// tag is next set.
+func legacyFloatingTagRef(p, tag string) plumbing.ReferenceName {
 	return plumbing.ReferenceName(tagPrefix + p + "/" + tag)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,7 +168,7 @@ func (r *Repository) openCache() error {
 	cfg.Remotes = map[string]*config.RemoteConfig{"origin": {
 		Name:  "origin",
 		URLs:  []string{r.opts.URL},
-		Fetch: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+		Fetch: mirrorRefSpecs,
 	}}
 	if err := repo.SetConfig(cfg); err != nil {
 		return fmt.Errorf("configuring cache %s: %w", filepath.Base(r.opts.CacheDir), err)
@@ -210,11 +211,15 @@ func (r *Repository) FetchIfOlder(ctx context.Context, maxAge time.Duration) err
 	return r.fetchLocked(ctx)
 }
 
+// mirrorRefSpecs are the refs a mirror holds: branches, tags and the
+// floating tags.
+var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+" + floatingPrefix + "*:" + floatingPrefix + "*"}
+
 func (r *Repository) fetchLocked(ctx context.Context) error {
 	started := time.Now()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+		RefSpecs:   mirrorRefSpecs,
 		Auth:       r.auth,
 		Tags:       git.NoTags,
 		Prune:      true,
@@ -245,7 +250,7 @@ func (r *Repository) loadRefsLocked() error {
 	}
 	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag() || strings.HasPrefix(ref.Name().String(), floatingPrefix)) {
 			refs[ref.Name()] = ref.Hash()
 		}
 		return nil

@@ -682,23 +682,79 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 }
 
 // SetFloatingTag points the floating tag of a package (such as stable) at
-// a published revision, creating or moving it.
+// a published revision, creating or moving it. It reads the remote first
+// and moves the tag with a compare-and-swap against what it read, so a
+// move by someone else in between is an ErrConflict, never overwritten
+// unseen.
 func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) error {
 	if err := ValidateFloatingTag(tag); err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.fetchLocked(ctx); err != nil {
+		return err
+	}
 	commit, err := r.publishedCommitLocked(p, revision)
 	if err != nil {
 		return err
 	}
-	ref := floatingTagRef(joinPath(r.opts.Directory, p), tag)
-	current := r.ref(ref)
-	if current == commit {
+	full := joinPath(r.opts.Directory, p)
+	ref, legacy := floatingTagRef(full, tag), legacyFloatingTagRef(full, tag)
+	current, old := r.ref(ref), r.ref(legacy)
+	if current == commit && old.IsZero() {
 		return nil
 	}
-	return r.push(ctx, []refUpdate{{Name: ref, Old: current, New: commit}})
+	updates := []refUpdate{{Name: ref, Old: current, New: commit}}
+	if current == commit {
+		updates = nil
+	}
+	if !old.IsZero() {
+		// Moved out of refs/tags, in the same atomic push.
+		updates = append(updates, refUpdate{Name: legacy, Old: old, New: plumbing.ZeroHash})
+	}
+	return r.push(ctx, updates)
+}
+
+// FloatingTags returns the floating tags of a package and the revisions
+// they point at (0 for a tag on no published revision), by name.
+func (r *Repository) FloatingTags(ctx context.Context, p string) (map[string]int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := joinPath(r.opts.Directory, p)
+	revs, err := r.listLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for name, h := range r.refs {
+		var tag string
+		switch s := name.String(); {
+		case strings.HasPrefix(s, floatingPrefix+pathEscaper.Replace(full)+"/"):
+			tag = strings.TrimPrefix(s, floatingPrefix+pathEscaper.Replace(full)+"/")
+		case strings.HasPrefix(s, tagPrefix+full+"/"):
+			tag = strings.TrimPrefix(s, tagPrefix+full+"/")
+			if strings.Contains(tag, "/") || ValidateFloatingTag(tag) != nil {
+				continue // a revision tag, or a subpackage's
+			}
+			if _, moved := out[tag]; moved {
+				continue
+			}
+		default:
+			continue
+		}
+		meta, err := r.metaFor(h)
+		if err != nil {
+			return nil, err
+		}
+		out[tag] = 0
+		for _, rev := range revs {
+			if rev.Revision > 0 && rev.Commit == meta.commit.String() {
+				out[tag] = rev.Revision
+			}
+		}
+	}
+	return out, nil
 }
 
 // publishedCommitLocked returns the commit of a published revision.
@@ -724,6 +780,9 @@ func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Rev
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, p)
 	h := r.ref(floatingTagRef(full, tag))
+	if h.IsZero() {
+		h = r.ref(legacyFloatingTagRef(full, tag))
+	}
 	if h.IsZero() {
 		return Revision{}, fmt.Errorf("package %s has no tag %q: %w", p, tag, ErrNotFound)
 	}

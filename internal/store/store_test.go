@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"path"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -615,4 +616,95 @@ func TestRepository_groupCommit(t *testing.T) {
 	// first write is alone, the others queue behind it.
 	g.Expect(strings.Count(string(sessions), "x")).To(BeNumerically("<", writers-1))
 	t.Logf("%d writes in %d receive-pack sessions", writers, strings.Count(string(sessions), "x"))
+}
+
+// publishNew drafts, proposes and publishes a new revision of a package.
+func publishNew(t *testing.T, r *Repository, p, ws string) Revision {
+	t.Helper()
+	ctx := context.Background()
+	d, err := r.WriteDraft(ctx, DraftWrite{Package: p, Workspace: ws, Contents: testPackage(path.Base(p), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Propose(ctx, p, ws, d.Commit); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := r.Publish(ctx, p, ws, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+// A floating tag and a package of the same path coexist (app's tag stable
+// and the package app/stable); a tag made the old way, in refs/tags, is
+// read and moved out of refs/tags when next set; a tag moved by someone
+// else meanwhile is a conflict, not overwritten.
+func TestRepository_floatingTags(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true})
+	publishNew(t, r, "app", "ws1")
+	publishNew(t, r, "app", "ws2")
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+	sub := publishNew(t, r, "app/stable", "ws1")
+	g.Expect(sub.Revision).To(Equal(1), "the package app/stable publishes beside app's tag stable")
+	st, err := r.ResolveFloatingTag(ctx, "app", "stable")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Package).To(Equal("app"))
+	g.Expect(st.Revision).To(Equal(1))
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/scion/")).To(Equal("refs/scion/floating/app/stable"))
+
+	// A tag made by hand in refs/tags, as before.
+	g.Expect(gitserver.Git(t, bare, "tag", "canary", "app/v2^{commit}")).To(BeEmpty())
+	g.Expect(gitserver.Git(t, bare, "update-ref", "refs/tags/app/canary", "refs/tags/canary")).To(BeEmpty())
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+	st, err = r.ResolveFloatingTag(ctx, "app", "canary")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(2))
+	tags, err := r.FloatingTags(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(Equal(map[string]int{"stable": 1, "canary": 2}))
+	g.Expect(r.SetFloatingTag(ctx, "app", "canary", 1)).To(Succeed())
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/tags/app/canary")).To(BeEmpty(), "moved out of refs/tags")
+	st, err = r.ResolveFloatingTag(ctx, "app", "canary")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Revision).To(Equal(1))
+
+	// Someone else moves stable: a writer whose view is older reads the
+	// remote before it writes, so "stable is already at 1" is never
+	// believed from a stale mirror.
+	other := open(t, Options{URL: url})
+	g.Expect(other.SetFloatingTag(ctx, "app", "stable", 2)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+	g.Expect(gitserver.Git(t, bare, "rev-parse", "refs/scion/floating/app/stable")).To(Equal(gitserver.Git(t, bare, "rev-parse", "app/v1^{commit}")))
+
+	// Many writers at once: every move is a compare-and-swap, so each one
+	// either lands or says it lost; the tag ends where the last landing
+	// move put it.
+	var wg sync.WaitGroup
+	results := make([]error, 6)
+	for i := range results {
+		w := open(t, Options{URL: url})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = w.SetFloatingTag(ctx, "app", "stable", 1+i%2)
+		}()
+	}
+	wg.Wait()
+	landed := 0
+	for _, err := range results {
+		if err == nil {
+			landed++
+		} else {
+			g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "a lost race is a conflict: %v", err)
+		}
+	}
+	g.Expect(landed).To(BeNumerically(">=", 1))
+	g.Expect(other.Fetch(ctx)).To(Succeed())
+	final, err := other.ResolveFloatingTag(ctx, "app", "stable")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(final.Revision).To(BeElementOf(1, 2))
 }

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/scheme"
 )
@@ -126,6 +127,6 @@ func TestDevDemo(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	set := &configv1alpha2.PackageVariantSet{}
 	g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "regional-app"}, set)).To(Succeed())
-	g.Expect(set.Spec.Upstream.Revision).To(Equal("v3"), "two runs moved the upstream twice")
+	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v3")), "two runs moved the upstream twice")
 	scion("dev", "down")
 }

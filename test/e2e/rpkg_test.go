@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,4 +131,74 @@ func TestRpkg(t *testing.T) {
 	g.Expect(err).To(MatchError("package revision nope not found in namespace " + ns))
 	_, err = scion(ns, "rpkg", "reject", "cluster-01.base.ws")
 	g.Expect(err).To(MatchError("cluster-01.base.ws is Published; only Proposed and DeletionProposed revisions can be rejected"))
+}
+
+// The floating-tag workflow, end to end and as docs/lifecycle.md tells
+// it: publish two revisions, tag the first stable, a PackageVariant
+// follows stable, move the tag, the variant's draft follows.
+func TestRpkgTag(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, catalog, cluster := setup(t)
+	publish := func(ws string) {
+		t.Helper()
+		var err error
+		if ws == "v1" {
+			_, err = scion(ns, "rpkg", "init", "base", "--repository", "catalog", "--workspace", ws, "--description", "the base package")
+		} else {
+			_, err = scion(ns, "rpkg", "copy", "catalog.base.v1", "--workspace", ws)
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = scion(ns, "rpkg", "propose", "catalog.base."+ws)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = scion(ns, "rpkg", "approve", "catalog.base."+ws)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	publish("v1")
+	publish("v2")
+
+	out, err := scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog", "--revision", "1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("base/stable now points at revision 1\n"))
+	out, err = scion(ns, "rpkg", "tag", "base", "--repository", "catalog")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`^TAG\s+REVISION\nstable\s+1\n$`))
+
+	pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "base-stable", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Tag: "stable"},
+		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "base"},
+	}}
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	v1 := gitserver.Git(t, catalog, "rev-parse", "base/v1^{commit}")
+	v2 := gitserver.Git(t, catalog, "rev-parse", "base/v2^{commit}")
+	draftLock := func() string {
+		kf, err := gitserverGit(cluster, "show", "drafts/base/packagevariant-1:base/Kptfile")
+		if err != nil {
+			return ""
+		}
+		return kf
+	}
+	g.Eventually(draftLock, "60s").Should(ContainSubstring("commit: "+v1), "the variant follows stable at revision 1")
+
+	out, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog", "--revision", "2")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("base/stable moved from revision 1 to 2\n"))
+	g.Eventually(draftLock, "60s").Should(ContainSubstring("commit: "+v2), "the variant follows the tag to revision 2")
+
+	// Bad input says what to do.
+	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog")
+	g.Expect(err).To(MatchError("--revision is required with a tag: the published revision number to point it at"))
+	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog", "--revision", "9")
+	g.Expect(err).To(MatchError(ContainSubstring("package base revision v9 is not published")))
+	_, err = scion(ns, "rpkg", "tag", "base", "v3", "--repository", "catalog", "--revision", "1")
+	g.Expect(err).To(MatchError(ContainSubstring(`invalid floating tag "v3"`)))
+	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "nowhere", "--revision", "1")
+	g.Expect(err).To(MatchError(ContainSubstring(`"nowhere" not found`)))
+}
+
+// gitserverGit runs git in dir and returns its output, or the error (for
+// polling while a ref does not exist yet).
+func gitserverGit(dir string, args ...string) (string, error) {
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	return string(out), err
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	defer os.RemoveAll(dir)
 	kubeconfig = filepath.Join(dir, "kubeconfig")
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second}, nil,
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second}, nil,
 		func(e *testenv.Env) {
 			env, k8sClient = e, e.Client
 			if err := e.WriteKubeconfig(kubeconfig, "tester"); err != nil {
