@@ -3,9 +3,9 @@ package store
 import (
 	"context"
 	"errors"
-	"path"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
