@@ -118,6 +118,24 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
 	}
 
+	// The getting-started guide's commands after make demo run as written,
+	// copied and pasted into a shell at the top of a checkout.
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "getting-started.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	block := shellBlock(string(guide), "export KUBECONFIG")
+	g.Expect(block).NotTo(BeEmpty(), "the guide has its Explore commands")
+	checkout := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(checkout, ".scion"), 0o755)).To(Succeed())
+	g.Expect(os.Symlink(dir, filepath.Join(checkout, ".scion", "dev"))).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(checkout, "bin"), 0o755)).To(Succeed())
+	g.Expect(os.Symlink(bin, filepath.Join(checkout, "bin", "scion"))).To(Succeed())
+	sh := exec.Command("bash", "-euo", "pipefail", "-c", block)
+	sh.Dir = checkout
+	out, err := sh.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "the guide's commands:\n%s\n%s", block, out)
+	g.Expect(string(out)).To(ContainSubstring("PackageVariantSet/regional-app"))
+	g.Expect(string(out)).To(ContainSubstring("regional-app-cluster-01-web"))
+
 	// dev down keeps the state; dev up brings it back.
 	scion("dev", "down")
 	g.Expect(scion("dev", "up")).To(ContainSubstring("==> ready"))
@@ -129,4 +147,16 @@ func TestDevDemo(t *testing.T) {
 	g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "regional-app"}, set)).To(Succeed())
 	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v3")), "two runs moved the upstream twice")
 	scion("dev", "down")
+}
+
+// shellBlock returns the first ```sh block of a Markdown text that holds
+// marker.
+func shellBlock(md, marker string) string {
+	for _, part := range strings.Split(md, "```sh\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		if strings.Contains(block, marker) {
+			return block
+		}
+	}
+	return ""
 }
