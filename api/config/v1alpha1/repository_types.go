@@ -115,11 +115,13 @@ type RepositoryStatus struct {
 	Commit string `json:"commit,omitempty"`
 
 	// PackageCount is the number of packages found at the last sync.
+	// +kubebuilder:default=0
 	// +optional
 	PackageCount int `json:"packageCount"`
 
 	// RevisionCount is the number of package revisions (drafts, proposals,
 	// published revisions) found at the last sync.
+	// +kubebuilder:default=0
 	// +optional
 	RevisionCount int `json:"revisionCount"`
 
