@@ -17,12 +17,8 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files")
 // runIn runs scion with args in dir and returns stdout and the error.
 func runIn(t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
-	wd, _ := os.Getwd()
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.Chdir(wd) }()
-	return run(args...)
+	out, _, err := runStreamsIn(t, dir, args...)
+	return out, err
 }
 
 func golden(t *testing.T, name, got string) {

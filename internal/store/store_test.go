@@ -638,8 +638,9 @@ func publishNew(t *testing.T, r *Repository, p, ws string) Revision {
 
 // A floating tag and a package of the same path coexist (app's tag stable
 // and the package app/stable); a tag made the old way, in refs/tags, is
-// read and moved out of refs/tags when next set; a tag moved by someone
-// else meanwhile is a conflict, not overwritten.
+// read and moved out of refs/tags when next set; a writer reads the remote
+// before it moves a tag, and of writers racing, each lands or gets a
+// conflict.
 func TestRepository_floatingTags(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
