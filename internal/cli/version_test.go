@@ -14,11 +14,8 @@ import (
 )
 
 func run(args ...string) (string, error) {
-	var out, errOut bytes.Buffer
-	cmd := NewRootCommand(Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	out, _, err := runStreams(args...)
+	return out, err
 }
 
 func TestVersion(t *testing.T) {
