@@ -12,7 +12,6 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
-	"github.com/scion-dev/scion/internal/store"
 )
 
 // LocalConfigAnnotation marks an object of a package that is configuration
@@ -195,7 +194,7 @@ func newRequirement(r configv1alpha1.Requirement) (Requirement, error) {
 // NewPackageRequirement returns a requirement on a package with a semver
 // range ("" for any), or an error naming what is wrong with either.
 func NewPackageRequirement(name, rangeText string) (Requirement, error) {
-	if err := store.ValidatePackagePath(name); err != nil {
+	if err := pkg.ValidatePackagePath(name); err != nil {
 		return Requirement{}, err
 	}
 	return newRequirement(configv1alpha1.Requirement{Package: &configv1alpha1.PackageRequirement{Name: name, Version: rangeText}})
@@ -287,7 +286,7 @@ func validateRequirement(p *field.Path, v any, top bool) field.ErrorList {
 		name, _ := pm["name"].(string)
 		if name == "" {
 			errs = append(errs, field.Required(pp.Child("name"), "the package's path in its repository"))
-		} else if err := store.ValidatePackagePath(name); err != nil {
+		} else if err := pkg.ValidatePackagePath(name); err != nil {
 			errs = append(errs, field.Invalid(pp.Child("name"), name, err.Error()))
 		}
 		if rv, ok := pm["version"]; ok {

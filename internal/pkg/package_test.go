@@ -140,3 +140,13 @@ func TestPackage_kptfile(t *testing.T) {
 	_, err = New(nil).Kptfile()
 	g.Expect(err).To(MatchError("package has no Kptfile"))
 }
+
+func TestValidatePackagePath(t *testing.T) {
+	g := NewWithT(t)
+	for _, p := range []string{"a", "team/app", "a-b_c.d/e"} {
+		g.Expect(ValidatePackagePath(p)).To(Succeed(), p)
+	}
+	for _, p := range []string{"", "/a", "a/", "a//b", "../a", "../../escape", "a/.git", ".hidden", "a b", "a:b", "x.lock", "a/./b"} {
+		g.Expect(ValidatePackagePath(p)).To(HaveOccurred(), p)
+	}
+}

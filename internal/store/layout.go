@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -31,17 +30,7 @@ var (
 	workspaceRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
 	floatingTagRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	trailerKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
-	packagePathBad = regexp.MustCompile(`(^|/)\.|//|^/|/$|[\s~^:?*\[\\]|@\{`)
 )
-
-// ValidatePackagePath checks a package path: slash-separated, relative, no
-// empty or dot-leading segments, and usable inside git ref names.
-func ValidatePackagePath(p string) error {
-	if p == "" || packagePathBad.MatchString(p) || strings.HasSuffix(p, ".lock") || path.Clean(p) != p {
-		return fmt.Errorf("invalid package path %q: use a relative slash-separated path of simple names", p)
-	}
-	return nil
-}
 
 // ValidateWorkspace checks a workspace name.
 func ValidateWorkspace(ws string) error {

@@ -19,6 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/scion-dev/scion/internal/pkg"
 )
 
 // Credentials authenticate to a remote over HTTP(S): either a user name
@@ -96,7 +98,7 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 		return nil, errors.New("store: CacheDir is required")
 	}
 	if opts.Directory != "" {
-		if err := ValidatePackagePath(opts.Directory); err != nil {
+		if err := pkg.ValidatePackagePath(opts.Directory); err != nil {
 			return nil, fmt.Errorf("directory: %w", err)
 		}
 	}

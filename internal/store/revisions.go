@@ -279,7 +279,7 @@ type DraftWrite struct {
 // from the branch head; an update builds on the draft's head, which must
 // still be Expected.
 func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, error) {
-	if err := ValidatePackagePath(w.Package); err != nil {
+	if err := pkg.ValidatePackagePath(w.Package); err != nil {
 		return Revision{}, err
 	}
 	if err := ValidateWorkspace(w.Workspace); err != nil {

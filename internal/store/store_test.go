@@ -393,12 +393,6 @@ func TestRepository_externalChangesAndDirectory(t *testing.T) {
 
 func TestValidation(t *testing.T) {
 	g := NewWithT(t)
-	for _, p := range []string{"a", "team/app", "a-b_c.d/e"} {
-		g.Expect(ValidatePackagePath(p)).To(Succeed(), p)
-	}
-	for _, p := range []string{"", "/a", "a/", "a//b", "../a", "a/.git", ".hidden", "a b", "a:b", "x.lock", "a/./b"} {
-		g.Expect(ValidatePackagePath(p)).To(HaveOccurred(), p)
-	}
 	g.Expect(ValidateWorkspace("v1-draft")).To(Succeed())
 	g.Expect(ValidateWorkspace("Upper")).To(HaveOccurred())
 	g.Expect(ValidateWorkspace(strings.Repeat("a", 64))).To(HaveOccurred())

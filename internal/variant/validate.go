@@ -8,6 +8,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/pkg"
 )
 
 // Validate checks a PackageVariant's spec (the rules the CRD schema also
@@ -28,9 +29,7 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 		if d.Repo == "" {
 			errs = append(errs, field.Required(spec.Child("downstream", "repo"), ""))
 		}
-		if d.Package == "" {
-			errs = append(errs, field.Required(spec.Child("downstream", "package"), ""))
-		}
+		errs = append(errs, ValidatePackagePath(spec.Child("downstream", "package"), d.Package)...)
 	}
 	switch s.AdoptionPolicy {
 	case "", configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting:
@@ -50,11 +49,34 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 		errs = append(errs, validateFunctions(spec.Child("pipeline", "validators"), pl.Validators)...)
 	}
 	for i, inj := range s.Injectors {
-		if inj.Name == "" {
-			errs = append(errs, field.Required(spec.Child("injectors").Index(i).Child("name"), ""))
-		}
+		errs = append(errs, ValidateInjectorName(spec.Child("injectors").Index(i).Child("name"), inj.Name)...)
 	}
 	return errs
+}
+
+// ValidatePackagePath checks a package path field: required, relative,
+// slash-separated simple names that stay inside the repository.
+func ValidatePackagePath(p *field.Path, v string) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	if err := pkg.ValidatePackagePath(v); err != nil {
+		return field.ErrorList{field.Invalid(p, v, "must be a relative slash-separated path of simple names, with no empty, '.' or '..' segments")}
+	}
+	return nil
+}
+
+// ValidateInjectorName checks an injector's object name: required, and an
+// object of the variant's own namespace (no namespace/ prefix: other
+// namespaces are never read).
+func ValidateInjectorName(p *field.Path, name string) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(p, "")}
+	case strings.Contains(name, "/"):
+		return field.ErrorList{field.Invalid(p, name, "injectors name objects in the variant's own namespace: give the object's name alone; objects of other namespaces are never read")}
+	}
+	return nil
 }
 
 func validateFunctions(p *field.Path, fns []kptfilev1.Function) field.ErrorList {
@@ -84,9 +106,7 @@ func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList
 	if u.Repo == "" {
 		errs = append(errs, field.Required(p.Child("repo"), ""))
 	}
-	if u.Package == "" {
-		errs = append(errs, field.Required(p.Child("package"), ""))
-	}
+	errs = append(errs, ValidatePackagePath(p.Child("package"), u.Package)...)
 	set := 0
 	for _, v := range []string{string(u.Revision), u.WorkspaceName, u.Tag} {
 		if v != "" {

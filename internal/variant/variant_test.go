@@ -285,4 +285,22 @@ func TestValidate(t *testing.T) {
 		`spec.pipeline.mutators[1]: Invalid value: "": exactly one of image and exec must be set`,
 		`spec.injectors[0].name: Required value`,
 	))
+
+	// Paths that leave the repository, and injectors naming another
+	// namespace, are refused with the field named (the CRD refuses them
+	// too; this is for objects that bypassed it).
+	pv = &configv1alpha1.PackageVariant{Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "/etc", Revision: "1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "../../escape"},
+		Injectors:  []configv1alpha1.InjectionSelector{{Name: "tenant-b/endpoints-b"}},
+	}}
+	msgs = nil
+	for _, e := range Validate(pv) {
+		msgs = append(msgs, e.Error())
+	}
+	g.Expect(msgs).To(ConsistOf(
+		`spec.upstream.package: Invalid value: "/etc": must be a relative slash-separated path of simple names, with no empty, '.' or '..' segments`,
+		`spec.downstream.package: Invalid value: "../../escape": must be a relative slash-separated path of simple names, with no empty, '.' or '..' segments`,
+		`spec.injectors[0].name: Invalid value: "tenant-b/endpoints-b": injectors name objects in the variant's own namespace: give the object's name alone; objects of other namespaces are never read`,
+	))
 }

@@ -80,9 +80,7 @@ func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) fiel
 func validatePackageNames(p *field.Path, names []string) field.ErrorList {
 	var errs field.ErrorList
 	for i, n := range names {
-		if n == "" {
-			errs = append(errs, field.Required(p.Index(i), "package names must not be empty"))
-		}
+		errs = append(errs, variant.ValidatePackagePath(p.Index(i), n)...)
 	}
 	return errs
 }
@@ -103,6 +101,9 @@ func (e *Evaluator) validateTemplate(p *field.Path, t *configv1alpha2.PackageVar
 		}
 		if d.Package != nil && d.PackageExpr != nil {
 			errs = append(errs, field.Invalid(dp, "", "only one of package and packageExpr may be set"))
+		}
+		if d.Package != nil {
+			errs = append(errs, variant.ValidatePackagePath(dp.Child("package"), *d.Package)...)
 		}
 		errs = append(errs, e.validateExpr(dp.Child("repoExpr"), d.RepoExpr, true)...)
 		errs = append(errs, e.validateExpr(dp.Child("packageExpr"), d.PackageExpr, false)...)
@@ -133,6 +134,9 @@ func (e *Evaluator) validateTemplate(p *field.Path, t *configv1alpha2.PackageVar
 			errs = append(errs, field.Invalid(ip, "", "exactly one of name and nameExpr must be set"))
 		}
 		errs = append(errs, e.validateExpr(ip.Child("nameExpr"), inj.NameExpr, false)...)
+		if inj.Name != nil {
+			errs = append(errs, variant.ValidateInjectorName(ip.Child("name"), *inj.Name)...)
+		}
 	}
 	return errs
 }

@@ -120,9 +120,10 @@ type Upstream struct {
 	// +kubebuilder:validation:MaxLength=253
 	Repo string `json:"repo"`
 
-	// Package is the upstream package path.
+	// Package is the upstream package path: slash-separated simple names.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	Package string `json:"package"`
 
 	// Revision is a published revision number: 3, "3" or "v3".
@@ -150,9 +151,11 @@ type Downstream struct {
 	// +kubebuilder:validation:MaxLength=253
 	Repo string `json:"repo"`
 
-	// Package is the downstream package path.
+	// Package is the downstream package path: slash-separated simple
+	// names, inside the repository.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	Package string `json:"package"`
 }
 
@@ -184,9 +187,11 @@ type InjectionSelector struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Kind *string `json:"kind,omitempty"`
-	// Name of the in-cluster object.
+	// Name of the in-cluster object, in the variant's namespace (no
+	// namespace/ prefix: other namespaces are never read).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]+$`
 	Name string `json:"name"`
 }
 

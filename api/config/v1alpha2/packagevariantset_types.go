@@ -89,6 +89,7 @@ type RepositoryTarget struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	// +optional
 	PackageNames []string `json:"packageNames,omitempty"`
 }
@@ -103,6 +104,7 @@ type RepositorySelector struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	// +optional
 	PackageNames []string `json:"packageNames,omitempty"`
 }
@@ -132,6 +134,7 @@ type ObjectSelector struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	// +optional
 	PackageNames []string `json:"packageNames,omitempty"`
 }
@@ -193,6 +196,7 @@ type DownstreamTemplate struct {
 	Repo *string `json:"repo,omitempty"`
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	// +optional
 	Package *string `json:"package,omitempty"`
 	// RepoExpr is a CEL expression; it cannot use the repository variable.
@@ -241,6 +245,7 @@ type InjectionSelectorTemplate struct {
 	Kind *string `json:"kind,omitempty"`
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]+$`
 	// +optional
 	Name *string `json:"name,omitempty"`
 	// +kubebuilder:validation:MinLength=1
