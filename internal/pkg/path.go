@@ -20,4 +20,3 @@ func ValidatePackagePath(p string) error {
 	}
 	return nil
 }
-

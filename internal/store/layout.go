@@ -26,10 +26,10 @@ const (
 )
 
 var (
-	revisionTagRE  = regexp.MustCompile(`^v([0-9]+)$`)
-	workspaceRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
-	floatingTagRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	trailerKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+	revisionTagRE = regexp.MustCompile(`^v([0-9]+)$`)
+	workspaceRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
+	floatingTagRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	trailerKeyRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 )
 
 // ValidateWorkspace checks a workspace name.
