@@ -337,8 +337,11 @@ directly, with your own credentials (as for pull and push).`,
 		if repository == "" {
 			return errors.New("--repository is required")
 		}
-		if len(args) == 2 && revision <= 0 {
+		switch {
+		case len(args) == 2 && !cc.Flags().Changed("revision"):
 			return errors.New("--revision is required with a tag: the published revision number to point it at")
+		case len(args) == 2 && revision <= 0:
+			return fmt.Errorf("--revision must be a published revision number, 1 or more, not %d", revision)
 		}
 		if len(args) == 1 && cc.Flags().Changed("revision") {
 			return errors.New("--revision needs a tag to move: scion rpkg tag PACKAGE TAG --revision N")
@@ -348,6 +351,10 @@ directly, with your own credentials (as for pull and push).`,
 				tags, err := o.client.Tags(ctx, repository, args[0], gitCredentials())
 				if err != nil {
 					return err
+				}
+				if len(tags) == 0 {
+					fmt.Fprintf(o.Out, "%s has no floating tags in %s\n", args[0], repository)
+					return nil
 				}
 				return printTags(o.Out, tags)
 			}

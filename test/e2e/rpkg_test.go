@@ -188,6 +188,11 @@ func TestRpkgTag(t *testing.T) {
 	// Bad input says what to do.
 	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog")
 	g.Expect(err).To(MatchError("--revision is required with a tag: the published revision number to point it at"))
+	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog", "--revision", "-2")
+	g.Expect(err).To(MatchError("--revision must be a published revision number, 1 or more, not -2"))
+	out, err = scion(ns, "rpkg", "tag", "other", "--repository", "catalog")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("other has no floating tags in catalog\n"))
 	_, err = scion(ns, "rpkg", "tag", "base", "stable", "--repository", "catalog", "--revision", "9")
 	g.Expect(err).To(MatchError(ContainSubstring("package base revision v9 is not published")))
 	_, err = scion(ns, "rpkg", "tag", "base", "v3", "--repository", "catalog", "--revision", "1")
