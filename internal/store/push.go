@@ -76,7 +76,7 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	if ar != nil {
 		refs, err := ar.AllReferences()
 		if err != nil {
-			return failAll(fmt.Errorf("reading refs of %s: %w", r.opts.URL, err))
+			return failAll(r.remoteError("reading refs of", err))
 		}
 		for name, ref := range refs {
 			if ref.Type() != plumbing.HashReference {
@@ -117,7 +117,7 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
 	if atomic && len(updates) > 1 {
 		if !caps.Supports(capability.Atomic) {
-			return failAll(fmt.Errorf("pushing to %s: the server does not support atomic pushes", r.opts.URL))
+			return failAll(fmt.Errorf("pushing to %s: the server does not support atomic pushes", r.URL()))
 		}
 		_ = req.Capabilities.Set(capability.Atomic)
 	}
@@ -141,7 +141,7 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		// the bytes it saved.
 		var pack bytes.Buffer
 		if _, err := packfile.NewEncoder(&pack, r.storer, false).Encode(hashes, 0); err != nil {
-			return failAll(fmt.Errorf("encoding objects for %s: %w", r.opts.URL, err))
+			return failAll(fmt.Errorf("encoding objects for %s: %w", r.URL(), err))
 		}
 		req.Packfile = io.NopCloser(&pack)
 	}
@@ -168,11 +168,11 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	} else {
 		switch {
 		case rs == nil && err == nil:
-			return failAll(fmt.Errorf("pushing to %s: the server sent no report", redact(r.opts.URL)))
+			return failAll(fmt.Errorf("pushing to %s: the server sent no report", r.URL()))
 		case rs == nil:
 			return failAll(r.remoteError("pushing to", err))
 		case rs.UnpackStatus != "" && rs.UnpackStatus != "ok":
-			return failAll(fmt.Errorf("pushing to %s: unpack error: %s", redact(r.opts.URL), rs.UnpackStatus))
+			return failAll(fmt.Errorf("pushing to %s: unpack error: %s", r.URL(), rs.UnpackStatus))
 		}
 		status := map[plumbing.ReferenceName]string{}
 		for _, cs := range rs.CommandStatuses {
@@ -200,11 +200,11 @@ func (r *Repository) statusError(u refUpdate, status string) error {
 	case status == "ok":
 		return nil
 	case status == "":
-		return fmt.Errorf("pushing %s to %s: the server did not report on it", u.Name, redact(r.opts.URL))
+		return fmt.Errorf("pushing %s to %s: the server did not report on it", u.Name, r.URL())
 	case isRaceStatus(status):
 		return &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Detail: status}
 	default:
-		return fmt.Errorf("pushing %s to %s: %s", u.Name, redact(r.opts.URL), status)
+		return fmt.Errorf("pushing %s to %s: %s", u.Name, r.URL(), status)
 	}
 }
 
@@ -213,7 +213,7 @@ func (r *Repository) statusError(u refUpdate, status string) error {
 // aborted), or a plain error naming the ref and the server's reason.
 func (r *Repository) reportError(rs *packp.ReportStatus, updates []refUpdate) error {
 	if rs.UnpackStatus != "" && rs.UnpackStatus != "ok" {
-		return fmt.Errorf("pushing to %s: unpack error: %s", redact(r.opts.URL), rs.UnpackStatus)
+		return fmt.Errorf("pushing to %s: unpack error: %s", r.URL(), rs.UnpackStatus)
 	}
 	var culprit *packp.CommandStatus
 	for _, cs := range rs.CommandStatuses {
@@ -241,7 +241,7 @@ func (r *Repository) reportError(rs *packp.ReportStatus, updates []refUpdate) er
 			return &ConflictError{Ref: u.Name.String(), Expected: hashString(u.Old), Detail: culprit.Status}
 		}
 	}
-	return fmt.Errorf("pushing %s to %s: %s", culprit.ReferenceName, redact(r.opts.URL), culprit.Status)
+	return fmt.Errorf("pushing %s to %s: %s", culprit.ReferenceName, r.URL(), culprit.Status)
 }
 
 // isRaceStatus recognizes receive-pack's reasons for an update that lost a

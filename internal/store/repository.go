@@ -342,9 +342,40 @@ func (r *Repository) remoteError(op string, err error) error {
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
 	default:
-		return fmt.Errorf("%s %s: %w", op, u, err)
+		return r.scrub(fmt.Errorf("%s %s: %w", op, u, err))
 	}
 }
+
+// scrub removes the repository's secrets (a password or token, given as
+// Credentials or in the URL) from an error's text, whatever library wrote
+// it; errors.Is and errors.As still see the cause.
+func (r *Repository) scrub(err error) error {
+	msg := err.Error()
+	secrets := []string{r.opts.Credentials.Password, r.opts.Credentials.BearerToken}
+	if u, perr := url.Parse(r.opts.URL); perr == nil && u.User != nil {
+		p, _ := u.User.Password()
+		secrets = append(secrets, u.User.String(), p, url.QueryEscape(p))
+	}
+	clean := msg
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			clean = strings.ReplaceAll(clean, s, "REDACTED")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
+}
+
+// scrubbedError is an error whose text had secrets removed.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // redact removes any user information from a URL.
 func redact(raw string) string {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"path"
 	"path/filepath"
 	"strings"
@@ -702,4 +704,73 @@ func TestRepository_floatingTags(t *testing.T) {
 	final, err := other.ResolveFloatingTag(ctx, "app", "stable")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(final.Revision).To(BeElementOf(1, 2))
+}
+
+// No error of any git path shows a credential: embedded in the URL or
+// given as Credentials, on open, fetch, push (draft, atomic lifecycle
+// move, floating tag), whether the remote refuses or is gone.
+func TestRepository_errorsNeverShowCredentials(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const secret = "s3cret-Pa55word"
+	root := t.TempDir()
+	gitserver.InitBare(t, root, "pkgs.git")
+	srv := gitserver.NewServer(t, root)
+	srv.Username, srv.Password = "scion", secret
+	withCreds := strings.Replace(srv.URLFor("pkgs.git"), "http://", "http://scion:"+secret+"@", 1)
+	var errs []error
+	check := func(err error) {
+		t.Helper()
+		g.Expect(err).To(HaveOccurred())
+		errs = append(errs, err)
+	}
+
+	// Credentials in the URL work, and show nowhere.
+	r := open(t, Options{URL: withCreds, CreateBranch: true})
+	g.Expect(r.URL()).NotTo(ContainSubstring(secret))
+	d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Propose(ctx, "app", "ws", d.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The remote refuses: a wrong password in the URL, and as Credentials.
+	_, err = Open(ctx, Options{URL: strings.Replace(withCreds, secret, secret+"-wrong", 1), CacheDir: t.TempDir()})
+	check(err)
+	_, err = Open(ctx, Options{URL: srv.URLFor("pkgs.git"), CacheDir: t.TempDir(), Credentials: Credentials{Username: "scion", Password: secret + "-wrong"}})
+	check(err)
+
+	// The remote is gone: every write path fails.
+	srv.Close()
+	_, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws2", Contents: testPackage("app", 2)})
+	check(err)
+	_, err = r.Publish(ctx, "app", "ws", "", "")
+	check(err)
+	check(r.Fetch(ctx))
+	check(r.SetFloatingTag(ctx, "app", "stable", 1))
+	_, err = Open(ctx, Options{URL: withCreds, CacheDir: t.TempDir()})
+	check(err)
+
+	// A server that answers with an error status (go-git quotes the
+	// request URL, password included, in that error).
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "upstream is down", http.StatusBadGateway)
+	}))
+	defer broken.Close()
+	_, err = Open(ctx, Options{URL: strings.Replace(broken.URL, "http://", "http://scion:"+secret+"@", 1) + "/pkgs.git", CacheDir: t.TempDir()})
+	check(err)
+
+	for _, err := range errs {
+		g.Expect(err.Error()).NotTo(ContainSubstring(secret), "%v", err)
+		g.Expect(fmt.Sprintf("%+v", err)).NotTo(ContainSubstring(secret))
+	}
+}
+
+// scrub takes any secret out of an error text, whichever library wrote it.
+func TestRepository_scrub(t *testing.T) {
+	g := NewWithT(t)
+	r := &Repository{opts: Options{URL: "https://bob:pa%2Fss-word@git.example.com/x.git", Credentials: Credentials{BearerToken: "tok-abcdef"}}}
+	cause := errors.New("dial https://bob:pa/ss-word@git.example.com and https://bob:pa%2Fss-word@git.example.com with tok-abcdef")
+	err := r.scrub(fmt.Errorf("fetching: %w", cause))
+	g.Expect(err.Error()).To(Equal("fetching: dial https://bob:REDACTED@git.example.com and https://REDACTED@git.example.com with REDACTED"))
+	g.Expect(errors.Is(err, cause)).To(BeTrue())
 }
