@@ -47,6 +47,9 @@ type Options struct {
 	PackageVariantWorkers int
 	// PackageVariantSetWorkers reconcile PackageVariantSets in parallel.
 	PackageVariantSetWorkers int
+	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
+	// when 0).
+	GitTimeout time.Duration
 	// TagPollPeriod is how often variants following a floating tag check
 	// whether it moved.
 	TagPollPeriod time.Duration
@@ -79,7 +82,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir}
+	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout}
 	service := &pkgservice.Service{Client: mgr.GetClient()}
 	if err := (&repository.Reconciler{
 		Client:   mgr.GetClient(),

@@ -42,6 +42,8 @@ type Cache struct {
 	Reader client.Reader
 	// Dir is the root folder of the local git mirrors.
 	Dir string
+	// Timeout bounds each exchange with a remote (store.Options.Timeout).
+	Timeout time.Duration
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
@@ -87,7 +89,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: filepath.Join(c.Dir, r.Namespace, r.Name, urlHash(g.Repo)),
+		CacheDir: filepath.Join(c.Dir, r.Namespace, r.Name, urlHash(g.Repo)), Timeout: c.Timeout,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

@@ -21,6 +21,9 @@ var (
 	// ErrBranchNotFound is matched when the configured branch does not
 	// exist and createBranch is off.
 	ErrBranchNotFound = errors.New("branch not found")
+	// ErrTimeout is matched when the remote did not answer within the
+	// repository's timeout.
+	ErrTimeout = errors.New("timed out")
 )
 
 // ConflictError says which ref changed under a writer.

@@ -61,6 +61,8 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	if err := r.storer.Flush(); err != nil {
 		return failAll(fmt.Errorf("storing objects: %w", err))
 	}
+	ctx, cancel := r.withTimeout(ctx)
+	defer cancel()
 	sess, err := r.transport.NewReceivePackSession(r.endpoint, r.auth)
 	if err != nil {
 		return failAll(r.remoteError("connecting to", err))

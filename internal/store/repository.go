@@ -60,6 +60,23 @@ type Options struct {
 	// CacheDir is the folder of the local bare mirror; it is created when
 	// missing and reused when present.
 	CacheDir string
+	// Timeout bounds each exchange with the remote (a fetch, a push);
+	// DefaultTimeout when 0. A remote that does not answer in time fails
+	// the operation with ErrTimeout instead of holding it.
+	Timeout time.Duration
+}
+
+// DefaultTimeout bounds an exchange with a remote when Options.Timeout is
+// not set.
+const DefaultTimeout = 2 * time.Minute
+
+// withTimeout bounds ctx by the repository's timeout.
+func (r *Repository) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := r.opts.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	return context.WithTimeout(ctx, t)
 }
 
 // Repository is a git repository of packages, mirrored into a local cache.
@@ -219,6 +236,8 @@ var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/
 
 func (r *Repository) fetchLocked(ctx context.Context) error {
 	started := time.Now()
+	ctx, cancel := r.withTimeout(ctx)
+	defer cancel()
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   mirrorRefSpecs,
@@ -337,6 +356,12 @@ func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
 func (r *Repository) remoteError(op string, err error) error {
 	u := redact(r.opts.URL)
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		t := r.opts.Timeout
+		if t <= 0 {
+			t = DefaultTimeout
+		}
+		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, t, ErrTimeout)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.opts.Credentials, ErrAuthentication)
 	case errors.Is(err, transport.ErrRepositoryNotFound):

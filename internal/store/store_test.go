@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -773,4 +776,63 @@ func TestRepository_scrub(t *testing.T) {
 	err := r.scrub(fmt.Errorf("fetching: %w", cause))
 	g.Expect(err.Error()).To(Equal("fetching: dial https://bob:REDACTED@git.example.com and https://REDACTED@git.example.com with REDACTED"))
 	g.Expect(errors.Is(err, cause)).To(BeTrue())
+}
+
+// A remote that accepts connections and never answers fails an
+// operation after the repository's timeout, with an error that says so,
+// instead of holding it (and every writer queued behind it) forever.
+func TestRepository_tarpitTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/pkgs.git"
+	done := make(chan error, 1)
+	go func() {
+		_, err := Open(ctx, Options{URL: url, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond})
+		done <- err
+	}()
+	var openErr error
+	g.Eventually(done, "20s").Should(Receive(&openErr), "the open returns")
+	g.Expect(errors.Is(openErr, ErrTimeout)).To(BeTrue(), "%v", openErr)
+	g.Expect(openErr.Error()).To(Equal("fetching " + url + ": the remote did not answer within 300ms: timed out"))
+
+	// A push to a remote that stops answering times out too.
+	root := t.TempDir()
+	gitserver.InitBare(t, root, "pkgs.git")
+	var hang atomic.Bool
+	backend := gitserver.NewServer(t, root)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if hang.Load() {
+			<-req.Context().Done()
+			return
+		}
+		backend.Config.Handler.ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	r := open(t, Options{URL: proxy.URL + "/pkgs.git", CreateBranch: true, Timeout: 300 * time.Millisecond})
+	hang.Store(true)
+	_, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(errors.Is(err, ErrTimeout)).To(BeTrue(), "%v", err)
 }
