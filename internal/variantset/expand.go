@@ -216,16 +216,28 @@ func gvkString(gvk schema.GroupVersionKind) string {
 }
 
 // metaVars is what expressions see of an object: name, namespace, labels
-// and annotations, nothing of its spec or status.
+// and annotations, nothing of its spec or status. Annotations that hold a
+// copy of the object (kubectl's last-applied-configuration, which for a
+// Secret holds its data) are left out, so no template can copy them.
 func metaVars(o metav1.Object) map[string]any {
-	l, a := o.GetLabels(), o.GetAnnotations()
+	l := o.GetLabels()
 	if l == nil {
 		l = map[string]string{}
 	}
-	if a == nil {
-		a = map[string]string{}
+	a := map[string]string{}
+	for k, v := range o.GetAnnotations() {
+		if !objectCopyAnnotation(k) {
+			a[k] = v
+		}
 	}
 	return map[string]any{"name": o.GetName(), "namespace": o.GetNamespace(), "labels": l, "annotations": a}
+}
+
+// objectCopyAnnotation says whether an annotation holds a copy of its
+// object, as last-applied-configuration annotations do (kubectl's, and
+// other tools' under their own prefixes).
+func objectCopyAnnotation(key string) bool {
+	return strings.HasSuffix(key, "/last-applied-configuration") || key == "kubectl.kubernetes.io/last-applied-configuration"
 }
 
 // render evaluates target d's template into a PackageVariant, in the

@@ -316,6 +316,42 @@ func TestExpandNothingLeaks(t *testing.T) {
 	}
 }
 
+// An annotation that holds a copy of the object (last-applied-configuration,
+// which for a Secret holds its data) is not visible to templates; the
+// object's other annotations are.
+func TestExpandNoObjectCopies(t *testing.T) {
+	objs := readObjects(t, "repositories.yaml", "team-objects.yaml")
+	for _, o := range objs {
+		if o.GetKind() == "Team" {
+			a := o.GetAnnotations()
+			a["kubectl.kubernetes.io/last-applied-configuration"] = `{"stringData":{"password":"hunter2"}}`
+			a["tool.example.com/last-applied-configuration"] = `{"spec":{"secret":"do-not-leak"}}`
+			o.SetAnnotations(a)
+		}
+	}
+	e := newEvaluator(t)
+	for _, key := range []string{"kubectl.kubernetes.io/last-applied-configuration", "tool.example.com/last-applied-configuration"} {
+		pvs := readSet(t, "teams.yaml")
+		pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("target.annotations['" + key + "']")
+		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
+		if err == nil || !strings.Contains(err.Error(), "no such key: "+key) {
+			t.Errorf("%s: want no such key, got %v", key, err)
+		}
+	}
+	// Only the ordinary annotation is there to read.
+	pvs := readSet(t, "teams.yaml")
+	pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("string(size(target.annotations)) + '-' + target.annotations['bigco.com/cluster']")
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range res.Variants {
+		if v := pv.Spec.Labels["team"]; v != "1-cluster-01" && v != "1-cluster-04" {
+			t.Errorf("the template saw %q, want one annotation", v)
+		}
+	}
+}
+
 // A selector matching nothing is reported, not an error.
 func TestExpandEmptySelector(t *testing.T) {
 	pvs := readSet(t, "selector.yaml")
