@@ -402,6 +402,17 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
+// HasCredentials says whether a repository URL carries a password or
+// token in its user information.
+func HasCredentials(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
+}
+
 // redact removes any user information from a URL.
 func redact(raw string) string {
 	u, err := url.Parse(raw)

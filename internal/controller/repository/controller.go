@@ -137,6 +137,11 @@ func (r *Reconciler) retryPeriod(repo *configv1alpha1.Repository) time.Duration 
 // reconcileOpen opens the repository and fetches it. It records openErr
 // for failures a user must fix (credentials, missing repository or branch).
 func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
+	if g := s.repo.Spec.Git; g != nil && s.repo.Status.ObservedGeneration != s.repo.Generation && store.HasCredentials(g.Repo) {
+		// Once per spec change: a warning, not a refusal.
+		r.Recorder.Eventf(s.repo, nil, "Warning", CredentialsInURLReason, "Open",
+			"spec.git.repo carries credentials, which anyone who can read this Repository sees (Scion never prints them); put them in a Secret named by spec.git.secretRef")
+	}
 	st, err := r.Cache.Open(ctx, s.repo)
 	if err == nil {
 		start := time.Now()

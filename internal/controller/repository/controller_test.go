@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -215,6 +217,41 @@ func TestRepository_credentials(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(listRevisions(g, ns)).To(HaveLen(3))
 	}, timeout, interval).Should(Succeed())
+}
+
+// Credentials in the URL work, draw a Warning event, and show in no
+// status or event.
+func TestRepository_credentialsInURL(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	bare := gitserver.InitBare(t, root, "private.git")
+	seed(t, bare)
+	srv := gitserver.NewServer(t, root)
+	srv.Username, srv.Password = "scion", "in-url-s3cret"
+	url := strings.Replace(srv.URLFor("private.git"), "http://", "http://scion:in-url-s3cret@", 1)
+	repo := newRepository(ns, "private", url, "")
+	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	key := client.ObjectKeyFromObject(repo)
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, key)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		events := &eventsv1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		var warned bool
+		for _, e := range events.Items {
+			g.Expect(e.Note).NotTo(ContainSubstring("in-url-s3cret"))
+			warned = warned || (e.Reason == repository.CredentialsInURLReason && e.Type == corev1.EventTypeWarning)
+		}
+		g.Expect(warned).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	got := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, key, got)).To(Succeed())
+	for _, c := range got.Status.Conditions {
+		g.Expect(c.Message).NotTo(ContainSubstring("in-url-s3cret"))
+	}
 }
 
 func TestRepository_missingBranch(t *testing.T) {

@@ -26,6 +26,10 @@ const (
 	SyncFailedReason           = "SyncFailed"
 )
 
+// CredentialsInURLReason is the reason of the Warning event for a
+// Repository whose URL carries credentials.
+const CredentialsInURLReason = "CredentialsInURL"
+
 // patchStatus is the one place a Repository's status is written: it turns
 // the facts of the reconcile into conditions and fields, and writes them
 // only when they changed.
