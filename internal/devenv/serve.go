@@ -144,7 +144,8 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
 	mgr, err := manager.New(rest.CopyConfig(user.Config()), manager.Options{
-		MetricsAddr: "0", ProbeAddr: "0", CacheDir: o.path("cache"),
+		AllowFileRepositories: true, // the fleet in a box is local git
+		MetricsAddr:           "0", ProbeAddr: "0", CacheDir: o.path("cache"),
 		RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, PackageVariantSetWorkers: 2,
 		SyncPeriod: time.Minute, TagPollPeriod: 10 * time.Second,
 	})

@@ -50,6 +50,9 @@ type Options struct {
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
+	// AllowFileRepositories lets Repositories use file:// URLs (paths on
+	// the controller's file system): for development and tests.
+	AllowFileRepositories bool
 	// TagPollPeriod is how often variants following a floating tag check
 	// whether it moved.
 	TagPollPeriod time.Duration
@@ -82,7 +85,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout}
+	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
 	service := &pkgservice.Service{Client: mgr.GetClient()}
 	if err := (&repository.Reconciler{
 		Client:   mgr.GetClient(),

@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,11 @@ const (
 // (missing, or without usable keys).
 var ErrSecret = errors.New("credentials secret")
 
+// ErrURLNotAllowed is matched by errors about a repository URL the
+// controller refuses: file:// when file repositories are not allowed, or
+// one inside the controller's own state.
+var ErrURLNotAllowed = errors.New("repository URL not allowed")
+
 // Cache holds the opened repositories. It is safe for concurrent use;
 // operations on different repositories run in parallel.
 type Cache struct {
@@ -44,6 +51,10 @@ type Cache struct {
 	Dir string
 	// Timeout bounds each exchange with a remote (store.Options.Timeout).
 	Timeout time.Duration
+	// AllowFileRepositories lets Repositories use file:// URLs: a path on
+	// the controller's file system, which is for development and tests
+	// (scion dev turns it on). Even then, no URL may point into Dir.
+	AllowFileRepositories bool
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
@@ -60,6 +71,9 @@ type entry struct {
 func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.Repository, error) {
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
+	}
+	if err := c.checkURL(r); err != nil {
+		return nil, err
 	}
 	creds, secretVersion, err := c.credentials(ctx, r)
 	if err != nil {
@@ -97,6 +111,30 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	}
 	e.repo, e.hash = repo, hash
 	return repo, nil
+}
+
+// checkURL refuses file:// URLs unless allowed, and any that resolves into
+// the controller's own state (another tenant's mirrors).
+func (c *Cache) checkURL(r *configv1alpha1.Repository) error {
+	u, err := url.Parse(r.Spec.Git.Repo)
+	if err != nil || u.Scheme != "file" {
+		return nil // store.Open says what is wrong with other URLs
+	}
+	if !c.AllowFileRepositories {
+		return fmt.Errorf("spec.git.repo: file:// repositories are turned off in this controller (--allow-file-repositories is for development): %w", ErrURLNotAllowed)
+	}
+	p := filepath.Clean(u.Path)
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	dir := filepath.Clean(c.Dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("spec.git.repo: %s is inside the controller's own state: %w", u.Path, ErrURLNotAllowed)
+	}
+	return nil
 }
 
 // Forget drops a Repository's store (when the Repository is deleted).

@@ -24,6 +24,7 @@ const (
 	SecretErrorReason          = "SecretError"
 	GitErrorReason             = "GitError"
 	SyncFailedReason           = "SyncFailed"
+	URLNotAllowedReason        = "URLNotAllowed"
 )
 
 // CredentialsInURLReason is the reason of the Warning event for a
@@ -84,6 +85,8 @@ func setReadyCondition(repo *configv1alpha1.Repository, s *scope, reconcileErr e
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, BranchNotFoundReason, err.Error()
 	case errors.Is(err, repocache.ErrSecret):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, SecretErrorReason, err.Error()
+	case errors.Is(err, repocache.ErrURLNotAllowed):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, URLNotAllowedReason, err.Error()
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, GitErrorReason, err.Error()
 	}

@@ -43,6 +43,8 @@ func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.R
 	}
 	defer os.RemoveAll(cacheDir)
 	opts.MetricsAddr, opts.ProbeAddr, opts.CacheDir = "0", "0", cacheDir
+	// The tests' remotes are bare repositories on disk.
+	opts.AllowFileRepositories = true
 	cfg := rest.CopyConfig(env.Config)
 	if wrap != nil {
 		cfg.WrapTransport = wrap
