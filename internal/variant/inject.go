@@ -2,6 +2,7 @@ package variant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,6 +27,16 @@ const (
 
 // ObjectSource gives injection access to in-cluster objects of the
 // PackageVariant's namespace.
+// NeverInjected says whether a kind is never injected: Secrets, whose data
+// would end up in git.
+func NeverInjected(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "" && gvk.Kind == "Secret"
+}
+
+// ErrClusterScoped is returned by ObjectSource.Schema for a kind that is
+// not namespaced: only objects of the variant's own namespace are injected.
+var ErrClusterScoped = errors.New("cluster-scoped")
+
 type ObjectSource interface {
 	// Schema reports whether the cluster serves gvk and whether its schema
 	// has a spec field (a ConfigMap's data counts).
@@ -147,8 +158,15 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			pt.Message = "ambiguous injection point"
 			continue
 		}
+		if NeverInjected(pt.GVK) {
+			pt.Message = "Secrets are never injected: the package would carry the secret's data into git"
+			continue
+		}
 		served, hasSpec, err := src.Schema(ctx, pt.GVK)
 		switch {
+		case errors.Is(err, ErrClusterScoped):
+			pt.Message = fmt.Sprintf("%s is cluster-scoped: only objects of the variant's namespace %s are injected", pt.GVK.Kind, src.Namespace())
+			continue
 		case err != nil:
 			return res, fmt.Errorf("looking up %s: %w", pt.GVK, err)
 		case !served:

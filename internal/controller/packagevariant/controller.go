@@ -331,7 +331,11 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
 		// Watch the kind of every injection point the cluster serves, so
-		// edits of injected objects (or new ones) bring the variant back.
+		// edits of injected objects (or new ones) bring the variant back;
+		// never Secrets, which are never injected.
+		if variant.NeverInjected(pt.GVK) {
+			continue
+		}
 		if served, _, serr := in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
 			if werr := r.watches.ensure(pt.GVK); werr != nil {
 				return ctrl.Result{}, werr

@@ -2,6 +2,8 @@ package packagevariant
 
 import (
 	"context"
+	"fmt"
+	"github.com/scion-dev/scion/internal/variant"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +36,9 @@ func (c *clusterObjects) Schema(ctx context.Context, gvk schema.GroupVersionKind
 	}
 	if err != nil {
 		return false, false, err
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return false, false, fmt.Errorf("%s: %w", gvk.Kind, variant.ErrClusterScoped)
 	}
 	if gvk.Group == "" || !isCRDGroup(gvk.Group) {
 		return true, true, nil
