@@ -65,6 +65,9 @@ func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) fiel
 		if s.Kind == "" {
 			errs = append(errs, field.Required(sp.Child("kind"), ""))
 		}
+		if s.APIVersion == "v1" && s.Kind == "Secret" {
+			errs = append(errs, field.Forbidden(sp, "Secrets cannot be selected: their labels and annotations may carry what they protect"))
+		}
 		errs = append(errs, validateSelector(sp, &s.LabelSelector)...)
 		errs = append(errs, validatePackageNames(sp.Child("packageNames"), s.PackageNames)...)
 	}

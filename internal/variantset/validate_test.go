@@ -38,6 +38,10 @@ func TestValidate(t *testing.T) {
 		}, []string{"spec.targets[0].repositories: Required value: the list must not be empty"}},
 		{"empty repository name", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets[0].Repositories[1].Name = "" }, []string{"spec.targets[0].repositories[1].name: Required value"}},
 		{"empty package name", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets[0].Repositories[2].PackageNames[1] = "" }, []string{"spec.targets[0].repositories[2].packageNames[1]: Required value"}},
+		{"selecting Secrets", func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Repositories = nil
+			s.Spec.Targets[0].ObjectSelector = &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "Secret"}
+		}, []string{"spec.targets[0].objectSelector: Forbidden: Secrets cannot be selected"}},
 		{"escaping package name", func(s *configv1alpha2.PackageVariantSet) {
 			s.Spec.Targets[0].Repositories[2].PackageNames[1] = "../../escape"
 		}, []string{`spec.targets[0].repositories[2].packageNames[1]: Invalid value: "../../escape": must be a relative slash-separated path of simple names`}},

@@ -110,7 +110,8 @@ type RepositorySelector struct {
 }
 
 // ObjectSelector selects objects of one kind by label (and optionally by
-// name).
+// name). Secrets cannot be selected.
+// +kubebuilder:validation:XValidation:rule="!(self.apiVersion == 'v1' && self.kind == 'Secret')",message="Secrets cannot be selected: their labels and annotations may carry what they protect"
 type ObjectSelector struct {
 	metav1.LabelSelector `json:",inline"`
 
