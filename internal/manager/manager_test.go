@@ -54,6 +54,7 @@ func TestManager(t *testing.T) {
 		done <- Run(ctx, env.Config, Options{
 			MetricsAddr: metricsAddr, ProbeAddr: probe, LeaderElection: true, LeaderElectionNamespace: "default",
 			CacheDir: t.TempDir(), RepositoryWorkers: 2, SyncPeriod: time.Minute,
+			AllowFileRepositories: true, // the test's remote is a bare repository on disk
 		})
 	}()
 	defer func() {
