@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/scion-dev/scion/internal/pkg"
 )
 
 // randomProblem builds a small random catalog, installed set and request
@@ -190,5 +192,23 @@ func FuzzResolve(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seed int64) {
 		resolveAgainstBruteForce(t, seed)
+	})
+}
+
+// FuzzParseRequest: a request on the command line (PACKAGE[@RANGE]) is
+// either refused with an error or names a valid package path; never a
+// panic. go test -fuzz FuzzParseRequest ./internal/deps/
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{"app", "app@^1.2", "team/app@>=1.0.0 <2.0.0", "../x@1", "app@>>1", "app@", "@1", "app@1.0.0-rc.1 || ^3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRequest(s)
+		if err != nil {
+			return
+		}
+		if pkg.ValidatePackagePath(r.Package) != nil {
+			t.Fatalf("%q accepted with package %q", s, r.Package)
+		}
 	})
 }
