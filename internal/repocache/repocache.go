@@ -36,6 +36,15 @@ const (
 // (missing, or without usable keys).
 var ErrSecret = errors.New("credentials secret")
 
+// ErrBusy is matched when a Repository is being opened by another
+// reconcile (its remote is slow) and the caller should come back later
+// instead of holding a worker.
+var ErrBusy = errors.New("repository busy")
+
+// DefaultOpenWait is how long Open waits for another reconcile's open of
+// the same Repository before it returns ErrBusy.
+const DefaultOpenWait = 10 * time.Second
+
 // ErrURLNotAllowed is matched by errors about a repository URL the
 // controller refuses: file:// when file repositories are not allowed, or
 // one inside the controller's own state.
@@ -51,6 +60,10 @@ type Cache struct {
 	Dir string
 	// Timeout bounds each exchange with a remote (store.Options.Timeout).
 	Timeout time.Duration
+	// OpenWait bounds how long Open waits behind another reconcile's open
+	// of the same Repository (DefaultOpenWait when 0): a slow remote then
+	// costs the waiting worker only that, not the whole open.
+	OpenWait time.Duration
 	// AllowFileRepositories lets Repositories use file:// URLs: a path on
 	// the controller's file system, which is for development and tests
 	// (scion dev turns it on). Even then, no URL may point into Dir.
@@ -61,8 +74,8 @@ type Cache struct {
 }
 
 type entry struct {
-	mu   sync.Mutex // serializes opening
-	hash string     // of the settings the store was opened with
+	lock chan struct{} // holds a token while the entry is being opened
+	hash string        // of the settings the store was opened with
 	repo *store.Repository
 }
 
@@ -86,7 +99,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	}
 	e, ok := c.repos[key]
 	if !ok {
-		e = &entry{}
+		e = &entry{lock: make(chan struct{}, 1)}
 		c.repos[key] = e
 	}
 	c.mu.Unlock()
@@ -94,8 +107,20 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	g := r.Spec.Git
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Directory, g.CreateBranch, g.Author, g.Email, secretVersion)))
 	hash := hex.EncodeToString(h[:8])
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	wait := c.OpenWait
+	if wait <= 0 {
+		wait = DefaultOpenWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case e.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, fmt.Errorf("repository %s/%s is being opened by another reconcile (its remote %s is slow): %w", r.Namespace, r.Name, store.Redact(g.Repo), ErrBusy)
+	}
+	defer func() { <-e.lock }()
 	if e.repo != nil && e.hash == hash {
 		return e.repo, nil
 	}

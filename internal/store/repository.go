@@ -126,7 +126,7 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 	switch ep.Protocol {
 	case "file", "http", "https":
 	default:
-		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", redact(opts.URL))
+		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", Redact(opts.URL))
 	}
 	tr, err := newTransport(ep)
 	if err != nil {
@@ -149,7 +149,7 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 	}
 	if _, ok := r.refs[r.branchRef()]; !ok {
 		if !opts.CreateBranch {
-			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, redact(opts.URL), ErrBranchNotFound)
+			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, Redact(opts.URL), ErrBranchNotFound)
 		}
 		if err := r.createBranchLocked(ctx); err != nil {
 			// Someone else created it first: fine, if it is there now.
@@ -197,7 +197,7 @@ func (r *Repository) openCache() error {
 }
 
 // URL returns the remote URL without credentials.
-func (r *Repository) URL() string { return redact(r.opts.URL) }
+func (r *Repository) URL() string { return Redact(r.opts.URL) }
 
 // Branch returns the branch holding published packages.
 func (r *Repository) Branch() string { return r.opts.Branch }
@@ -354,7 +354,7 @@ func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
 // remoteError turns transport errors into the package's typed errors with
 // a message naming the repository (never the credentials).
 func (r *Repository) remoteError(op string, err error) error {
-	u := redact(r.opts.URL)
+	u := Redact(r.opts.URL)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		t := r.opts.Timeout
@@ -413,8 +413,9 @@ func HasCredentials(raw string) bool {
 	return ok
 }
 
-// redact removes any user information from a URL.
-func redact(raw string) string {
+// Redact removes any user information from a URL: the one way Scion
+// prints a repository URL.
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw

@@ -489,6 +489,11 @@ func renderStatus(p *pkg.Package) *kptfilev1.RenderStatus {
 
 func (r *Reconciler) waiting(s *scope, reason string, err error) (ctrl.Result, error) {
 	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
+	if errors.Is(err, repocache.ErrBusy) {
+		// Another worker is opening the repository: soon done, unless its
+		// remote hangs, which must not hold this worker.
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
 	return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
 }
 

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,6 +91,9 @@ type scope struct {
 	openErr error
 	// syncErr is set when PackageRevisions could not all be synced.
 	syncErr error
+	// busy is set when another reconcile is opening the repository: nothing
+	// was learned, the status stays as it is.
+	busy bool
 }
 
 // Reconcile syncs one Repository.
@@ -114,6 +118,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := step(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
+		if s.busy {
+			return ctrl.Result{RequeueAfter: busyRetry}, nil
+		}
 		if s.openErr != nil {
 			// Waiting for someone to fix the remote or the Secret: no
 			// backoff, try again at the next sync.
@@ -122,6 +129,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	return ctrl.Result{RequeueAfter: r.syncPeriod(repo)}, nil
 }
+
+// busyRetry is how soon a Repository another reconcile was opening is
+// looked at again.
+const busyRetry = 5 * time.Second
 
 func (r *Reconciler) syncPeriod(repo *configv1alpha1.Repository) time.Duration {
 	if repo.Spec.Sync != nil && repo.Spec.Sync.Period != nil && repo.Spec.Sync.Period.Duration > 0 {
@@ -143,6 +154,10 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
 			"spec.git.repo carries credentials, which anyone who can read this Repository sees (Scion never prints them); put them in a Secret named by spec.git.secretRef")
 	}
 	st, err := r.Cache.Open(ctx, s.repo)
+	if errors.Is(err, repocache.ErrBusy) {
+		s.busy = true
+		return nil
+	}
 	if err == nil {
 		start := time.Now()
 		err = st.Fetch(ctx)

@@ -35,6 +35,9 @@ const CredentialsInURLReason = "CredentialsInURL"
 // the facts of the reconcile into conditions and fields, and writes them
 // only when they changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
+	if s.busy {
+		return reconcileErr
+	}
 	before := s.repo.DeepCopy()
 	st := &s.repo.Status
 	setReadyCondition(s.repo, s, reconcileErr)
