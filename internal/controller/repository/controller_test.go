@@ -176,15 +176,22 @@ func TestRepository_projectsRevisions(t *testing.T) {
 	g.Expect(gitserver.Git(t, bare, "tag")).To(ContainSubstring("team/app/v2"))
 }
 
+// privateServer serves a seeded repository private.git that needs the
+// user scion with password.
+func privateServer(t *testing.T, password string) *gitserver.Server {
+	t.Helper()
+	root := t.TempDir()
+	seed(t, gitserver.InitBare(t, root, "private.git"))
+	srv := gitserver.NewServer(t, root)
+	srv.Username, srv.Password = "scion", password
+	return srv
+}
+
 func TestRepository_credentials(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	root := t.TempDir()
-	bare := gitserver.InitBare(t, root, "private.git")
-	seed(t, bare)
-	srv := gitserver.NewServer(t, root)
-	srv.Username, srv.Password = "scion", "right-password"
+	srv := privateServer(t, "right-password")
 
 	// The Secret does not exist yet.
 	repo := newRepository(ns, "private", srv.URLFor("private.git"), "git-creds")
@@ -225,11 +232,7 @@ func TestRepository_credentialsInURL(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	root := t.TempDir()
-	bare := gitserver.InitBare(t, root, "private.git")
-	seed(t, bare)
-	srv := gitserver.NewServer(t, root)
-	srv.Username, srv.Password = "scion", "in-url-s3cret"
+	srv := privateServer(t, "in-url-s3cret")
 	url := strings.Replace(srv.URLFor("private.git"), "http://", "http://scion:in-url-s3cret@", 1)
 	repo := newRepository(ns, "private", url, "")
 	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
