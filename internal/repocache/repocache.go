@@ -42,8 +42,10 @@ var ErrSecret = errors.New("credentials secret")
 var ErrBusy = errors.New("repository busy")
 
 // DefaultOpenWait is how long Open waits for another reconcile's open of
-// the same Repository before it returns ErrBusy.
-const DefaultOpenWait = 10 * time.Second
+// the same Repository before it returns ErrBusy: long enough for an
+// ordinary fetch to finish, short enough that a hung remote costs other
+// workers little.
+const DefaultOpenWait = time.Second
 
 // ErrURLNotAllowed is matched by errors about a repository URL the
 // controller refuses: file:// when file repositories are not allowed, or
