@@ -16,11 +16,10 @@ func fullBitset(n int) bitset {
 	return b
 }
 
-func (b bitset) add(i int)           { b[i/64] |= 1 << (uint(i) % 64) }
-func (b bitset) has(i int) bool      { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-func (b bitset) clone() bitset       { return append(bitset(nil), b...) }
-func (b bitset) isEmpty() bool       { return b.count() == 0 }
-func (b bitset) equal(o bitset) bool { return b.subsetOf(o) && o.subsetOf(b) }
+func (b bitset) add(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+func (b bitset) clone() bitset  { return append(bitset(nil), b...) }
+func (b bitset) isEmpty() bool  { return b.count() == 0 }
 
 func (b bitset) count() int {
 	n := 0
