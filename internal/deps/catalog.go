@@ -64,6 +64,7 @@ type Catalog struct {
 	sorted    map[string][]*Revision
 	providers map[string][]string
 	preNamed  map[string]bool
+	types     map[string]configv1alpha1.InstallationType
 
 	checkMu sync.Mutex
 	checked map[string]bool
@@ -130,7 +131,9 @@ func (c *Catalog) index() {
 		c.sorted = make(map[string][]*Revision, len(c.revs))
 		c.providers = map[string][]string{}
 		c.preNamed = map[string]bool{}
+		c.types = map[string]configv1alpha1.InstallationType{}
 		for name, revs := range c.revs {
+			c.types[name] = installationType(revs)
 			s := append([]*Revision(nil), revs...)
 			sort.Slice(s, func(i, j int) bool { return s[i].Version.GreaterThan(s[j].Version) })
 			c.sorted[name] = s

@@ -150,8 +150,9 @@ type solver struct {
 
 	installed map[string]*Installed // onePerRepository packages by name
 	instances map[string][]*Installed
-	preNamed  map[string]bool // packages a requested or installed range names a pre-release of
-	facts     map[string]bool // requirement and lock facts added, by key
+	preNamed  map[string]bool     // packages a requested or installed range names a pre-release of
+	facts     map[string]bool     // requirement and lock facts added, by key
+	providers map[string][]string // providersOf, by kind
 }
 
 // Resolve solves one deployment repository's dependencies: the requests,
@@ -165,7 +166,7 @@ func Resolve(p Problem) (*Result, error) {
 	if p.Catalog == nil {
 		p.Catalog = NewCatalog()
 	}
-	s := &solver{p: p, vars: map[string]*variable{}, installed: map[string]*Installed{}, instances: map[string][]*Installed{}, facts: map[string]bool{},
+	s := &solver{p: p, vars: map[string]*variable{}, installed: map[string]*Installed{}, instances: map[string][]*Installed{}, facts: map[string]bool{}, providers: map[string][]string{},
 		maxSteps: p.MaxSteps}
 	if s.maxSteps <= 0 {
 		s.maxSteps = DefaultMaxSteps
@@ -217,12 +218,14 @@ func (s *solver) indexInstalled() error {
 // typeOf is the installation type of a package, from the catalog or, for a
 // package only installed, from what is installed.
 func (s *solver) typeOf(name string) configv1alpha1.InstallationType {
-	revs := s.p.Catalog.Revisions(name)
-	if len(revs) == 0 {
-		for _, in := range s.p.Installed {
-			if in.Revision.Package == name {
-				revs = append(revs, in.Revision)
-			}
+	s.p.Catalog.index()
+	if t, ok := s.p.Catalog.types[name]; ok {
+		return t
+	}
+	var revs []*Revision
+	for _, in := range s.p.Installed {
+		if in.Revision.Package == name {
+			revs = append(revs, in.Revision)
 		}
 	}
 	return installationType(revs)
@@ -819,6 +822,9 @@ func (s *solver) requirement(me term, owner *Revision, req *Requirement, kind ca
 // providersOf returns the packages, in the catalog or installed, that
 // provide a kind: installed ones first, then by name.
 func (s *solver) providersOf(gvk string) []string {
+	if out, ok := s.providers[gvk]; ok {
+		return out
+	}
 	seen := map[string]bool{}
 	var out []string
 	for _, in := range s.p.Installed {
@@ -835,6 +841,7 @@ func (s *solver) providersOf(gvk string) []string {
 			out = append(out, p)
 		}
 	}
+	s.providers[gvk] = out
 	return out
 }
 
