@@ -195,7 +195,8 @@ func (o *Options) showDiff(ctx context.Context, ns string, f *Fleet) error {
 	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: appSet}, set); err != nil {
 		return err
 	}
-	up, _, err := o.read(ctx, f.Catalog, set.Spec.Upstream.Package, "", revisionNumber(set.Spec.Upstream.Revision))
+	revision, _ := set.Spec.Upstream.Revision.Number() // the demo's set names a revision
+	up, _, err := o.read(ctx, f.Catalog, set.Spec.Upstream.Package, "", revision)
 	if err != nil {
 		return err
 	}
@@ -207,11 +208,6 @@ func (o *Options) showDiff(ctx context.Context, ns string, f *Fleet) error {
 	o.say("==> %s (%s) against its upstream %s/%s %s", pr.Name, pr.Spec.Lifecycle, f.Catalog, set.Spec.Upstream.Package, set.Spec.Upstream.Revision)
 	_, err = fmt.Fprint(o.Out, Diff(up, down))
 	return err
-}
-
-func revisionNumber(r configv1alpha1.RevisionNumber) int {
-	n, _ := r.Number()
-	return n
 }
 
 // Diff renders the line changes from a to b, file by file.

@@ -87,9 +87,6 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
 	}
-	if err := c.checkURL(r); err != nil {
-		return nil, err
-	}
 	creds, secretVersion, err := c.credentials(ctx, r)
 	if err != nil {
 		return nil, err
@@ -109,22 +106,15 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	g := r.Spec.Git
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Directory, g.CreateBranch, g.Author, g.Email, secretVersion)))
 	hash := hex.EncodeToString(h[:8])
-	wait := c.OpenWait
-	if wait <= 0 {
-		wait = DefaultOpenWait
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case e.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
-		return nil, fmt.Errorf("repository %s/%s is being opened by another reconcile (its remote %s is slow): %w", r.Namespace, r.Name, store.Redact(g.Repo), ErrBusy)
+	if err := c.acquire(ctx, e); err != nil {
+		return nil, fmt.Errorf("repository %s/%s is being opened by another reconcile (its remote %s is slow): %w", r.Namespace, r.Name, store.Redact(g.Repo), err)
 	}
 	defer func() { <-e.lock }()
 	if e.repo != nil && e.hash == hash {
 		return e.repo, nil
+	}
+	if err := c.checkURL(r); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	repo, err := store.Open(ctx, store.Options{
@@ -138,6 +128,30 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	}
 	e.repo, e.hash = repo, hash
 	return repo, nil
+}
+
+// acquire takes the entry's lock, waiting at most OpenWait for another
+// reconcile's open to finish (ErrBusy after that).
+func (c *Cache) acquire(ctx context.Context, e *entry) error {
+	select {
+	case e.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	wait := c.OpenWait
+	if wait <= 0 {
+		wait = DefaultOpenWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case e.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return ErrBusy
+	}
 }
 
 // checkURL refuses file:// URLs unless allowed, and any that resolves into

@@ -70,13 +70,17 @@ type Options struct {
 // not set.
 const DefaultTimeout = 2 * time.Minute
 
+// timeout is the bound of one exchange with the remote.
+func (r *Repository) timeout() time.Duration {
+	if r.opts.Timeout > 0 {
+		return r.opts.Timeout
+	}
+	return DefaultTimeout
+}
+
 // withTimeout bounds ctx by the repository's timeout.
 func (r *Repository) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	t := r.opts.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
-	}
-	return context.WithTimeout(ctx, t)
+	return context.WithTimeout(ctx, r.timeout())
 }
 
 // Repository is a git repository of packages, mirrored into a local cache.
@@ -357,11 +361,7 @@ func (r *Repository) remoteError(op string, err error) error {
 	u := Redact(r.opts.URL)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		t := r.opts.Timeout
-		if t <= 0 {
-			t = DefaultTimeout
-		}
-		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, t, ErrTimeout)
+		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, r.timeout(), ErrTimeout)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.opts.Credentials, ErrAuthentication)
 	case errors.Is(err, transport.ErrRepositoryNotFound):

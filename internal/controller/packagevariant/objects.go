@@ -3,7 +3,6 @@ package packagevariant
 import (
 	"context"
 	"fmt"
-	"github.com/scion-dev/scion/internal/variant"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 // clusterObjects is the variant.ObjectSource of a namespace of the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -323,7 +322,7 @@ func (r *Reconciler) upstream(ctx context.Context, pvs *configv1alpha2.PackageVa
 		if err != nil {
 			return nil, fmt.Errorf("%w: spec.upstream.revision: %v", errUpstreamNotFound, err)
 		}
-		what = "revision " + strconv.Itoa(n)
+		what = "revision " + string(u.Revision)
 		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
 	case u.WorkspaceName != "":
 		what = "workspace " + u.WorkspaceName
