@@ -82,15 +82,8 @@ func (c *Client) Tag(ctx context.Context, repository, pkgPath, tag string, revis
 		return 0, err
 	}
 	defer cleanup()
-	if err := store.ValidateFloatingTag(tag); err != nil {
-		return 0, err
-	}
-	tags, err := st.FloatingTags(ctx, pkgPath)
+	from, err := st.SetFloatingTag(ctx, pkgPath, tag, revision)
 	if err != nil {
-		return 0, err
-	}
-	from := tags[tag]
-	if err := st.SetFloatingTag(ctx, pkgPath, tag, revision); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return from, fmt.Errorf("the tag %s of %s moved while it was being set (%w); run the command again to move it from where it is now", tag, pkgPath, err)
 		}

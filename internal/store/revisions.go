@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -682,28 +683,36 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 }
 
 // SetFloatingTag points the floating tag of a package (such as stable) at
-// a published revision, creating or moving it. It reads the remote first
-// and moves the tag with a compare-and-swap against what it read, so a
-// move by someone else in between is an ErrConflict, never overwritten
-// unseen.
-func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) error {
+// a published revision, creating or moving it, and returns the revision
+// it pointed at before (0: none). It reads the remote first and moves the
+// tag with a compare-and-swap against what it read, so a move by someone
+// else in between is an ErrConflict, never overwritten unseen.
+func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) (int, error) {
 	if err := ValidateFloatingTag(tag); err != nil {
-		return err
+		return 0, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.fetchLocked(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	commit, err := r.publishedCommitLocked(p, revision)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	full := joinPath(r.opts.Directory, p)
 	ref, legacy := floatingTagRef(full, tag), legacyFloatingTagRef(full, tag)
 	current, old := r.ref(ref), r.ref(legacy)
+	from := 0
+	if h := cmp.Or(current, old); !h.IsZero() {
+		rev, _, err := r.taggedRevisionLocked(p, h)
+		if err != nil {
+			return 0, err
+		}
+		from = rev.Revision
+	}
 	if current == commit && old.IsZero() {
-		return nil
+		return from, nil
 	}
 	updates := []refUpdate{{Name: ref, Old: current, New: commit}}
 	if current == commit {
@@ -713,7 +722,26 @@ func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision
 		// Moved out of refs/tags, in the same atomic push.
 		updates = append(updates, refUpdate{Name: legacy, Old: old, New: plumbing.ZeroHash})
 	}
-	return r.push(ctx, updates)
+	return from, r.push(ctx, updates)
+}
+
+// taggedRevisionLocked returns the published revision of a package whose
+// commit a tag (h) points at; false when it points at none.
+func (r *Repository) taggedRevisionLocked(p string, h plumbing.Hash) (Revision, bool, error) {
+	meta, err := r.metaFor(h)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	revs, err := r.listLocked(p)
+	if err != nil {
+		return Revision{}, false, err
+	}
+	for _, rev := range revs {
+		if rev.Revision > 0 && rev.Commit == meta.commit.String() {
+			return rev, true, nil
+		}
+	}
+	return Revision{Commit: meta.commit.String()}, false, nil
 }
 
 // FloatingTags returns the floating tags of a package and the revisions
@@ -722,10 +750,6 @@ func (r *Repository) FloatingTags(ctx context.Context, p string) (map[string]int
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, p)
-	revs, err := r.listLocked(p)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]int{}
 	for name, h := range r.refs {
 		var tag string
@@ -743,16 +767,11 @@ func (r *Repository) FloatingTags(ctx context.Context, p string) (map[string]int
 		default:
 			continue
 		}
-		meta, err := r.metaFor(h)
+		rev, _, err := r.taggedRevisionLocked(p, h)
 		if err != nil {
 			return nil, err
 		}
-		out[tag] = 0
-		for _, rev := range revs {
-			if rev.Revision > 0 && rev.Commit == meta.commit.String() {
-				out[tag] = rev.Revision
-			}
-		}
+		out[tag] = rev.Revision
 	}
 	return out, nil
 }
@@ -779,27 +798,18 @@ func (r *Repository) ResolveFloatingTag(ctx context.Context, p, tag string) (Rev
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	full := joinPath(r.opts.Directory, p)
-	h := r.ref(floatingTagRef(full, tag))
-	if h.IsZero() {
-		h = r.ref(legacyFloatingTagRef(full, tag))
-	}
+	h := cmp.Or(r.ref(floatingTagRef(full, tag)), r.ref(legacyFloatingTagRef(full, tag)))
 	if h.IsZero() {
 		return Revision{}, fmt.Errorf("package %s has no tag %q: %w", p, tag, ErrNotFound)
 	}
-	meta, err := r.metaFor(h)
+	rev, ok, err := r.taggedRevisionLocked(p, h)
 	if err != nil {
 		return Revision{}, err
 	}
-	revs, err := r.listLocked(p)
-	if err != nil {
-		return Revision{}, err
+	if !ok {
+		return Revision{}, fmt.Errorf("tag %q of package %s points at %s, which is no published revision: %w", tag, p, short(rev.Commit), ErrNotFound)
 	}
-	for _, rev := range revs {
-		if rev.Revision > 0 && rev.Commit == meta.commit.String() {
-			return rev, nil
-		}
-	}
-	return Revision{}, fmt.Errorf("tag %q of package %s points at %s, which is no published revision: %w", tag, p, short(meta.commit.String()), ErrNotFound)
+	return rev, nil
 }
 
 // ReadFile returns one file of a revision (such as its Kptfile), without

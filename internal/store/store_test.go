@@ -123,16 +123,16 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(revs2[0].PublishedAt).NotTo(BeZero())
 
 	// Floating tags follow published revisions.
-	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 1)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 1)).To(Equal(0), "a new tag")
 	st, err := r.ResolveFloatingTag(ctx, "team/app", "stable")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Revision).To(Equal(1))
-	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 2)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "stable", 2)).To(Equal(1), "moved from revision 1")
 	g.Expect(r2.Fetch(ctx)).To(Succeed())
 	st, err = r2.ResolveFloatingTag(ctx, "team/app", "stable")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Revision).To(Equal(2))
-	g.Expect(r.SetFloatingTag(ctx, "team/app", "v3", 2)).To(MatchError(ContainSubstring("invalid floating tag")))
+	g.Expect(r.SetFloatingTag(ctx, "team/app", "v3", 2)).Error().To(MatchError(ContainSubstring("invalid floating tag")))
 
 	// Deletion: propose, reject, propose, delete the latest.
 	dp, err := r.ProposeDeletion(ctx, "team/app", 2)
@@ -647,7 +647,7 @@ func TestRepository_floatingTags(t *testing.T) {
 	r := open(t, Options{URL: url, CreateBranch: true})
 	publishNew(t, r, "app", "ws1")
 	publishNew(t, r, "app", "ws2")
-	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Equal(0))
 	sub := publishNew(t, r, "app/stable", "ws1")
 	g.Expect(sub.Revision).To(Equal(1), "the package app/stable publishes beside app's tag stable")
 	st, err := r.ResolveFloatingTag(ctx, "app", "stable")
@@ -666,7 +666,7 @@ func TestRepository_floatingTags(t *testing.T) {
 	tags, err := r.FloatingTags(ctx, "app")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tags).To(Equal(map[string]int{"stable": 1, "canary": 2}))
-	g.Expect(r.SetFloatingTag(ctx, "app", "canary", 1)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "canary", 1)).To(Equal(2), "the tag in refs/tags pointed at revision 2")
 	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/tags/app/canary")).To(BeEmpty(), "moved out of refs/tags")
 	st, err = r.ResolveFloatingTag(ctx, "app", "canary")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -676,8 +676,8 @@ func TestRepository_floatingTags(t *testing.T) {
 	// remote before it writes, so "stable is already at 1" is never
 	// believed from a stale mirror.
 	other := open(t, Options{URL: url})
-	g.Expect(other.SetFloatingTag(ctx, "app", "stable", 2)).To(Succeed())
-	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+	g.Expect(other.SetFloatingTag(ctx, "app", "stable", 2)).To(Equal(1))
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Equal(2), "the writer sees the other's move")
 	g.Expect(gitserver.Git(t, bare, "rev-parse", "refs/scion/floating/app/stable")).To(Equal(gitserver.Git(t, bare, "rev-parse", "app/v1^{commit}")))
 
 	// Many writers at once: every move is a compare-and-swap, so each one
@@ -690,7 +690,7 @@ func TestRepository_floatingTags(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = w.SetFloatingTag(ctx, "app", "stable", 1+i%2)
+			_, results[i] = w.SetFloatingTag(ctx, "app", "stable", 1+i%2)
 		}()
 	}
 	wg.Wait()
@@ -749,7 +749,8 @@ func TestRepository_errorsNeverShowCredentials(t *testing.T) {
 	_, err = r.Publish(ctx, "app", "ws", "", "")
 	check(err)
 	check(r.Fetch(ctx))
-	check(r.SetFloatingTag(ctx, "app", "stable", 1))
+	_, err = r.SetFloatingTag(ctx, "app", "stable", 1)
+	check(err)
 	_, err = Open(ctx, Options{URL: withCreds, CacheDir: t.TempDir()})
 	check(err)
 

@@ -234,7 +234,7 @@ func TestPackageVariant_floatingTag(t *testing.T) {
 	ns, catalog, cluster := setup(t)
 	r, err := store.Open(ctx, store.Options{URL: "file://" + catalog, CacheDir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 1)).To(Equal(0))
 
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
 	pv.Spec.Upstream.Revision, pv.Spec.Upstream.Tag = "", "stable"
@@ -245,7 +245,7 @@ func TestPackageVariant_floatingTag(t *testing.T) {
 	// The upstream author moves the tag; the variant follows without being touched.
 	publish(t, catalog, "v2", appPackage("5"))
 	g.Expect(r.Fetch(ctx)).To(Succeed())
-	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 2)).To(Succeed())
+	g.Expect(r.SetFloatingTag(ctx, "app", "stable", 2)).To(Equal(1))
 	g.Eventually(func(g Gomega) {
 		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 5"))
 	}, timeout, interval).Should(Succeed())
