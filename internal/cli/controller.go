@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -21,6 +22,8 @@ type ControllerOptions struct {
 	Streams
 	Manager manager.Options
 	Zap     zap.Options
+
+	readableKinds []string
 }
 
 // NewCmdController returns `scion controller`, the controller manager.
@@ -54,6 +57,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
+	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -76,6 +80,11 @@ func (o *ControllerOptions) Complete() error {
 	if o.Manager.SyncPeriod < time.Second {
 		return fmt.Errorf("--sync-period must be at least 1s")
 	}
+	kinds, err := kindwatch.ParseKinds(o.readableKinds)
+	if err != nil {
+		return fmt.Errorf("--readable-kinds: %w", err)
+	}
+	o.Manager.ReadableKinds = kinds
 	return nil
 }
 

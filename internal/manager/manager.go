@@ -20,6 +20,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -58,10 +59,33 @@ type Options struct {
 	TagPollPeriod time.Duration
 	// SyncPeriod is the default time between repository syncs.
 	SyncPeriod time.Duration
+	// ReadableKinds are the kinds whose objects PackageVariants may inject
+	// and PackageVariantSets may select (kindwatch.DefaultKinds when nil).
+	// The controller's RBAC must let it get, list and watch them.
+	ReadableKinds kindwatch.Kinds
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// namespaceCaches makes the caches of the objects tenants have the
+// controller read, one per namespace that asks, so that nothing is watched
+// cluster-wide for them.
+func namespaceCaches(mgr ctrl.Manager, kinds kindwatch.Kinds) *kindwatch.Caches {
+	if kinds == nil {
+		kinds = kindwatch.DefaultKinds
+	}
+	return &kindwatch.Caches{
+		Kinds: kinds,
+		New: func(namespace string) (crcache.Cache, error) {
+			return crcache.New(mgr.GetConfig(), crcache.Options{
+				Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+				DefaultNamespaces: map[string]crcache.Config{namespace: {}},
+				DefaultTransform:  crcache.TransformStripManagedFields(),
+			})
+		},
+	}
+}
 
 // LeaderElectionID names the leader election lease.
 const LeaderElectionID = "scion-controller.config.porch.kpt.dev"
@@ -87,6 +111,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
 	service := &pkgservice.Service{Client: mgr.GetClient()}
+	objects := namespaceCaches(mgr, o.ReadableKinds)
+	if err := mgr.Add(objects); err != nil {
+		return nil, err
+	}
 	if err := (&repository.Reconciler{
 		Client:   mgr.GetClient(),
 		Cache:    cache,
@@ -111,6 +139,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagevariant"),
+		Objects:   objects,
 		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
@@ -125,6 +154,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Evaluator: evaluator,
 		Recorder:  mgr.GetEventRecorder("scion-packagevariantset"),
+		Objects:   objects,
 		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariantset controller: %w", err)

@@ -5,11 +5,15 @@ package repocache
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,13 +40,8 @@ const (
 // (missing, or without usable keys).
 var ErrSecret = errors.New("credentials secret")
 
-// ErrBusy is matched when a Repository is being opened by another
-// reconcile (its remote is slow) and the caller should come back later
-// instead of holding a worker.
-var ErrBusy = errors.New("repository busy")
-
 // DefaultOpenWait is how long Open waits for another reconcile's open of
-// the same Repository before it returns ErrBusy: long enough for an
+// the same Repository before it returns store.ErrBusy: long enough for an
 // ordinary fetch to finish, short enough that a hung remote costs other
 // workers little.
 const DefaultOpenWait = time.Second
@@ -73,12 +72,18 @@ type Cache struct {
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
+	key   []byte // names the mirrors, see mirrorDir
 }
 
 type entry struct {
 	lock chan struct{} // holds a token while the entry is being opened
+	held time.Time     // when lock was taken (guarded by Cache.mu)
 	hash string        // of the settings the store was opened with
 	repo *store.Repository
+	// gate admits the exchanges with the remote, across reopenings with
+	// the same URL (see store.Gate).
+	gate    *store.Gate
+	gateURL string
 }
 
 // Open returns the store of a Repository, opening (and fetching) it when it
@@ -116,11 +121,18 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	if err := c.checkURL(r); err != nil {
 		return nil, err
 	}
+	dir, err := c.mirrorDir(r)
+	if err != nil {
+		return nil, err
+	}
+	if e.gate == nil || e.gateURL != g.Repo {
+		e.gate, e.gateURL = &store.Gate{}, g.Repo
+	}
 	start := time.Now()
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: filepath.Join(c.Dir, r.Namespace, r.Name, urlHash(g.Repo)), Timeout: c.Timeout,
+		CacheDir: dir, Timeout: c.Timeout, Gate: e.gate,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {
@@ -130,11 +142,18 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	return repo, nil
 }
 
-// acquire takes the entry's lock, waiting at most OpenWait for another
-// reconcile's open to finish (ErrBusy after that).
+// acquire takes the entry's lock, waiting at most OpenWait from when
+// another reconcile took it (store.ErrBusy after that, at once when the
+// other open has already taken that long).
 func (c *Cache) acquire(ctx context.Context, e *entry) error {
+	took := func() {
+		c.mu.Lock()
+		e.held = time.Now()
+		c.mu.Unlock()
+	}
 	select {
 	case e.lock <- struct{}{}:
+		took()
 		return nil
 	default:
 	}
@@ -142,15 +161,22 @@ func (c *Cache) acquire(ctx context.Context, e *entry) error {
 	if wait <= 0 {
 		wait = DefaultOpenWait
 	}
+	c.mu.Lock()
+	wait -= time.Since(e.held)
+	c.mu.Unlock()
+	if wait <= 0 {
+		return store.ErrBusy
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case e.lock <- struct{}{}:
+		took()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return ErrBusy
+		return store.ErrBusy
 	}
 }
 
@@ -185,9 +211,63 @@ func (c *Cache) Forget(key types.NamespacedName) {
 	delete(c.repos, key)
 }
 
-func urlHash(u string) string {
-	h := sha256.Sum256([]byte(u))
-	return hex.EncodeToString(h[:6])
+// keyFile holds the key that names the mirrors, in Dir.
+const keyFile = ".mirror-key"
+
+// mirrorDir is the folder of a Repository's mirror: a keyed hash of its
+// namespace, name and URL, so nobody can derive where another namespace's
+// mirror lives from names they can read. The key is made once, at random,
+// and kept in Dir, so mirrors survive restarts.
+func (c *Cache) mirrorDir(r *configv1alpha1.Repository) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key == nil {
+		key, err := loadKey(filepath.Join(c.Dir, keyFile))
+		if err != nil {
+			return "", err
+		}
+		c.key = key
+	}
+	m := hmac.New(sha256.New, c.key)
+	fmt.Fprintf(m, "%s\x00%s\x00%s", r.Namespace, r.Name, r.Spec.Git.Repo)
+	return filepath.Join(c.Dir, hex.EncodeToString(m.Sum(nil)[:16])), nil
+}
+
+// loadKey reads the mirror key, creating it when missing.
+func loadKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(key) < 32:
+		return nil, fmt.Errorf("the mirror key %s is damaged: remove it (the mirrors are then fetched again)", path)
+	case err == nil:
+		return key, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading the mirror key: %w", err)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the mirror folder: %w", err)
+	}
+	// Another process may be writing one at the same time: the first
+	// one written wins.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		if key, err = os.ReadFile(path); err == nil && len(key) >= 32 {
+			return key, nil
+		}
+		return nil, fmt.Errorf("reading the mirror key another process wrote: %v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the mirror key: %w", err)
+	}
+	if _, err := f.Write(key); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("writing the mirror key: %w", err)
+	}
+	return key, f.Close()
 }
 
 // credentials reads the Repository's Secret. The version returned changes

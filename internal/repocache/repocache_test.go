@@ -3,7 +3,6 @@ package repocache
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,7 +39,7 @@ func TestCache_fileURLs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Another tenant's mirror, by its path or through a link to it.
-	mirrors, err := filepath.Glob(filepath.Join(on.Dir, "tenant-a", "r", "*"))
+	mirrors, err := filepath.Glob(filepath.Join(on.Dir, "[0-9a-f]*"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(mirrors).To(HaveLen(1))
 	_, err = on.Open(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "steal"},
@@ -54,25 +53,45 @@ func TestCache_fileURLs(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("is inside the controller's own state"))
 }
 
+// Mirror folders are named by a keyed hash: nothing a tenant can read
+// (namespace, name, URL) tells where another's mirror is, and the key
+// outlives a restart, so mirrors are reused.
+func TestCache_mirrorDirNotDerivable(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	r := repository("https://git.example.com/pkgs.git")
+	a := &Cache{Dir: dir}
+	got, err := a.mirrorDir(r)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(filepath.Dir(got)).To(Equal(dir))
+	g.Expect(filepath.Base(got)).To(MatchRegexp(`^[0-9a-f]{32}$`))
+	info, err := os.Stat(filepath.Join(dir, keyFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)), "only the controller reads the key")
+
+	restarted := &Cache{Dir: dir}
+	g.Expect(restarted.mirrorDir(r)).To(Equal(got), "the key is kept: the mirror is reused")
+	elsewhere := &Cache{Dir: t.TempDir()}
+	other, err := elsewhere.mirrorDir(r)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(filepath.Base(other)).NotTo(Equal(filepath.Base(got)), "another key, another name")
+	renamed := r.DeepCopy()
+	renamed.Name = "other"
+	g.Expect(a.mirrorDir(renamed)).NotTo(Equal(got))
+
+	g.Expect(os.WriteFile(filepath.Join(dir, keyFile), []byte("short"), 0o600)).To(Succeed())
+	_, err = (&Cache{Dir: dir}).mirrorDir(r)
+	g.Expect(err).To(MatchError(ContainSubstring("is damaged: remove it")))
+}
+
 // A Repository whose remote hangs holds only the worker opening it: the
 // others that need it get ErrBusy after OpenWait and can come back later,
 // instead of queueing behind the open.
 func TestCache_busyWhileOpening(t *testing.T) {
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // accepted, never answered
-		}
-	}()
+	tarpit := gitserver.NewTarpit(t)
 	c := &Cache{Dir: t.TempDir(), Timeout: 3 * time.Second, OpenWait: 100 * time.Millisecond}
-	repo := repository("http://" + ln.Addr().String() + "/pkgs.git")
+	repo := repository(tarpit.URLFor("pkgs.git"))
 	first := make(chan error, 1)
 	go func() {
 		_, err := c.Open(context.Background(), repo)
@@ -87,9 +106,9 @@ func TestCache_busyWhileOpening(t *testing.T) {
 		}
 		return 0
 	}, "2s", "5ms").Should(Equal(1))
-	_, err = c.Open(context.Background(), repo)
-	g.Expect(errors.Is(err, ErrBusy)).To(BeTrue(), "a second open does not wait for the hung one: %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("is being opened by another reconcile (its remote http://" + ln.Addr().String() + "/pkgs.git is slow)"))
+	_, err := c.Open(context.Background(), repo)
+	g.Expect(errors.Is(err, store.ErrBusy)).To(BeTrue(), "a second open does not wait for the hung one: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("is being opened by another reconcile (its remote " + tarpit.URLFor("pkgs.git") + " is slow)"))
 	var err1 error
 	g.Eventually(first, "10s").Should(Receive(&err1))
 	g.Expect(errors.Is(err1, store.ErrTimeout)).To(BeTrue(), "%v", err1)

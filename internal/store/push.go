@@ -29,7 +29,9 @@ type refUpdate struct {
 // push applies the updates on the remote, atomically when there are
 // several. git receive-pack checks each update's old value under its ref
 // lock, so a concurrent writer can never be overwritten silently. On
-// success the local mirror refs are updated too. The caller holds r.mu.
+// success the local mirror refs are updated too. The caller has entered
+// the gate and holds r.mu (released while the remote works, see
+// pushSession).
 func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 	return r.pushSession(ctx, updates, nil, true)[0]
 }
@@ -38,15 +40,17 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 // fails on its own, and errs[i] is the result of updates[i]. checks[i],
 // when set, vets the remote's refs (as the server advertised them) before
 // anything is sent; an update that fails its check is not sent. The
-// caller holds r.mu, which is released while the remote applies the
-// updates: the local refs move only once it has answered, and a writer
-// that read one of these refs meanwhile loses its compare-and-swap.
+// caller has entered the gate and holds r.mu.
 func (r *Repository) pushEach(ctx context.Context, updates []refUpdate, checks []func(remote map[plumbing.ReferenceName]plumbing.Hash) error) []error {
 	return r.pushSession(ctx, updates, checks, false)
 }
 
 // pushSession is one receive-pack session. Atomic, it returns one error
-// for all the updates (in errs[0]); otherwise one per update.
+// for all the updates (in errs[0]); otherwise one per update. r.mu is
+// released while the remote advertises its refs and while it applies the
+// updates: other writers prepare their next writes meanwhile, and the
+// local refs move only once the remote has answered (nobody else moves
+// them: the caller holds the gate).
 func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, checks []func(map[plumbing.ReferenceName]plumbing.Hash) error, atomic bool) (errs []error) {
 	errs = make([]error, len(updates))
 	failAll := func(err error) []error {
@@ -69,7 +73,8 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	}
 	defer sess.Close()
 
-	ar, err := sess.AdvertisedReferencesContext(ctx)
+	var ar *packp.AdvRefs
+	r.unlocked(func() { ar, err = sess.AdvertisedReferencesContext(ctx) })
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return failAll(r.remoteError("reading refs of", err))
 	}
@@ -147,15 +152,8 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 		req.Packfile = io.NopCloser(&pack)
 	}
-	if !atomic {
-		// While the remote works, other writers prepare and queue the
-		// next batch; the refs here move when it has answered.
-		r.mu.Unlock()
-	}
-	rs, err := sess.ReceivePack(ctx, req)
-	if !atomic {
-		r.mu.Lock()
-	}
+	var rs *packp.ReportStatus
+	r.unlocked(func() { rs, err = sess.ReceivePack(ctx, req) })
 	if atomic {
 		if rs != nil {
 			// The report says which ref failed and why; go-git also

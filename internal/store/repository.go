@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -64,6 +69,11 @@ type Options struct {
 	// DefaultTimeout when 0. A remote that does not answer in time fails
 	// the operation with ErrTimeout instead of holding it.
 	Timeout time.Duration
+	// Gate admits the exchanges with the remote; a new one when nil.
+	// Passing the same Gate to the Repositories that replace one another
+	// (after a change of settings, a restart of the cache) keeps the
+	// backoff of a remote that does not answer.
+	Gate *Gate
 }
 
 // DefaultTimeout bounds an exchange with a remote when Options.Timeout is
@@ -84,13 +94,20 @@ func (r *Repository) withTimeout(ctx context.Context) (context.Context, context.
 }
 
 // Repository is a git repository of packages, mirrored into a local cache.
-// It is safe for concurrent use; operations on one Repository are
-// serialized.
+// It is safe for concurrent use.
+//
+// Locking: r.mu guards the mirror (refs, objects, caches, the write
+// queue) and is held only for local work, never across a network round
+// trip, so reads never wait on the remote. Exchanges with the remote
+// (fetches and pushes, which change the refs) go one at a time through the
+// Gate, entered before r.mu is taken, and release r.mu while the remote
+// works: a writer holding the Gate sees no ref change it did not make.
 type Repository struct {
 	opts      Options
 	endpoint  *transport.Endpoint
 	transport transport.Transport
 	auth      transport.AuthMethod
+	gate      *Gate
 
 	mu     sync.Mutex
 	repo   *git.Repository
@@ -111,7 +128,7 @@ type Repository struct {
 // Open opens (or creates) the local cache of a remote repository and
 // fetches it. It fails with ErrRepositoryNotFound, ErrAuthentication or
 // ErrBranchNotFound (unless CreateBranch, which then creates the branch).
-func Open(ctx context.Context, opts Options) (*Repository, error) {
+func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 	if opts.Branch == "" {
 		opts.Branch = "main"
 	}
@@ -136,7 +153,10 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repository{opts: opts, endpoint: ep, transport: tr, meta: map[plumbing.Hash]revisionMeta{}}
+	r := &Repository{opts: opts, endpoint: ep, transport: tr, gate: opts.Gate, meta: map[plumbing.Hash]revisionMeta{}}
+	if r.gate == nil {
+		r.gate = &Gate{}
+	}
 	switch {
 	case opts.Credentials.BearerToken != "":
 		r.auth = &githttp.TokenAuth{Token: opts.Credentials.BearerToken}
@@ -146,25 +166,28 @@ func Open(ctx context.Context, opts Options) (*Repository, error) {
 	if err := r.openCache(); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.fetchLocked(ctx); err != nil {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { unlock(err) }()
+	if err = r.fetchLocked(ctx); err != nil {
 		return nil, err
 	}
 	if _, ok := r.refs[r.branchRef()]; !ok {
 		if !opts.CreateBranch {
 			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, Redact(opts.URL), ErrBranchNotFound)
 		}
-		if err := r.createBranchLocked(ctx); err != nil {
+		if cerr := r.createBranchLocked(ctx); cerr != nil {
 			// Someone else created it first: fine, if it is there now.
-			if !errors.Is(err, ErrConflict) {
-				return nil, err
+			if !errors.Is(cerr, ErrConflict) {
+				return nil, cerr
 			}
-			if ferr := r.fetchLocked(ctx); ferr != nil {
-				return nil, ferr
+			if err = r.fetchLocked(ctx); err != nil {
+				return nil, err
 			}
 			if _, ok := r.refs[r.branchRef()]; !ok {
-				return nil, err
+				return nil, cerr
 			}
 		}
 	}
@@ -215,56 +238,208 @@ func (r *Repository) branchRef() plumbing.ReferenceName {
 
 // Fetch brings the local mirror up to date with the remote, including
 // refs deleted there.
-func (r *Repository) Fetch(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) Fetch(ctx context.Context) (err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { unlock(err) }()
 	return r.fetchLocked(ctx)
 }
 
 // FetchIfOlder fetches unless the refs are fresher than maxAge (fetched,
 // by any user of this Repository, less than maxAge ago). Reconciles that
 // read the same repository in a burst share one fetch instead of making
-// one each.
-func (r *Repository) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
+// one each; a caller that waited for another's fetch uses its result.
+func (r *Repository) FetchIfOlder(ctx context.Context, maxAge time.Duration) (err error) {
+	fresh := func() bool { return !r.fetchedAt.IsZero() && time.Since(r.fetchedAt) < maxAge }
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.fetchedAt.IsZero() && time.Since(r.fetchedAt) < maxAge {
+	ok := fresh()
+	r.mu.Unlock()
+	if ok {
+		return nil
+	}
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { unlock(err) }()
+	if fresh() {
 		return nil
 	}
 	return r.fetchLocked(ctx)
+}
+
+// lockRemote enters the gate, then takes r.mu; the function returned
+// releases both, telling the gate how the exchange ended.
+func (r *Repository) lockRemote(ctx context.Context) (func(error), error) {
+	exit, err := r.gate.enter(ctx, r.URL())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	return func(err error) {
+		r.mu.Unlock()
+		exit(err)
+	}, nil
 }
 
 // mirrorRefSpecs are the refs a mirror holds: branches, tags and the
 // floating tags.
 var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+" + floatingPrefix + "*:" + floatingPrefix + "*"}
 
+// fetchLocked brings the mirror up to date: one advertisement, then, if
+// the remote has objects the mirror lacks, one upload-pack exchange whose
+// pack is spooled to a file. The caller has entered the gate and holds
+// r.mu, which is released during both exchanges, so readers never wait on
+// the network: only the mirror's refs and object store change, under the
+// lock, once the remote has answered.
 func (r *Repository) fetchLocked(ctx context.Context) error {
 	started := time.Now()
 	ctx, cancel := r.withTimeout(ctx)
 	defer cancel()
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   mirrorRefSpecs,
-		Auth:       r.auth,
-		Tags:       git.NoTags,
-		Prune:      true,
-		Force:      true,
-	})
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		// An empty remote has no refs: drop any we mirrored before.
-		if err := r.clearLocalRefs(); err != nil {
-			return err
-		}
-	default:
-		return r.remoteError("fetching", err)
+	var (
+		remote map[plumbing.ReferenceName]plumbing.Hash
+		pack   *os.File
+		err    error
+	)
+	r.unlocked(func() { remote, pack, err = r.download(ctx) })
+	if pack != nil {
+		defer func() {
+			_ = pack.Close()
+			_ = os.Remove(pack.Name())
+		}()
 	}
-	if err := r.loadRefsLocked(); err != nil {
+	if err != nil {
+		return err
+	}
+	if pack != nil {
+		if err := packfile.UpdateObjectStorage(r.storer, pack); err != nil {
+			return fmt.Errorf("storing what was fetched from %s: %w", r.URL(), err)
+		}
+	}
+	if err := r.mirrorRefsLocked(remote); err != nil {
 		return err
 	}
 	r.fetchedAt = started
 	return nil
+}
+
+// download reads the remote's refs and, when it has objects the mirror
+// lacks, downloads them into a temporary pack file (nil when nothing was
+// needed). It runs without r.mu but for short local reads.
+func (r *Repository) download(ctx context.Context) (map[plumbing.ReferenceName]plumbing.Hash, *os.File, error) {
+	sess, err := r.transport.NewUploadPackSession(r.endpoint, r.auth)
+	if err != nil {
+		return nil, nil, r.remoteError("connecting to", err)
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, r.remoteError("fetching", err)
+	}
+	all, err := ar.AllReferences()
+	if err != nil {
+		return nil, nil, r.remoteError("fetching", err)
+	}
+	remote := map[plumbing.ReferenceName]plumbing.Hash{}
+	for name, ref := range all {
+		if ref.Type() == plumbing.HashReference && mirrored(name) {
+			remote[name] = ref.Hash()
+		}
+	}
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	r.mu.Lock()
+	wanted := map[plumbing.Hash]bool{}
+	for _, h := range remote {
+		if !wanted[h] && r.storer.HasEncodedObject(h) != nil {
+			wanted[h] = true
+			req.Wants = append(req.Wants, h)
+		}
+	}
+	if len(req.Wants) > 0 {
+		for _, h := range r.refs {
+			req.Haves = append(req.Haves, h)
+		}
+	}
+	r.mu.Unlock()
+	if len(req.Wants) == 0 {
+		return remote, nil, nil
+	}
+	res, err := sess.UploadPack(ctx, req)
+	if errors.Is(err, transport.ErrEmptyUploadPackRequest) {
+		return remote, nil, nil
+	}
+	if err != nil {
+		return nil, nil, r.remoteError("fetching", err)
+	}
+	defer res.Close()
+	var body io.Reader = res
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		body = sideband.NewDemuxer(sideband.Sideband64k, res)
+	case req.Capabilities.Supports(capability.Sideband):
+		body = sideband.NewDemuxer(sideband.Sideband, res)
+	}
+	pack, err := os.CreateTemp(r.opts.CacheDir, "fetch-*.pack")
+	if err != nil {
+		return nil, nil, fmt.Errorf("spooling a fetch from %s: %w", r.URL(), err)
+	}
+	if _, err := io.Copy(pack, body); err != nil {
+		_ = pack.Close()
+		_ = os.Remove(pack.Name())
+		return nil, nil, r.remoteError("fetching", err)
+	}
+	if _, err := pack.Seek(0, io.SeekStart); err != nil {
+		_ = pack.Close()
+		_ = os.Remove(pack.Name())
+		return nil, nil, err
+	}
+	return remote, pack, nil
+}
+
+// mirrored says whether a ref is one the mirror keeps: a branch, a tag or
+// a floating tag.
+func mirrored(name plumbing.ReferenceName) bool {
+	return name.IsBranch() || name.IsTag() || strings.HasPrefix(name.String(), floatingPrefix)
+}
+
+// mirrorRefsLocked makes the mirror's refs those of the remote: new and
+// moved refs are set, refs the remote no longer has are removed.
+func (r *Repository) mirrorRefsLocked(remote map[plumbing.ReferenceName]plumbing.Hash) error {
+	if r.refs == nil {
+		if err := r.loadRefsLocked(); err != nil {
+			return err
+		}
+	}
+	for name := range r.refs {
+		if _, ok := remote[name]; !ok {
+			if err := r.setLocalRef(name, plumbing.ZeroHash); err != nil {
+				return err
+			}
+		}
+	}
+	for name, h := range remote {
+		if r.refs[name] != h {
+			if err := r.setLocalRef(name, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unlocked runs fn without r.mu, which the caller holds.
+func (r *Repository) unlocked(fn func()) {
+	r.mu.Unlock()
+	defer r.mu.Lock()
+	fn()
 }
 
 // loadRefsLocked reads the local refs into memory.
@@ -275,7 +450,7 @@ func (r *Repository) loadRefsLocked() error {
 	}
 	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag() || strings.HasPrefix(ref.Name().String(), floatingPrefix)) {
+		if ref.Type() == plumbing.HashReference && mirrored(ref.Name()) {
 			refs[ref.Name()] = ref.Hash()
 		}
 		return nil
@@ -284,26 +459,6 @@ func (r *Repository) loadRefsLocked() error {
 		return fmt.Errorf("reading refs of the cache: %w", err)
 	}
 	r.refs = refs
-	return nil
-}
-
-func (r *Repository) clearLocalRefs() error {
-	iter, err := r.storer.IterReferences()
-	if err != nil {
-		return err
-	}
-	var names []plumbing.ReferenceName
-	_ = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Name().IsBranch() || ref.Name().IsTag() {
-			names = append(names, ref.Name())
-		}
-		return nil
-	})
-	for _, n := range names {
-		if err := r.storer.RemoveReference(n); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -417,9 +417,12 @@ func (r *Repository) RejectProposal(ctx context.Context, p, ws, expected string)
 	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft)
 }
 
-func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (Revision, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (_ Revision, err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return Revision{}, err
+	}
+	defer func() { unlock(err) }()
 	full := joinPath(r.opts.Directory, p)
 	refs := map[porchv1alpha1.Lifecycle]plumbing.ReferenceName{
 		porchv1alpha1.LifecycleDraft:    draftRef(full, ws),
@@ -452,9 +455,12 @@ const publishAttempts = 8
 // the annotated tag <pkg>/v<N> with the next revision number, and the
 // removal of the proposed branch, in one atomic push. When another publish
 // wins the race for the branch or the number, Publish re-reads and retries.
-func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy string) (Revision, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy string) (_ Revision, err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return Revision{}, err
+	}
+	defer func() { unlock(err) }()
 	full := joinPath(r.opts.Directory, p)
 	src := proposedRef(full, ws)
 	var lastErr error
@@ -566,9 +572,12 @@ func (r *Repository) nextRevisionLocked(full string) (int, error) {
 }
 
 // ProposeDeletion marks a published revision DeletionProposed.
-func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int) (Revision, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int) (_ Revision, err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return Revision{}, err
+	}
+	defer func() { unlock(err) }()
 	full := joinPath(r.opts.Directory, p)
 	commit, err := r.publishedCommitLocked(p, revision)
 	if err != nil {
@@ -585,9 +594,12 @@ func (r *Repository) ProposeDeletion(ctx context.Context, p string, revision int
 }
 
 // RejectDeletion moves a DeletionProposed revision back to Published.
-func (r *Repository) RejectDeletion(ctx context.Context, p string, revision int) (Revision, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) RejectDeletion(ctx context.Context, p string, revision int) (_ Revision, err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return Revision{}, err
+	}
+	defer func() { unlock(err) }()
 	ref := deletionProposedRef(joinPath(r.opts.Directory, p), revision)
 	current := r.ref(ref)
 	if !current.IsZero() {
@@ -616,9 +628,12 @@ func (r *Repository) findLocked(p string, revision int) (Revision, error) {
 // tag and deletion-proposed branch; deleting the latest published revision
 // also removes the package folder from the branch, so a deployment
 // repository stops deploying it. All in one atomic push.
-func (r *Repository) Delete(ctx context.Context, rev Revision) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Repository) Delete(ctx context.Context, rev Revision) (err error) {
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { unlock(err) }()
 	full := joinPath(r.opts.Directory, rev.Package)
 	switch rev.Lifecycle {
 	case porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed:
@@ -687,12 +702,15 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 // it pointed at before (0: none). It reads the remote first and moves the
 // tag with a compare-and-swap against what it read, so a move by someone
 // else in between is an ErrConflict, never overwritten unseen.
-func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) (int, error) {
+func (r *Repository) SetFloatingTag(ctx context.Context, p, tag string, revision int) (_ int, err error) {
 	if err := ValidateFloatingTag(tag); err != nil {
 		return 0, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	unlock, err := r.lockRemote(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { unlock(err) }()
 	if err := r.fetchLocked(ctx); err != nil {
 		return 0, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -785,30 +784,7 @@ func TestRepository_scrub(t *testing.T) {
 func TestRepository_tarpitTimesOut(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer ln.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/pkgs.git"
+	url := gitserver.NewTarpit(t).URLFor("pkgs.git")
 	done := make(chan error, 1)
 	go func() {
 		_, err := Open(ctx, Options{URL: url, CacheDir: t.TempDir(), Timeout: 300 * time.Millisecond})
@@ -834,6 +810,6 @@ func TestRepository_tarpitTimesOut(t *testing.T) {
 	defer proxy.Close()
 	r := open(t, Options{URL: proxy.URL + "/pkgs.git", CreateBranch: true, Timeout: 300 * time.Millisecond})
 	hang.Store(true)
-	_, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
 	g.Expect(errors.Is(err, ErrTimeout)).To(BeTrue(), "%v", err)
 }

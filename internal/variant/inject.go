@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/pkg"
 )
@@ -25,21 +26,18 @@ const (
 	InjectedNameAnnotation = "kpt.dev/injected-resource-name"
 )
 
-// ObjectSource gives injection access to in-cluster objects of the
-// PackageVariant's namespace.
-// NeverInjected says whether a kind is never injected: Secrets, whose data
-// would end up in git.
-func NeverInjected(gvk schema.GroupVersionKind) bool {
-	return gvk.Group == "" && gvk.Kind == "Secret"
-}
-
 // ErrClusterScoped is returned by ObjectSource.Schema for a kind that is
 // not namespaced: only objects of the variant's own namespace are injected.
 var ErrClusterScoped = errors.New("cluster-scoped")
 
+// ObjectSource gives injection access to in-cluster objects of the
+// PackageVariant's namespace.
 type ObjectSource interface {
 	// Schema reports whether the cluster serves gvk and whether its schema
-	// has a spec field (a ConfigMap's data counts).
+	// has a spec field (a ConfigMap's data counts). It fails with an error
+	// matching ErrClusterScoped for a cluster-scoped kind, and with one
+	// matching kindwatch.ErrNotAllowed, saying why, for a kind the
+	// controller may not read.
 	Schema(ctx context.Context, gvk schema.GroupVersionKind) (served, hasSpec bool, err error)
 	// Get returns the object of gvk named name, or nil when there is none.
 	Get(ctx context.Context, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error)
@@ -158,12 +156,11 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			pt.Message = "ambiguous injection point"
 			continue
 		}
-		if NeverInjected(pt.GVK) {
-			pt.Message = "Secrets are never injected: the package would carry the secret's data into git"
-			continue
-		}
 		served, hasSpec, err := src.Schema(ctx, pt.GVK)
 		switch {
+		case errors.Is(err, kindwatch.ErrNotAllowed):
+			pt.Message = err.Error()
+			continue
 		case errors.Is(err, ErrClusterScoped):
 			pt.Message = fmt.Sprintf("%s is cluster-scoped: only objects of the variant's namespace %s are injected", pt.GVK.Kind, src.Namespace())
 			continue

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/scion-dev/scion/internal/kindwatch"
 )
 
 // StaticObjects is an ObjectSource over a fixed set of objects, standing in
@@ -22,6 +24,9 @@ type StaticObjects struct {
 	Objects []*unstructured.Unstructured
 	// Ns is the namespace the objects stand for ("default" when empty).
 	Ns string
+	// Readable limits the kinds injected, as the controller's
+	// --readable-kinds does; when nil, every kind but Secrets.
+	Readable kindwatch.Kinds
 }
 
 // Namespace implements ObjectSource.
@@ -109,6 +114,11 @@ func identified(u *unstructured.Unstructured) error {
 
 // Schema implements ObjectSource.
 func (s *StaticObjects) Schema(_ context.Context, gvk schema.GroupVersionKind) (bool, bool, error) {
+	if s.Readable != nil || (gvk.Group == "" && gvk.Kind == "Secret") {
+		if err := s.Readable.Check(gvk.GroupKind()); err != nil {
+			return false, false, err
+		}
+	}
 	if gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "ConfigMap" {
 		return true, true, nil
 	}

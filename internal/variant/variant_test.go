@@ -222,7 +222,7 @@ func TestInjectConfig(t *testing.T) {
 			injectors: []configv1alpha1.InjectionSelector{{Name: "creds"}},
 			objects:   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: hunter2\n", ok: false,
 			contains: map[string][]string{"s.yaml": {"name: creds"}},
-			message:  "Secret/creds: Secrets are never injected: the package would carry the secret's data into git"},
+			message:  "Secret/creds: Secrets are not read: their data would be copied into git or onto other objects; an administrator can allow it by adding Secret to --readable-kinds"},
 		{name: "an injector naming another namespace",
 			files:     map[string]string{"ep.yaml": endpoints},
 			injectors: []configv1alpha1.InjectionSelector{{Name: "tenant-b/useast1-endpoints"}},

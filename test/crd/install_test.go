@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/scion-dev/scion/internal/cli"
+	"github.com/scion-dev/scion/internal/kindwatch"
 )
 
 // TestInstallManifests builds config/default as `kubectl apply -k` would
@@ -44,6 +46,9 @@ func TestInstallManifests(t *testing.T) {
 			continue // installed by the test environment already
 		}
 		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
+		if u.GetKind() == "ClusterRole" {
+			checkLeastPrivilege(g, u)
+		}
 		if u.GetKind() == "Deployment" {
 			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
@@ -54,6 +59,32 @@ func TestInstallManifests(t *testing.T) {
 		}
 	}
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1}))
+}
+
+// checkLeastPrivilege: the shipped role has no wildcard, reads the default
+// readable kinds (and nothing else of the core group but Secrets by name),
+// and never lists or watches Secrets.
+func checkLeastPrivilege(g Gomega, role *unstructured.Unstructured) {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	reads := map[string]bool{}
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		g.Expect(append(append(groups, resources...), verbs...)).NotTo(ContainElement("*"), "rule %v", rule)
+		for _, res := range resources {
+			if slices.Contains(groups, "") && slices.Contains(verbs, "watch") {
+				reads[res] = true
+			}
+			if res == "secrets" {
+				g.Expect(verbs).To(Equal([]string{"get"}), "Secrets are read by name only")
+			}
+		}
+	}
+	for _, gk := range kindwatch.DefaultKinds {
+		g.Expect(reads).To(HaveKey(strings.ToLower(gk.Kind)+"s"), "the default readable kinds are readable")
+	}
 }
 
 // The examples of the reference pages are objects the API server accepts.

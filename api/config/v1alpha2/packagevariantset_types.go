@@ -32,9 +32,12 @@ const (
 	ValidationErrorReason   = "ValidationError"
 	UpstreamNotFoundReason  = "UpstreamNotFound"
 	NoMatchingTargetsReason = "NoMatchingTargets"
-	UnexpectedErrorReason   = "UnexpectedError"
-	ValidReason             = "Valid"
-	ReconciledReason        = "Reconciled"
+	// KindNotAllowedReason: an objectSelector selects a kind the
+	// controller may not read (--readable-kinds).
+	KindNotAllowedReason  = "KindNotAllowed"
+	UnexpectedErrorReason = "UnexpectedError"
+	ValidReason           = "Valid"
+	ReconciledReason      = "Reconciled"
 )
 
 // PackageVariantSetSpec fans one upstream package out over many targets.

@@ -52,6 +52,9 @@ const RevisionIndex = "spec.repository+packageName+workspaceName"
 const (
 	UpstreamNotFoundReason   = "UpstreamNotFound"
 	RepositoryNotReadyReason = "RepositoryNotReady"
+	// RepositoryUnavailableReason: a repository's remote did not answer in
+	// time (or is left alone for a while after it did not).
+	RepositoryUnavailableReason = "RepositoryUnavailable"
 )
 
 // fetchMaxAge is how stale the upstream repository's refs may be when a
@@ -79,6 +82,9 @@ type Reconciler struct {
 	Service   *pkgservice.Service
 	Recorder  recorder.EventRecorder
 	Options   Options
+	// Objects are the per-namespace caches of the objects variants
+	// inject, and the kinds they may inject.
+	Objects *kindwatch.Caches
 
 	watches *injectionWatches
 }
@@ -86,15 +92,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/finalizers,verbs=update
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
 
 // SetupWithManager registers the controller: PackageVariants on spec
 // changes; PackageRevisions mapped to the variant that owns them and to
 // the variants deriving from their package (through UpstreamIndex).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil {
-		return fmt.Errorf("packagevariant controller: APIReader, Cache, Service and Recorder are required")
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil {
+		return fmt.Errorf("packagevariant controller: APIReader, Cache, Objects, Service and Recorder are required")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, UpstreamIndex, func(o client.Object) []string {
 		pv := o.(*configv1alpha1.PackageVariant)
@@ -123,7 +129,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Cache: mgr.GetCache()}, client: mgr.GetClient()}
+	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient()}
 	return nil
 }
 
@@ -183,6 +189,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// than report a conflict nobody needs to act on.
 		*s = scope{pv: pv}
 		res, err = r.reconcileDownstream(ctx, s)
+	}
+	if _, ok := store.RetryAfter(err); ok {
+		return r.waiting(s, RepositoryUnavailableReason, err)
 	}
 	return res, err
 }
@@ -264,13 +273,13 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		return r.waiting(s, RepositoryNotReadyReason, err)
 	}
 	if err := upStore.FetchIfOlder(ctx, fetchMaxAge); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("repository %s: %w", pv.Spec.Upstream.Repo, err)
 	}
 	upRev, err := r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
 	if errors.Is(err, store.ErrNotFound) {
 		// Perhaps published since the last fetch: look in the remote.
 		if err := upStore.Fetch(ctx); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, fmt.Errorf("repository %s: %w", pv.Spec.Upstream.Repo, err)
 		}
 		upRev, err = r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
 	}
@@ -304,7 +313,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	in := variant.Input{
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
 		Origin:  pkgservice.Source{Store: upStore, Revision: upRev}.Origin(),
-		Objects: &clusterObjects{reader: r.APIReader, cached: r.watches.kinds.Cache, watched: r.watches.kinds.Watched, mapper: r.RESTMapper(), namespace: pv.Namespace},
+		Objects: &clusterObjects{reader: r.APIReader, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
 		Runtime: noExecRuntime(),
 	}
 	if !downObj.Spec.Deployment {
@@ -330,14 +339,11 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	out, err := variant.Produce(ctx, in)
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
-		// Watch the kind of every injection point the cluster serves, so
-		// edits of injected objects (or new ones) bring the variant back;
-		// never Secrets, which are never injected.
-		if variant.NeverInjected(pt.GVK) {
-			continue
-		}
+		// Watch the kind of every injection point the cluster serves and
+		// the controller may read, in the variant's namespace, so edits of
+		// injected objects (or new ones) bring the variant back.
 		if served, _, serr := in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
-			if werr := r.watches.ensure(pt.GVK); werr != nil {
+			if werr := r.watches.ensure(ctx, pt.GVK, pv.Namespace); werr != nil {
 				return ctrl.Result{}, werr
 			}
 		}
@@ -356,6 +362,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	default:
 		written, werr := r.write(ctx, downStore, pv, draft, revs, out.Package)
 		if werr != nil {
+			werr = fmt.Errorf("repository %s: %w", pv.Spec.Downstream.Repo, werr)
 			if errors.Is(werr, store.ErrConflict) && draft != nil {
 				// Someone else wrote the draft: re-read before the
 				// retry (a new draft's write has fetched already).
@@ -487,12 +494,19 @@ func renderStatus(p *pkg.Package) *kptfilev1.RenderStatus {
 	return kf.Status.RenderStatus
 }
 
+// waiting reports what the variant waits for (Ready=False with reason)
+// and comes back later. A remote that is slow or did not answer is
+// reported as RepositoryUnavailable, whatever the step, and looked at again
+// when it may have recovered, rather than holding a worker or backing off
+// for minutes.
 func (r *Reconciler) waiting(s *scope, reason string, err error) (ctrl.Result, error) {
+	after, unavailable := store.RetryAfter(err)
+	if unavailable {
+		reason = RepositoryUnavailableReason
+	}
 	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
-	if errors.Is(err, repocache.ErrBusy) {
-		// Another worker is opening the repository: soon done, unless its
-		// remote hangs, which must not hold this worker.
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	if unavailable {
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
 }

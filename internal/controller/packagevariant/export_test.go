@@ -2,13 +2,13 @@ package packagevariant
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/variant"
 )
 
 // ClusterObjects exposes the controller's injection source to the tests.
-func ClusterObjects(reader client.Reader, mapper meta.RESTMapper, namespace string) variant.ObjectSource {
-	return &clusterObjects{reader: reader, cached: reader, watched: func(schema.GroupVersionKind) bool { return false }, mapper: mapper, namespace: namespace}
+func ClusterObjects(reader client.Reader, mapper meta.RESTMapper, namespace string, kinds kindwatch.Kinds) variant.ObjectSource {
+	return &clusterObjects{reader: reader, watches: &kindwatch.Watches{Caches: &kindwatch.Caches{Kinds: kinds}}, mapper: mapper, namespace: namespace}
 }

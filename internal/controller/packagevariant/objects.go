@@ -12,18 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/variant"
 )
 
 // clusterObjects is the variant.ObjectSource of a namespace of the
-// cluster: served kinds from the REST mapper, spec fields from CRD
-// schemas (built-in kinds are taken to have one), objects from the cache
-// once their kind is watched (the watch brings the variant back when one
-// changes), read directly before.
+// cluster: the kinds the administrator allows, served kinds from the REST
+// mapper, spec fields from CRD schemas (built-in kinds are taken to have
+// one), objects from the namespace's cache once their kind is watched
+// there (the watch brings the variant back when one changes), read
+// directly before.
 type clusterObjects struct {
 	reader    client.Reader
-	cached    client.Reader
-	watched   func(schema.GroupVersionKind) bool
+	watches   *kindwatch.Watches
 	mapper    meta.RESTMapper
 	namespace string
 }
@@ -31,6 +32,9 @@ type clusterObjects struct {
 func (c *clusterObjects) Namespace() string { return c.namespace }
 
 func (c *clusterObjects) Schema(ctx context.Context, gvk schema.GroupVersionKind) (bool, bool, error) {
+	if err := c.watches.Caches.Kinds.Check(gvk.GroupKind()); err != nil {
+		return false, false, err
+	}
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
 		return false, false, nil
@@ -78,8 +82,12 @@ func (c *clusterObjects) Get(ctx context.Context, gvk schema.GroupVersionKind, n
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	reader := c.reader
-	if c.watched(gvk) {
-		reader = c.cached
+	if c.watches.Watched(gvk, c.namespace) {
+		cached, err := c.watches.Caches.For(ctx, c.namespace)
+		if err != nil {
+			return nil, err
+		}
+		reader = cached
 	}
 	err := reader.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, u)
 	if apierrors.IsNotFound(err) {

@@ -35,11 +35,11 @@ type injectionWatches struct {
 	client client.Client
 }
 
-// ensure watches gvk if it is not watched yet.
-func (w *injectionWatches) ensure(gvk schema.GroupVersionKind) error {
+// ensure watches gvk in namespace if it is not watched there yet.
+func (w *injectionWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind, namespace string) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	return w.kinds.Ensure(obj, handler.EnqueueRequestsFromMapFunc(w.requestsForObject))
+	return w.kinds.Ensure(ctx, obj, namespace, handler.EnqueueRequestsFromMapFunc(w.requestsForObject))
 }
 
 // requestsForObject maps an in-cluster object to the variants of its

@@ -82,6 +82,9 @@ type Reconciler struct {
 	Evaluator *variantset.Evaluator
 	Recorder  recorder.EventRecorder
 	Options   Options
+	// Objects are the per-namespace caches of the objects sets select,
+	// and the kinds they may select.
+	Objects *kindwatch.Caches
 
 	source *clusterSource
 }
@@ -95,8 +98,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller and its indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil {
-		return errors.New("packagevariantset controller: APIReader, Evaluator and Recorder are required")
+	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil {
+		return errors.New("packagevariantset controller: APIReader, Evaluator, Objects and Recorder are required")
 	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
@@ -138,7 +141,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Cache: mgr.GetCache()}}
+	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
 	return nil
 }
 
@@ -272,8 +275,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: pvs, Upstream: upstream, Source: r.source})
 	if err != nil {
 		reason := configv1alpha2.UnexpectedErrorReason
-		if meta.IsNoMatchError(err) {
+		switch {
+		case meta.IsNoMatchError(err):
 			reason = configv1alpha2.NoMatchingTargetsReason
+		case errors.Is(err, kindwatch.ErrNotAllowed):
+			reason = configv1alpha2.KindNotAllowedReason
 		}
 		s.stall(reason, err.Error())
 		if reason == configv1alpha2.NoMatchingTargetsReason {

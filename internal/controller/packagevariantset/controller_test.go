@@ -454,6 +454,20 @@ func TestErrors(t *testing.T) {
 			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].objectSelector: listing Team.v1.krm-platform.bigco.com: no matches for kind \"Team\" in version \"krm-platform.bigco.com/v1\""))
 		}, timeout, interval).Should(Succeed())
 	})
+	t.Run("a kind the controller may not read", func(t *testing.T) {
+		g := NewWithT(t)
+		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "deployments", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+			Targets:  []configv1alpha2.Target{{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "apps/v1", Kind: "Deployment"}}},
+		}}
+		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			c := condition(g, pvs, configv1alpha1.StalledCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.KindNotAllowedReason))
+			g.Expect(c.Message).To(Equal("spec.targets[0].objectSelector: listing Deployment.v1.apps: this controller does not read Deployment.apps objects (it reads ConfigMap,*.krm-platform.bigco.com); an administrator can add the kind to --readable-kinds and to the controller's ClusterRole"))
+		}, timeout, interval).Should(Succeed())
+	})
 	t.Run("a selector matching nothing", func(t *testing.T) {
 		g := NewWithT(t)
 		pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "mars", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{

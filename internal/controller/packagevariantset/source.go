@@ -2,8 +2,10 @@ package packagevariantset
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,8 +21,9 @@ import (
 )
 
 // clusterSource is the variantset.Source of the cluster, read from the
-// manager's cache. Objects of selected kinds are cached as metadata only:
-// templates see no more, and a fleet's objects cost little memory.
+// manager's cache. Objects of selected kinds (those the administrator
+// allows) are cached per namespace, as metadata only: templates see no
+// more, and a fleet's objects cost little memory.
 type clusterSource struct {
 	client client.Client
 	kinds  *kindwatch.Watches
@@ -51,25 +54,42 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 		}
 		return variantset.SortByName(out), nil
 	}
+	if err := s.kinds.Caches.Kinds.Check(gvk.GroupKind()); err != nil {
+		return nil, err
+	}
+	mapping, err := s.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("%s is cluster-scoped: only objects of the set's namespace are selected", gvk.Kind)
+	}
+	objects, err := s.kinds.Caches.For(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	// The list's kind is the item kind: the namespaced cache maps the
+	// list's kind as it is, and the informer drops a "List" suffix only
+	// when there is one.
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := s.client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	list.SetGroupVersionKind(gvk)
+	if err := objects.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, err
 	}
 	// The kind exists: watch it, so its objects' changes reach the sets
 	// selecting it.
-	if err := s.watchKind(gvk); err != nil {
+	if err := s.watchKind(ctx, gvk, namespace); err != nil {
 		return nil, err
 	}
 	return variantset.SortByName(list.Items), nil
 }
 
-// watchKind watches the metadata of gvk's objects, mapping each event to
-// the sets selecting that kind (through KindIndex).
-func (s *clusterSource) watchKind(gvk schema.GroupVersionKind) error {
+// watchKind watches the metadata of gvk's objects in namespace, mapping
+// each event to the sets selecting that kind (through KindIndex).
+func (s *clusterSource) watchKind(ctx context.Context, gvk schema.GroupVersionKind, namespace string) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	return s.kinds.Ensure(obj, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	return s.kinds.Ensure(ctx, obj, namespace, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return setsFor(ctx, s.client, o.GetNamespace(), KindIndex, kindKey(gvk))
 	}))
 }

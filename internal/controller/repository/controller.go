@@ -91,8 +91,8 @@ type scope struct {
 	openErr error
 	// syncErr is set when PackageRevisions could not all be synced.
 	syncErr error
-	// busy is set when another reconcile is opening the repository: nothing
-	// was learned, the status stays as it is.
+	// busy is set when another reconcile is opening or fetching the
+	// repository: nothing was learned, the status stays as it is.
 	busy bool
 }
 
@@ -154,14 +154,15 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
 			"spec.git.repo carries credentials, which anyone who can read this Repository sees (Scion never prints them); put them in a Secret named by spec.git.secretRef")
 	}
 	st, err := r.Cache.Open(ctx, s.repo)
-	if errors.Is(err, repocache.ErrBusy) {
-		s.busy = true
-		return nil
-	}
 	if err == nil {
 		start := time.Now()
 		err = st.Fetch(ctx)
 		metrics.ObserveGit("fetch", start, &err)
+	}
+	if errors.Is(err, store.ErrBusy) {
+		// Another reconcile is talking to the remote: it reports.
+		s.busy = true
+		return nil
 	}
 	if err != nil {
 		s.openErr = err

@@ -25,6 +25,7 @@ const (
 	GitErrorReason             = "GitError"
 	SyncFailedReason           = "SyncFailed"
 	URLNotAllowedReason        = "URLNotAllowed"
+	RemoteUnavailableReason    = "RemoteUnavailable"
 )
 
 // CredentialsInURLReason is the reason of the Warning event for a
@@ -90,10 +91,19 @@ func setReadyCondition(repo *configv1alpha1.Repository, s *scope, reconcileErr e
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, SecretErrorReason, err.Error()
 	case errors.Is(err, repocache.ErrURLNotAllowed):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, URLNotAllowedReason, err.Error()
+	case isUnavailable(err):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, RemoteUnavailableReason, err.Error()
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, GitErrorReason, err.Error()
 	}
 	meta.SetStatusCondition(&repo.Status.Conditions, c)
+}
+
+// isUnavailable says whether the remote did not answer (or is left alone
+// after it did not): no fault of the Repository's settings.
+func isUnavailable(err error) bool {
+	_, ok := store.RetryAfter(err)
+	return ok
 }
 
 func shortCommit(h string) string {

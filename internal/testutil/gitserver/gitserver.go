@@ -5,6 +5,7 @@ package gitserver
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -138,3 +141,51 @@ func SeedRevisions(t testing.TB, bare string, packages, published, resources int
 		t.Fatalf("git fast-import: %v\n%s", err, out)
 	}
 }
+
+// Tarpit is a server that accepts connections and never answers, as a
+// hung git server does. Its connections are closed when the test ends.
+type Tarpit struct {
+	// Addr is host:port.
+	Addr string
+	// accepted counts the connections accepted so far.
+	accepted atomic.Int32
+}
+
+// NewTarpit starts a tarpit for the test.
+func NewTarpit(t testing.TB) *Tarpit {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &Tarpit{Addr: ln.Addr().String()}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tp.accepted.Add(1)
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	return tp
+}
+
+// URLFor returns the http:// URL of a repository on the tarpit.
+func (tp *Tarpit) URLFor(name string) string { return "http://" + tp.Addr + "/" + name }
+
+// Accepted returns the number of connections accepted so far.
+func (tp *Tarpit) Accepted() int { return int(tp.accepted.Load()) }
