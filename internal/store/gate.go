@@ -142,9 +142,13 @@ func (g *Gate) enter(ctx context.Context, what string) (func(error), error) {
 func (g *Gate) wait(ctx context.Context, what string) error {
 	for {
 		g.mu.Lock()
-		left := time.Until(g.since.Add(g.busyAfter()))
-		running := time.Since(g.since).Round(time.Second)
+		since := g.since
 		g.mu.Unlock()
+		if since.IsZero() {
+			since = time.Now() // the holder is just starting
+		}
+		left := time.Until(since.Add(g.busyAfter()))
+		running := time.Since(since).Round(time.Second)
 		if left <= 0 {
 			return fmt.Errorf("%s: another exchange with the remote has been running for %s: %w", what, running, ErrBusy)
 		}
@@ -159,6 +163,17 @@ func (g *Gate) wait(ctx context.Context, what string) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// mark records that a new exchange starts within the holder's turn (a
+// writer pushing batch after batch, a publish retrying): slowness is that
+// of one exchange, not of the turn.
+func (g *Gate) mark() {
+	g.mu.Lock()
+	if !g.since.IsZero() {
+		g.since = time.Now()
+	}
+	g.mu.Unlock()
 }
 
 // slow says whether the exchange under way has run for longer than

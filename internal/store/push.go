@@ -61,6 +61,7 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 		return errs
 	}
+	r.gate.mark()
 	// Objects the updates point at are on disk before any ref moves.
 	if err := r.storer.Flush(); err != nil {
 		return failAll(fmt.Errorf("storing objects: %w", err))

@@ -295,6 +295,7 @@ var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/
 // the network: only the mirror's refs and object store change, under the
 // lock, once the remote has answered.
 func (r *Repository) fetchLocked(ctx context.Context) error {
+	r.gate.mark()
 	started := time.Now()
 	ctx, cancel := r.withTimeout(ctx)
 	defer cancel()
