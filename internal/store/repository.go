@@ -140,14 +140,9 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 			return nil, fmt.Errorf("directory: %w", err)
 		}
 	}
-	ep, err := transport.NewEndpoint(opts.URL)
+	ep, err := endpoint(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("invalid repository URL: %w", err)
-	}
-	switch ep.Protocol {
-	case "file", "http", "https":
-	default:
-		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", Redact(opts.URL))
+		return nil, err
 	}
 	tr, err := newTransport(ep)
 	if err != nil {
@@ -557,6 +552,27 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
+
+// ValidateURL checks that a repository URL is one Scion can use: file://,
+// http:// or https://. Its errors never show the URL's credentials.
+func ValidateURL(raw string) error {
+	_, err := endpoint(raw)
+	return err
+}
+
+func endpoint(raw string) (*transport.Endpoint, error) {
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		// The parser's message may quote the URL.
+		return nil, fmt.Errorf("invalid repository URL %s: it cannot be parsed", Redact(raw))
+	}
+	switch ep.Protocol {
+	case "file", "http", "https":
+	default:
+		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", Redact(raw))
+	}
+	return ep, nil
+}
 
 // HasCredentials says whether a repository URL carries a password or
 // token in its user information.

@@ -52,6 +52,8 @@ type Server struct {
 	Username, Password string
 	// Token, when set, is required as a bearer token.
 	Token string
+	// Root is the folder of the bare repositories served.
+	Root string
 }
 
 // NewServer serves the bare repositories under root at /<name>. Call
@@ -62,7 +64,7 @@ func NewServer(t testing.TB, root string) *Server {
 	if err != nil {
 		t.Fatalf("git is required: %v", err)
 	}
-	s := &Server{}
+	s := &Server{Root: root}
 	backend := &cgi.Handler{
 		Path: gitPath,
 		Args: []string{"http-backend"},

@@ -3,13 +3,15 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -18,6 +20,28 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
+// Logs holds what the manager logged.
+var Logs = &logBuffer{}
+
+// logBuffer is a buffer safe for concurrent writers.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // Run starts a control plane and the manager (metrics and probes off, a
 // temporary cache), calls ready with the environment, runs the tests, and
 // stops everything. wrap, when set, wraps the manager's HTTP transport
@@ -25,11 +49,12 @@ import (
 func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
 	// The manager's logs are noise in test output (failures say what went
 	// wrong through the objects' status); SCION_TEST_LOGS=1 shows them.
+	// They are kept in Logs, for tests that check what they say.
+	var out io.Writer = Logs
 	if os.Getenv("SCION_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
+		out = io.MultiWriter(Logs, os.Stderr)
 	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out)))
 	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
