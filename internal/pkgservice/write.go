@@ -182,9 +182,10 @@ func UnmetGates(gates []kptfilev1.ReadinessGate, conditions []porchv1alpha1.Cond
 	return unmet
 }
 
-// MirrorToKptfile writes the readiness gates and conditions set on a draft's
-// object into its Kptfile, so git keeps them (and their history). It
-// returns the new revision, or rev when the Kptfile already says so.
+// MirrorToKptfile writes the readiness gates and conditions set on the
+// object of a draft or a proposal into its Kptfile, so git keeps them (and
+// their history) and publishing records them. It returns the new
+// revision, or rev when the Kptfile already says so.
 func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	p, err := repo.Read(ctx, rev)
 	if err != nil {
@@ -229,6 +230,7 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 	}
 	return repo.WriteDraft(ctx, store.DraftWrite{
 		Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit, Contents: p,
-		Message: "Set conditions and readiness gates: " + strings.Join(changed, ", "),
+		Message:  "Set conditions and readiness gates: " + strings.Join(changed, ", "),
+		Proposed: rev.Lifecycle == porchv1alpha1.LifecycleProposed,
 	})
 }

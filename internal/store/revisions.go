@@ -274,6 +274,11 @@ type DraftWrite struct {
 	// with a ConflictError, for the writer to decide again with what git
 	// has (a draft to update or adopt instead).
 	CheckRemote bool
+	// Proposed writes onto the proposal of the workspace instead of its
+	// draft (an update only: Expected is required). A proposal's Kptfile
+	// takes the conditions set while it is proposed, so that publishing
+	// records them.
+	Proposed bool
 }
 
 // WriteDraft writes a draft as one commit on its branch. A new draft forks
@@ -289,6 +294,9 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	if w.Contents == nil {
 		return Revision{}, errors.New("draft contents are required")
 	}
+	if w.Proposed && w.Expected == "" {
+		return Revision{}, errors.New("a write onto a proposal needs the commit it expects")
+	}
 	r.mu.Lock()
 	q, trailers, err := r.prepareDraftLocked(w)
 	r.mu.Unlock()
@@ -298,7 +306,11 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 	if err := r.pushQueued(ctx, q); err != nil {
 		return Revision{}, err
 	}
-	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: porchv1alpha1.LifecycleDraft, Commit: q.update.New.String(), Trailers: trailers}, nil
+	lifecycle := porchv1alpha1.LifecycleDraft
+	if w.Proposed {
+		lifecycle = porchv1alpha1.LifecycleProposed
+	}
+	return Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: lifecycle, Commit: q.update.New.String(), Trailers: trailers}, nil
 }
 
 // prepareDraftLocked writes a draft's objects and commit and returns the
@@ -306,6 +318,9 @@ func (r *Repository) WriteDraft(ctx context.Context, w DraftWrite) (Revision, er
 func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, error) {
 	full := joinPath(r.opts.Directory, w.Package)
 	ref := draftRef(full, w.Workspace)
+	if w.Proposed {
+		ref = proposedRef(full, w.Workspace)
+	}
 	current := r.ref(ref)
 	var base plumbing.Hash
 	if w.Expected == "" {

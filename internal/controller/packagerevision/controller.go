@@ -156,7 +156,7 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if rev.Lifecycle == porchv1alpha1.LifecycleDraft {
+	if rev.Lifecycle == porchv1alpha1.LifecycleDraft || rev.Lifecycle == porchv1alpha1.LifecycleProposed {
 		if rev, err = pkgservice.MirrorToKptfile(ctx, repo, pr, rev); err != nil {
 			return r.fail(ctx, pr, err)
 		}

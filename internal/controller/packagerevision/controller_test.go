@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,6 +181,15 @@ func TestPackageRevision_readinessGates(t *testing.T) {
 		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"))
+	// The condition set while proposed is recorded in git: the published
+	// Kptfile has it, and a sync shows it from there.
+	published := gitserver.Git(t, bare, "show", "app/v1:app/Kptfile")
+	g.Expect(published).To(MatchRegexp(`(?s)- type: example.com/approved\n\s+status: "True"\n\s+reason: Reviewed`))
+	g.Expect(gitserver.Git(t, bare, "log", "--format=%s", "app/v1")).To(ContainSubstring("Set conditions and readiness gates: example.com/approved=True"))
+	requestSync(t, ns, "cluster-01")
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, down).Status.Conditions).To(ContainElement(And(HaveField("Type", "example.com/approved"), HaveField("Status", BeEquivalentTo("True")))))
+	}, 2*time.Second, interval).Should(Succeed())
 }
 
 func TestPackageRevision_concurrentPublish(t *testing.T) {
@@ -356,4 +366,21 @@ func TestPackageRevision_createdNotShown(t *testing.T) {
 		g.Expect(got.Status.Commit).To(Equal(head))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(removeFile(hook)).To(Succeed())
+}
+
+// requestSync asks the Repository controller to sync now.
+func requestSync(t *testing.T, ns, name string) {
+	t.Helper()
+	repo := &configv1alpha1.Repository{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	if repo.Annotations == nil {
+		repo.Annotations = map[string]string{}
+	}
+	repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().String()
+	if err := k8sClient.Patch(context.Background(), repo, patch); err != nil {
+		t.Fatal(err)
+	}
 }

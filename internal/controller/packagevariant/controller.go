@@ -30,6 +30,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
+	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -336,7 +337,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 			}
 		}
 	}
-	out, err := variant.Produce(ctx, in)
+	out, produceErr := variant.Produce(ctx, in)
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
 		// Watch the kind of every injection point the cluster serves and
@@ -349,10 +350,10 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		}
 	}
 	if out.Package == nil {
-		if errors.Is(err, variant.ErrNoPackageContext) {
+		if errors.Is(produceErr, variant.ErrNoPackageContext) {
 			return ctrl.Result{}, nil // reported in the conditions
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, produceErr
 	}
 	target := draft
 	switch {
@@ -394,10 +395,18 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(out.Package)}}
-	if pv.Spec.Upstream.Tag != "" {
-		return ctrl.Result{RequeueAfter: r.tagPollPeriod()}, err
+	var renderErr *engine.RenderError
+	if errors.As(produceErr, &renderErr) {
+		// The functions are this process's own and deterministic: the
+		// same inputs fail the same way. The draft shows the function's
+		// results; a change of the variant or its upstream comes back.
+		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: variant.RenderFailedReason, Message: produceErr.Error()}
+		produceErr = nil
 	}
-	return ctrl.Result{}, err
+	if pv.Spec.Upstream.Tag != "" {
+		return ctrl.Result{RequeueAfter: r.tagPollPeriod()}, produceErr
+	}
+	return ctrl.Result{}, produceErr
 }
 
 func (r *Reconciler) tagPollPeriod() time.Duration {

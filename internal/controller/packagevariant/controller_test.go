@@ -450,3 +450,35 @@ func createReady(t *testing.T, pv *configv1alpha1.PackageVariant) {
 	g.Expect(k8sClient.Create(context.Background(), pv)).To(Succeed())
 	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
 }
+
+// A pipeline that fails to render stalls the variant with the function's
+// message (the draft shows the results); fixing the spec recovers it.
+func TestPackageVariant_renderFailureStalls(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, _ := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Pipeline.Mutators[1].ConfigMap = nil // set-namespace without its namespace
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		stalled := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(stalled.Reason).To(Equal("RenderFailed"))
+		g.Expect(stalled.Message).To(ContainSubstring("set-namespace: functionConfig data.namespace is required"))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReconcilingCondition)).To(BeTrue(), "nothing is retried")
+	}, timeout, interval).Should(Succeed())
+
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Pipeline.Mutators[1].ConfigMap = map[string]string{"namespace": "tenant-a"}
+	g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ready(g, pv)
+		g.Expect(meta.IsStatusConditionFalse(ready(g, pv).Status.Conditions, configv1alpha1.StalledCondition)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+}
