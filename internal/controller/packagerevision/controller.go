@@ -121,7 +121,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return r.reconcileRevision(ctx, pr, repoObj, repo)
+	res, err := r.reconcileRevision(ctx, pr, repoObj, repo)
+	if errors.Is(err, store.ErrConflict) {
+		// Someone else wrote to git since this mirror was fetched: the
+		// retry decides with what git has now.
+		err = errors.Join(err, repo.Fetch(ctx))
+	}
+	return res, err
 }
 
 // reconcileRevision materializes the draft if git does not have it, writes

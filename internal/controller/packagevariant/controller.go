@@ -56,6 +56,10 @@ const (
 	// RepositoryUnavailableReason: a repository's remote did not answer in
 	// time (or is left alone for a while after it did not).
 	RepositoryUnavailableReason = "RepositoryUnavailable"
+	// ProposalPendingReason: the variant's revision is Proposed and the
+	// variant has changes for it, written once it is published or
+	// rejected.
+	ProposalPendingReason = "ProposalPending"
 )
 
 // fetchMaxAge is how stale the upstream repository's refs may be when a
@@ -303,10 +307,11 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if err != nil {
 		return r.waiting(s, RepositoryNotReadyReason, err)
 	}
-	revs, draft, published, err := findDownstream(ctx, downStore, pv)
+	down, err := findDownstream(ctx, downStore, pv)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	revs, draft, published := down.revs, down.draft, down.published
 	upstream, err := upStore.Read(ctx, upRev)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -323,8 +328,16 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		in.ContextHint = "the downstream package has lost it: add it back to the draft"
 	}
 	var base *pkg.Package
-	if b := draft; b != nil || published != nil {
-		if b == nil {
+	proposal := down.proposal
+	if draft != nil {
+		proposal = nil // the draft is the one to write
+	}
+	if b := draft; b != nil || proposal != nil || published != nil {
+		switch {
+		case b != nil:
+		case proposal != nil:
+			b = proposal
+		default:
 			b = published
 		}
 		if base, err = downStore.Read(ctx, *b); err != nil {
@@ -357,6 +370,19 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	}
 	target := draft
 	switch {
+	case proposal != nil:
+		// While the variant's revision is proposed, it is frozen for the
+		// approver: nothing is written. Once it is rejected (a draft
+		// again) it is updated; once published, a new draft follows
+		// from it if the variant still asks for changes.
+		target = proposal
+		if !variant.SameContent(out.Package, base) {
+			msg := fmt.Sprintf("the downstream revision %s is Proposed: the variant's changes (upstream, context, pipeline or injected objects) are written once it is published or rejected",
+				pkgservice.ObjectName(downObj.Name, proposal.Package, proposal.Workspace))
+			s.conditions = append(s.conditions,
+				metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: msg},
+				metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: msg})
+		}
 	case draft != nil && variant.SameContent(out.Package, base):
 	case draft == nil && published != nil && variant.SameContent(out.Package, base):
 		target = published // nothing to change: no new draft
@@ -416,32 +442,42 @@ func (r *Reconciler) tagPollPeriod() time.Duration {
 	return time.Minute
 }
 
-// findDownstream finds, among the downstream package's revisions, the
-// variant's draft (by the git trailer recording the variant; with
-// adoptExisting, a draft no variant owns) and the latest published
-// revision.
-func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) ([]store.Revision, *store.Revision, *store.Revision, error) {
+// downstream is what git has of a variant's downstream package.
+type downstream struct {
+	revs []store.Revision
+	// draft and proposal are the variant's own (by the git trailer
+	// recording the variant; with adoptExisting, a draft no variant
+	// owns); published is the latest published revision.
+	draft, proposal, published *store.Revision
+}
+
+// findDownstream finds the variant's revisions among the downstream
+// package's.
+func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) (downstream, error) {
 	revs, err := st.ListPackage(ctx, pv.Spec.Downstream.Package)
 	if err != nil {
-		return nil, nil, nil, err
+		return downstream{}, err
 	}
-	var draft, adoptable, published *store.Revision
+	d := downstream{revs: revs}
+	var adoptable *store.Revision
 	for i := range revs {
 		rev := &revs[i]
 		owner := rev.Trailers[configv1alpha1.TrailerPackageVariantUID]
 		switch {
 		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
-			draft = rev
+			d.draft = rev
+		case rev.Lifecycle == porchv1alpha1.LifecycleProposed && owner == string(pv.UID):
+			d.proposal = rev
 		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == "" && adoptable == nil:
 			adoptable = rev
 		case rev.Latest:
-			published = rev
+			d.published = rev
 		}
 	}
-	if draft == nil && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting {
-		draft = adoptable // adopted: the next commit records the variant
+	if d.draft == nil && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting {
+		d.draft = adoptable // adopted: the next commit records the variant
 	}
-	return revs, draft, published, nil
+	return d, nil
 }
 
 // write commits the package onto the variant's draft, or creates one in

@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
@@ -481,4 +482,71 @@ func TestPackageVariant_renderFailureStalls(t *testing.T) {
 		ready(g, pv)
 		g.Expect(meta.IsStatusConditionFalse(ready(g, pv).Status.Conditions, configv1alpha1.StalledCondition)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
+}
+
+func setLifecycle(g Gomega, ns, name string, lc porchv1alpha1.Lifecycle) {
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pr)).To(Succeed())
+		patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pr.Spec.Lifecycle = lc
+		g.Expect(k8sClient.Patch(context.Background(), pr, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// A variant whose revision is Proposed writes nothing: it says what waits,
+// and once the proposal is published, its next draft starts from the
+// published revision, keeping a person's edit. One draft, always.
+func TestPackageVariant_proposedRevision(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	const name = "cluster-01.tenant-a.packagevariant-1"
+
+	// A person edits the draft, then proposes it.
+	r, err := store.Open(ctx, store.Options{URL: "file://" + cluster, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := r.Get(ctx, "tenant-a", "packagevariant-1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	content, err := r.Read(ctx, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	app, _ := content.File("app.yaml")
+	g.Expect(content.SetFile("app.yaml", []byte(strings.Replace(string(app), "replicas: 1", "replicas: 7", 1)))).To(Succeed())
+	_, err = r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "packagevariant-1", Expected: d.Commit, Contents: content, Message: "seven replicas", Author: "alice"})
+	g.Expect(err).NotTo(HaveOccurred())
+	setLifecycle(g, ns, name, porchv1alpha1.LifecycleProposed)
+	g.Eventually(func() string {
+		return gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname:short)", "refs/heads/proposed/")
+	}, timeout, interval).Should(Equal("proposed/tenant-a/packagevariant-1"))
+
+	// The injected object changes while the revision is proposed.
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
+	cm.Data["color"] = "blue"
+	g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(packagevariant.ProposalPendingReason))
+		g.Expect(c.Message).To(ContainSubstring("the downstream revision " + name + " is Proposed"))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(BeEmpty(), "nothing is written while the revision is proposed")
+
+	// Published: the next draft starts from it, with the edit, and takes
+	// the change that waited.
+	setLifecycle(g, ns, name, porchv1alpha1.LifecyclePublished)
+	g.Eventually(func(g Gomega) {
+		g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/packagevariant-2"}))
+		ready(g, pv)
+	}, timeout, interval).Should(Succeed())
+	next := "drafts/tenant-a/packagevariant-2"
+	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 7"), "the person's edit is kept")
+	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/settings.yaml")).To(ContainSubstring("color: blue"), "the change that waited is written")
+	g.Expect(gitserver.Git(t, cluster, "show", "tenant-a/v1:tenant-a/settings.yaml")).To(ContainSubstring("color: green"), "the published revision is what was approved")
 }
