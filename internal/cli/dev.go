@@ -151,7 +151,7 @@ func selfCommand() string {
 // kubeClient returns a client for a kubeconfig file.
 func kubeClient(kubeconfig string) (client.Client, error) {
 	k := &KubeFlags{Kubeconfig: kubeconfig}
-	c, _, _, err := k.Client()
+	c, _, err := k.Client()
 	return c, err
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,7 +26,7 @@ func (k *KubeFlags) AddFlags(f *pflag.FlagSet) {
 
 // Client returns a client, the namespace to work in, and the user the
 // kubeconfig context names (recorded as approver).
-func (k *KubeFlags) Client() (client.Client, string, string, error) {
+func (k *KubeFlags) Client() (client.Client, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if k.Kubeconfig != "" {
 		rules.ExplicitPath = k.Kubeconfig
@@ -37,28 +36,15 @@ func (k *KubeFlags) Client() (client.Client, string, string, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", "", fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	ns, _, err := cc.Namespace()
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", err
 	}
-	user := ""
-	if raw, err := cc.RawConfig(); err == nil {
-		ctxName := k.Context
-		if ctxName == "" {
-			ctxName = raw.CurrentContext
-		}
-		if kc := raw.Contexts[ctxName]; kc != nil {
-			user = kc.AuthInfo
-		}
-	}
-	if user == "" {
-		user = os.Getenv("USER")
-	}
-	return c, ns, user, nil
+	return c, ns, nil
 }

@@ -27,17 +27,15 @@ type RpkgOptions struct {
 	Timeout time.Duration
 
 	client *rpkg.Client
-	user   string
 }
 
 // Complete connects to the cluster.
 func (o *RpkgOptions) Complete() error {
-	c, ns, user, err := o.Kube.Client()
+	c, ns, err := o.Kube.Client()
 	if err != nil {
 		return err
 	}
 	o.client = &rpkg.Client{Client: c, Namespace: ns, Timeout: o.Timeout}
-	o.user = user
 	return nil
 }
 
@@ -59,7 +57,7 @@ such as unmet readiness gates.`,
 			return c.Propose(ctx, name)
 		}),
 		newCmdRpkgLifecycle(o, "approve", "Publish proposed revisions", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
-			return c.Approve(ctx, name, o.user)
+			return c.Approve(ctx, name)
 		}),
 		newCmdRpkgLifecycle(o, "reject", "Send proposed revisions back to Draft, or keep revisions proposed for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.Reject(ctx, name)
@@ -241,7 +239,7 @@ func newCmdRpkgPull(o *RpkgOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pull NAME DIR",
 		Short: "Write the files of a package revision into DIR, read from git with your own credentials",
-		Long:  "Write the files of a package revision into DIR. Git is read directly; credentials come from SCION_GIT_USERNAME and SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.",
+		Long:  "Write the files of a package revision into DIR, and the commit they come from into DIR/.scion-pulled (push writes against it). Git is read directly; credentials come from SCION_GIT_USERNAME and SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.",
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
@@ -261,7 +259,7 @@ func newCmdRpkgPush(o *RpkgOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "push NAME DIR",
 		Short: "Write DIR as a new commit of a draft, to git with your own credentials",
-		Long:  "Write the package in DIR as one new commit of the draft NAME. The push fails if the draft changed since the object last showed it. Credentials as for pull.",
+		Long:  "Write the package in DIR as one new commit of the draft NAME, against the commit scion rpkg pull recorded in DIR/.scion-pulled: if anyone committed on the draft since, nothing is pushed and the error says what changed (pull into another folder, merge, push from there). Credentials as for pull.",
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {

@@ -33,7 +33,7 @@ terminal. -o json prints the same tree for scripts.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", output)
 			}
-			c, ns, _, err := kube.Client()
+			c, ns, err := kube.Client()
 			if err != nil {
 				return err
 			}

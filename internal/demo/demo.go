@@ -412,7 +412,7 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("==> %s rpkg approve %s", o.scion(), pr.Name)
-	_, err = rc.Approve(ctx, pr.Name, "demo")
+	_, err = rc.Approve(ctx, pr.Name)
 	if err == nil {
 		return errors.New("the approval went through with the canary gate unmet")
 	}
@@ -425,7 +425,7 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 		return err
 	}
 	o.say("==> %s rpkg approve %s", o.scion(), pr.Name)
-	got, err := rc.Approve(ctx, pr.Name, "demo")
+	got, err := rc.Approve(ctx, pr.Name)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,12 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/config/crd"
+	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/scheme"
 )
@@ -108,6 +110,14 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		return fail(serveLog, err)
 	}
 	if err := os.WriteFile(o.Kubeconfig(), kc, 0o600); err != nil {
+		return fail(serveLog, err)
+	}
+
+	adminClient, err := client.New(user.Config(), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	if err := policy.Install(ctx, adminClient); err != nil {
 		return fail(serveLog, err)
 	}
 

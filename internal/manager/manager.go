@@ -110,7 +110,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
-	service := &pkgservice.Service{Client: mgr.GetClient()}
+	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	objects := namespaceCaches(mgr, o.ReadableKinds)
 	if err := mgr.Add(objects); err != nil {
 		return nil, err
@@ -125,11 +125,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
 	}
 	if err := (&packagerevision.Reconciler{
-		Client:   mgr.GetClient(),
-		Cache:    cache,
-		Service:  service,
-		Recorder: mgr.GetEventRecorder("scion-packagerevision"),
-		Options:  packagerevision.Options{Workers: o.PackageRevisionWorkers},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     cache,
+		Service:   service,
+		Recorder:  mgr.GetEventRecorder("scion-packagerevision"),
+		Options:   packagerevision.Options{Workers: o.PackageRevisionWorkers},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
 	}

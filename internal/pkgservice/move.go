@@ -23,7 +23,8 @@ func (e *GatesError) Error() string {
 // Move makes git's lifecycle of rev what pr's spec asks for: Draft and
 // Proposed both ways, Proposed to Published (refused with a *GatesError in
 // a deployment repository while a readiness gate is unmet), Published and
-// DeletionProposed both ways. Other moves are invalid.
+// DeletionProposed both ways, and Draft to Published through Proposed
+// (the spec moved twice before git followed). Other moves are invalid.
 func Move(ctx context.Context, repo *store.Repository, repoName string, deployment bool, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	want, have := pr.Spec.Lifecycle, rev.Lifecycle
 	if want == "" {
@@ -48,7 +49,13 @@ func Move(ctx context.Context, repo *store.Repository, repoName string, deployme
 	case have == porchv1alpha1.LifecycleDeletionProposed && want == porchv1alpha1.LifecyclePublished:
 		return repo.RejectDeletion(ctx, rev.Package, rev.Revision)
 	case have == porchv1alpha1.LifecycleDraft && want == porchv1alpha1.LifecyclePublished:
-		return rev, invalid("spec.lifecycle: a Draft is proposed before it is published")
+		// The spec moved on twice before git followed (proposed, then
+		// approved): carry the moves out in order.
+		proposed, err := repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit)
+		if err != nil {
+			return rev, err
+		}
+		return Move(ctx, repo, repoName, deployment, pr, proposed)
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}

@@ -33,6 +33,9 @@ const syncParallelism = 16
 // Service is the package service.
 type Service struct {
 	Client client.Client
+	// APIReader reads around the cache, to re-read an object after a
+	// conflicting write (Client when nil).
+	APIReader client.Reader
 
 	mu    sync.Mutex
 	facts map[string]kptFacts // by commit and package path; commits never change
@@ -332,15 +335,8 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 			}
 			return false, err
 		}
-		before := obj.DeepCopy()
-		obj.Status = want.Status
-		obj.Status.ObservedGeneration = obj.Generation
-		for i := range obj.Status.Conditions {
-			if obj.Status.Conditions[i].Type == configv1alpha1.ReadyCondition {
-				obj.Status.Conditions[i].ObservedGeneration = obj.Generation
-			}
-		}
-		return true, s.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+		_, err := s.applyStatus(ctx, want, obj, true, gitConditions)
+		return true, err
 	}
 	pending := cur.Generation != cur.Status.ObservedGeneration && !handled
 	obj := cur.DeepCopy()
@@ -381,34 +377,62 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		}
 		wrote = true
 	}
-	before := obj.DeepCopy()
-	st := want.Status
-	switch {
-	case pending:
-		st.ObservedGeneration = cur.Status.ObservedGeneration
-	default:
-		st.ObservedGeneration = obj.Generation
-	}
-	// Ready says which generation it describes, so waiters can tell a
-	// fresh verdict from a stale one.
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == configv1alpha1.ReadyCondition && st.Conditions[i].ObservedGeneration == 0 {
-			st.Conditions[i].ObservedGeneration = st.ObservedGeneration
+	changed, err := s.applyStatus(ctx, want, obj, handled, gitConditions)
+	return wrote || changed, err
+}
+
+// statusAttempts bounds the retries of a status write that lost a race
+// with another writer of the object's conditions.
+const statusAttempts = 5
+
+// applyStatus writes want's status onto obj, keeping the conditions other
+// writers own (people, other controllers: see mergeConditions). The write
+// is checked against the resourceVersion read; when another writer got in
+// between, the object is read again and the status recomputed from it,
+// so no writer's condition is ever dropped.
+func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
+		st := want.Status
+		switch {
+		case pending:
+			st.ObservedGeneration = obj.Status.ObservedGeneration
+		default:
+			st.ObservedGeneration = obj.Generation
+		}
+		// Ready says which generation it describes, so waiters can tell a
+		// fresh verdict from a stale one.
+		st.Conditions = slices.Clone(st.Conditions)
+		for i := range st.Conditions {
+			if st.Conditions[i].Type == configv1alpha1.ReadyCondition && st.Conditions[i].ObservedGeneration == 0 {
+				st.Conditions[i].ObservedGeneration = st.ObservedGeneration
+			}
+		}
+		if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
+			// Conditions of drafts are also set by other actors on the
+			// object: the PackageRevision controller writes them to git.
+			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append([]string{configv1alpha1.ReadyCondition}, gitConditions...))
+		}
+		if apiequality.Semantic.DeepEqual(st, obj.Status) {
+			return false, nil
+		}
+		before := obj.DeepCopy()
+		obj.Status = st
+		err := s.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == statusAttempts {
+			return false, err
+		}
+		reader := s.APIReader
+		if reader == nil {
+			reader = s.Client
+		}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err
 		}
 	}
-	if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
-		// Conditions of drafts are also set by other actors on the
-		// object: the PackageRevision controller writes them to git.
-		st.Conditions = mergeConditions(cur.Status.Conditions, want.Status.Conditions, append([]string{configv1alpha1.ReadyCondition}, gitConditions...))
-	}
-	if apiequality.Semantic.DeepEqual(st, cur.Status) {
-		return wrote, nil
-	}
-	obj.Status = st
-	if err := s.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return wrote, err
-	}
-	return true, nil
 }
 
 // mergeConditions keeps the conditions an object has and sets those of

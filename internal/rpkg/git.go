@@ -2,9 +2,12 @@ package rpkg
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -105,8 +108,18 @@ func (c *Client) requestSync(ctx context.Context, repoObj *configv1alpha1.Reposi
 	return nil
 }
 
+// PulledFile records, in a pulled folder, which revision and commit were
+// pulled: push writes against that commit. It is not part of the package.
+const PulledFile = ".scion-pulled"
+
+// pulled is the content of PulledFile.
+type pulled struct {
+	Name   string `json:"name"`
+	Commit string `json:"commit"`
+}
+
 // Pull writes the files of a revision into dir (which is created, and
-// emptied of files that are not in the package).
+// must not hold another package), recording the commit in PulledFile.
 func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
 	_, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
@@ -117,13 +130,32 @@ func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credent
 	if err != nil {
 		return store.Revision{}, err
 	}
-	return rev, p.WriteDir(dir)
+	if err := p.WriteDir(dir); err != nil {
+		return store.Revision{}, err
+	}
+	record, err := json.Marshal(pulled{Name: name, Commit: rev.Commit})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	return rev, os.WriteFile(filepath.Join(dir, PulledFile), append(record, '\n'), 0o644)
 }
 
-// Push writes dir as one new commit of a draft, against the draft commit
-// the object shows (so edits made meanwhile are not overwritten), and asks
-// the Repository to sync.
+// Push writes dir as one new commit of a draft, against the commit that
+// was pulled into dir (a compare-and-swap): if the draft changed since,
+// nothing is written and the error says what changed and how to merge.
+// It then asks the Repository to sync.
 func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+	var from pulled
+	data, err := os.ReadFile(filepath.Join(dir, PulledFile))
+	if err != nil {
+		return store.Revision{}, fmt.Errorf("%s has no %s: push a folder made by scion rpkg pull %s (it records the commit your edits start from): %w", dir, PulledFile, name, err)
+	}
+	if err := json.Unmarshal(data, &from); err != nil || from.Commit == "" {
+		return store.Revision{}, fmt.Errorf("%s: not a record of scion rpkg pull; pull again", filepath.Join(dir, PulledFile))
+	}
+	if from.Name != name {
+		return store.Revision{}, fmt.Errorf("%s was pulled from %s, not %s", dir, from.Name, name)
+	}
 	repoObj, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
 		return store.Revision{}, err
@@ -136,11 +168,42 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 	if err != nil {
 		return store.Revision{}, err
 	}
+	p.DeleteFile(PulledFile)
+	if rev.Commit != from.Commit {
+		return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, rev)
+	}
 	// The draft's trailers (its object, its PackageVariant) carry over.
-	out, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit,
-		Contents: p, Message: "Push " + dir})
+	out, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: from.Commit,
+		Contents: p, Message: "Push " + filepath.Base(dir)})
+	if errors.Is(err, store.ErrConflict) {
+		if fresh, gerr := st.Get(ctx, rev.Package, rev.Workspace, 0); gerr == nil {
+			return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, fresh)
+		}
+	}
 	if err != nil {
 		return store.Revision{}, err
 	}
+	record, err := json.Marshal(pulled{Name: name, Commit: out.Commit})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, PulledFile), append(record, '\n'), 0o644); err != nil {
+		return store.Revision{}, err
+	}
 	return out, c.requestSync(ctx, repoObj)
+}
+
+// ErrChangedSincePull is matched when a push finds the draft changed
+// since the folder was pulled.
+var ErrChangedSincePull = errors.New("the draft changed since it was pulled")
+
+// changedSincePull says what was committed on the draft since the pull,
+// and how to merge.
+func (c *Client) changedSincePull(ctx context.Context, st *store.Repository, name, dir, pulledCommit string, now store.Revision) error {
+	what := ""
+	if commits, err := st.Log(ctx, pulledCommit, now.Commit, 5); err == nil && len(commits) > 0 {
+		what = ": " + strings.Join(commits, "; ")
+	}
+	return fmt.Errorf("%s changed since %s was pulled (pulled %.12s, now %.12s%s); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there: %w",
+		name, dir, pulledCommit, now.Commit, what, ErrChangedSincePull)
 }

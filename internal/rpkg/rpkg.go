@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"sort"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -171,9 +173,24 @@ func (c *Client) Propose(ctx context.Context, name string) (*porchv1alpha1.Packa
 	return c.move(ctx, name, nil, porchv1alpha1.LifecycleProposed)
 }
 
-// Approve publishes a Proposed revision, recording approver.
-func (c *Client) Approve(ctx context.Context, name, approver string) (*porchv1alpha1.PackageRevision, error) {
+// Approve publishes a Proposed revision, recording the user approving as
+// the API server knows them (the admission policy admits no other name).
+func (c *Client) Approve(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+	approver, err := c.Whoami(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return c.move(ctx, name, map[string]string{porchv1alpha1.ApprovedByAnnotation: approver}, porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleProposed)
+}
+
+// Whoami returns the user name the API server authenticates this client
+// as (a SelfSubjectReview).
+func (c *Client) Whoami(ctx context.Context) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Client.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // Reject sends a Proposed revision back to Draft, or a DeletionProposed
@@ -309,32 +326,44 @@ func (c *Client) poll() time.Duration {
 	return 250 * time.Millisecond
 }
 
+// conflictBackoff paces the retries of a write that lost a race with
+// another writer of the same object (the controllers write a draft's
+// status as they act on it).
+var conflictBackoff = wait.Backoff{Steps: 12, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 2 * time.Second}
+
 // SetCondition sets a package condition on a revision (written into a
 // draft's Kptfile by the controller).
 func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alpha1.Condition) (*porchv1alpha1.PackageRevision, error) {
 	if cond.Type == configv1alpha1.ReadyCondition {
 		return nil, errors.New("Ready is set by the controller; choose another condition type")
 	}
-	pr, err := c.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	before := pr.DeepCopy()
-	now := metav1.Now()
-	cond.LastTransitionTime = &now
-	found := false
-	for i := range pr.Status.Conditions {
-		if pr.Status.Conditions[i].Type == cond.Type {
-			if pr.Status.Conditions[i].Status == cond.Status {
-				cond.LastTransitionTime = pr.Status.Conditions[i].LastTransitionTime
-			}
-			pr.Status.Conditions[i], found = cond, true
+	var pr *porchv1alpha1.PackageRevision
+	// Checked against the object as read, and retried with a fresh read
+	// when another writer got in between: no one's condition is dropped.
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
+		var err error
+		if pr, err = c.Get(ctx, name); err != nil {
+			return err
 		}
-	}
-	if !found {
-		pr.Status.Conditions = append(pr.Status.Conditions, cond)
-	}
-	if err := c.Client.Status().Patch(ctx, pr, client.MergeFrom(before)); err != nil {
+		before := pr.DeepCopy()
+		now := metav1.Now()
+		set := cond
+		set.LastTransitionTime = &now
+		found := false
+		for i := range pr.Status.Conditions {
+			if pr.Status.Conditions[i].Type == set.Type {
+				if pr.Status.Conditions[i].Status == set.Status {
+					set.LastTransitionTime = pr.Status.Conditions[i].LastTransitionTime
+				}
+				pr.Status.Conditions[i], found = set, true
+			}
+		}
+		if !found {
+			pr.Status.Conditions = append(pr.Status.Conditions, set)
+		}
+		return c.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return pr, nil

@@ -871,3 +871,27 @@ func (r *Repository) ReadFile(ctx context.Context, rev Revision, name string) ([
 	}
 	return []byte(s), nil
 }
+
+// Log describes the commits reachable from to but not from from (first
+// parents only, newest first, at most n): "<short hash> <author>: <subject>".
+// It says what was committed on a branch since a writer read it.
+func (r *Repository) Log(ctx context.Context, from, to string, n int) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stop := plumbing.NewHash(from)
+	var out []string
+	h := plumbing.NewHash(to)
+	for len(out) < n && !h.IsZero() && h != stop {
+		c, err := object.GetCommit(r.storer, h)
+		if err != nil {
+			return out, fmt.Errorf("reading commit %s: %w", short(h.String()), err)
+		}
+		subject, _, _ := strings.Cut(c.Message, "\n")
+		out = append(out, fmt.Sprintf("%s %s: %s", short(h.String()), c.Author.Name, subject))
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return out, nil
+}

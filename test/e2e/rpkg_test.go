@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,7 +48,9 @@ func TestRpkg(t *testing.T) {
 	out, err = scion(ns, "rpkg", "approve", "catalog.base.v1")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("catalog.base.v1 is Published\n"))
-	g.Expect(gitserver.Git(t, catalog, "for-each-ref", "--format=%(taggername)", "refs/tags/base/v1")).To(Equal("tester"), "the kubeconfig user is the approver")
+	review := &authenticationv1.SelfSubjectReview{}
+	g.Expect(k8sClient.Create(context.Background(), review)).To(Succeed())
+	g.Expect(gitserver.Git(t, catalog, "for-each-ref", "--format=%(taggername)", "refs/tags/base/v1")).To(Equal(review.Status.UserInfo.Username), "the authenticated user is the approver")
 
 	// Clone into the deployment repository, then edit it with pull and push.
 	out, err = scion(ns, "rpkg", "clone", "catalog.base.v1", "base", "--repository", "cluster-01", "--workspace", "ws")
@@ -57,6 +60,14 @@ func TestRpkg(t *testing.T) {
 	out, err = scion(ns, "rpkg", "pull", "cluster-01.base.ws", dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(HavePrefix("pulled cluster-01.base.ws (commit "))
+	// Someone else pulls too, and pushes first.
+	other := filepath.Join(t.TempDir(), "other")
+	_, err = scion(ns, "rpkg", "pull", "cluster-01.base.ws", other)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(other, "notes.md"), []byte("# notes\n"), 0o644)).To(Succeed())
+	_, err = scion(ns, "rpkg", "push", "cluster-01.base.ws", other)
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs := gitserver.Git(t, cluster, "rev-parse", "drafts/base/ws")
 	kf, err := os.ReadFile(filepath.Join(dir, "Kptfile"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(kf)).To(ContainSubstring("ref: base/v1"))
@@ -64,9 +75,26 @@ func TestRpkg(t *testing.T) {
 	g.Expect(edited).NotTo(Equal(string(kf)))
 	g.Expect(os.WriteFile(filepath.Join(dir, "Kptfile"), []byte(edited), 0o644)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\ndata:\n  owner: cluster-01\n"), 0o644)).To(Succeed())
+	// The first pull's push would overwrite their commit: refused, and
+	// nothing is lost.
+	_, err = scion(ns, "rpkg", "push", "cluster-01.base.ws", dir)
+	g.Expect(err).To(MatchError(MatchRegexp(`cluster-01.base.ws changed since .*/base was pulled \(pulled [0-9a-f]{12}, now ` + theirs[:12] + `: ` + theirs[:12] + ` .*: Push other\); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there`)))
+	g.Expect(gitserver.Git(t, cluster, "rev-parse", "drafts/base/ws")).To(Equal(theirs))
+	// Merged the way the message says: pull anew, redo the edits, push.
+	merged := filepath.Join(t.TempDir(), "merged")
+	_, err = scion(ns, "rpkg", "pull", "cluster-01.base.ws", merged)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range []string{"Kptfile", "cm.yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.WriteFile(filepath.Join(merged, f), data, 0o644)).To(Succeed())
+	}
+	dir = merged
 	out, err = scion(ns, "rpkg", "push", "cluster-01.base.ws", dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	pushed := gitserver.Git(t, cluster, "rev-parse", "drafts/base/ws")
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws:base/notes.md")).To(Equal("# notes"), "their commit is kept")
+	g.Expect(gitserver.Git(t, cluster, "ls-tree", "--name-only", "drafts/base/ws", "base/")).NotTo(ContainSubstring(".scion-pulled"))
 	g.Expect(out).To(ContainSubstring("(commit " + pushed[:12] + ")"))
 	g.Eventually(func(g Gomega) {
 		pr := &porchv1alpha1.PackageRevision{}

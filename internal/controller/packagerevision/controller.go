@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,10 +35,12 @@ type Options struct {
 // Reconciler reconciles PackageRevisions.
 type Reconciler struct {
 	client.Client
-	Cache    *repocache.Cache
-	Service  *pkgservice.Service
-	Recorder recorder.EventRecorder
-	Options  Options
+	// APIReader re-reads an object after a conflicting status write.
+	APIReader client.Reader
+	Cache     *repocache.Cache
+	Service   *pkgservice.Service
+	Recorder  recorder.EventRecorder
+	Options   Options
 }
 
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
@@ -205,23 +208,33 @@ func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision
 }
 
 // setReady writes the Ready condition of an object git does not show yet
-// (or cannot show now).
+// (or cannot show now). The write is checked against the object as read
+// and retried on a conflict, so no other writer's condition is dropped.
 func (r *Reconciler) setReady(ctx context.Context, pr *porchv1alpha1.PackageRevision, status, reason, message string) error {
-	before := pr.DeepCopy()
 	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: pr.Generation}
-	found := false
-	for i := range pr.Status.Conditions {
-		if pr.Status.Conditions[i].Type == c.Type {
-			if pr.Status.Conditions[i] == c {
-				return nil
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		before := pr.DeepCopy()
+		found := false
+		for i := range pr.Status.Conditions {
+			if pr.Status.Conditions[i].Type == c.Type {
+				if pr.Status.Conditions[i] == c {
+					return nil
+				}
+				pr.Status.Conditions[i], found = c, true
 			}
-			pr.Status.Conditions[i], found = c, true
 		}
-	}
-	if !found {
-		pr.Status.Conditions = append(pr.Status.Conditions, c)
-	}
-	return client.IgnoreNotFound(r.Status().Patch(ctx, pr, client.MergeFrom(before)))
+		if !found {
+			pr.Status.Conditions = append(pr.Status.Conditions, c)
+		}
+		err := r.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pr), pr); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	return client.IgnoreNotFound(err)
 }
 
 // reconcileDelete removes the revision from git, then the finalizer.

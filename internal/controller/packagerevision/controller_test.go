@@ -17,6 +17,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -371,16 +372,86 @@ func TestPackageRevision_createdNotShown(t *testing.T) {
 // requestSync asks the Repository controller to sync now.
 func requestSync(t *testing.T, ns, name string) {
 	t.Helper()
+	if err := askSync(ns, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func askSync(ns, name string) error {
 	repo := &configv1alpha1.Repository{}
 	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	patch := client.MergeFrom(repo.DeepCopy())
 	if repo.Annotations == nil {
 		repo.Annotations = map[string]string{}
 	}
 	repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().String()
-	if err := k8sClient.Patch(context.Background(), repo, patch); err != nil {
-		t.Fatal(err)
+	return k8sClient.Patch(context.Background(), repo, patch)
+}
+
+// Three writers set a draft's conditions at once (people through rpkg,
+// the Repository sync showing git, the PackageRevision controller writing
+// them to git and showing the result), many times: no condition is lost,
+// on the object or in git.
+func TestPackageRevision_concurrentConditionWriters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "catalog", false)
+	pr := newRevision(ns, "catalog", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+
+	people := &rpkg.Client{Client: k8sClient, Namespace: ns}
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 2 {
+				_, err := people.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: fmt.Sprintf("example.com/check-%02d", i), Status: "True", Reason: "Passed"})
+				errs <- err
+			}
+		}()
 	}
+	// The sync runs again and again meanwhile.
+	stop := make(chan struct{})
+	syncs := make(chan struct{})
+	go func() {
+		defer close(syncs)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				_ = askSync(ns, "catalog")
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-syncs
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	want := make([]any, n)
+	for i := range n {
+		want[i] = And(HaveField("Type", fmt.Sprintf("example.com/check-%02d", i)), HaveField("Status", BeEquivalentTo("True")))
+	}
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.Status.Conditions).To(ContainElements(want...), "every condition is on the object")
+		kf := gitserver.Git(t, bare, "show", "drafts/app/ws:app/Kptfile")
+		for i := range n {
+			g.Expect(kf).To(ContainSubstring(fmt.Sprintf("type: example.com/check-%02d", i)), "and in git")
+		}
+	}, timeout, interval).Should(Succeed())
+	requestSync(t, ns, "catalog")
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, pr).Status.Conditions).To(ContainElements(want...))
+	}, 2*time.Second, interval).Should(Succeed(), "and stays there after a sync")
 }

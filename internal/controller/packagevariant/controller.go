@@ -400,6 +400,12 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		target = &written
 		r.Recorder.Eventf(pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
 	}
+	if target == proposal {
+		// A proposal's object is the approver's and the PackageRevision
+		// controller's: the variant leaves it alone, status included.
+		s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(base)}}
+		return ctrl.Result{}, nil
+	}
 	cur, err := r.currentObject(ctx, pv.Namespace, pv.Spec.Downstream.Repo, target.Package, target.Workspace)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/scion-dev/scion/config/crd"
+	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/internal/scheme"
 )
 
@@ -38,7 +39,7 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
 // bin/k8s of this module (built by `make control-plane`), and installs the
-// CRDs (config/crd).
+// CRDs (config/crd) and the lifecycle policies (config/policy).
 func Start() (*Env, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -69,6 +70,11 @@ func Start() (*Env, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	// The lifecycle policies, as config/default installs them.
+	if err := policy.Install(context.Background(), c); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}

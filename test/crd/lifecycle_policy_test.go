@@ -1,0 +1,133 @@
+package crd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+)
+
+// installUserRoles creates the viewer, editor and approver ClusterRoles
+// config/rbac ships.
+func installUserRoles(t *testing.T) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "config", "rbac", "user_roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		role := &rbacv1.ClusterRole{}
+		if err := dec.Decode(role); err != nil {
+			break
+		}
+		if err := k8sClient.Create(context.Background(), role); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// as returns a client that impersonates user, bound to role in ns.
+func as(t *testing.T, ns, user, role string) client.Client {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	if err := k8sClient.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func revision(ns, ws string, lc porchv1alpha1.Lifecycle) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "r.app." + ws, Namespace: ns},
+		Spec:       porchv1alpha1.PackageRevisionSpec{PackageName: "app", Repository: "r", WorkspaceName: ws, Lifecycle: lc},
+	}
+}
+
+// move sets a revision's lifecycle (and approver annotation) as c's user.
+func move(c client.Client, pr *porchv1alpha1.PackageRevision, lc porchv1alpha1.Lifecycle, approvedBy string) error {
+	cur := &porchv1alpha1.PackageRevision{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pr), cur); err != nil {
+		return err
+	}
+	cur.Spec.Lifecycle = lc
+	if approvedBy != "" {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[porchv1alpha1.ApprovedByAnnotation] = approvedBy
+	}
+	return c.Update(context.Background(), cur)
+}
+
+// TestLifecyclePolicy: the API server, not the CLI, enforces the
+// lifecycle: moves go in order, approving needs its own permission and
+// records the user who approved, a Published revision is not deleted.
+// Users are impersonated with the roles config/rbac ships.
+func TestLifecyclePolicy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	installUserRoles(t)
+	alice := as(t, ns, "alice", "scion-editor")
+	bob := as(t, ns, "bob", "scion-approver")
+	viewer := as(t, ns, "victor", "scion-viewer")
+
+	draft := revision(ns, "draft", porchv1alpha1.LifecycleDraft)
+	g.Expect(alice.Create(ctx, draft)).To(Succeed(), "editors create drafts")
+	g.Expect(viewer.Create(ctx, revision(ns, "nope", porchv1alpha1.LifecycleDraft))).NotTo(Succeed(), "viewers do not")
+
+	// Skipping Proposed is refused (the policy may take a moment to load).
+	g.Eventually(func() error { return move(alice, draft, porchv1alpha1.LifecyclePublished, "alice") }, 30*time.Second, 200*time.Millisecond).
+		Should(MatchError(ContainSubstring("spec.lifecycle: a Draft revision cannot become Published (Draft -> Proposed -> Published -> DeletionProposed")))
+	g.Expect(move(alice, draft, porchv1alpha1.LifecycleProposed, "")).To(Succeed(), "editors propose")
+
+	// An editor cannot approve, even naming herself.
+	err := move(alice, draft, porchv1alpha1.LifecyclePublished, "alice")
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.lifecycle: alice may not approve PackageRevision " + draft.Name + ": approving needs update on packagerevisions/approval (the scion-approver role)")))
+	// An approver cannot record someone else as the approver.
+	g.Expect(move(bob, draft, porchv1alpha1.LifecyclePublished, "mallory")).To(MatchError(ContainSubstring(
+		"metadata.annotations[porch.kpt.dev/approved-by]: the approver recorded must be the user approving (bob); scion rpkg approve sets it")))
+	g.Expect(move(bob, draft, porchv1alpha1.LifecyclePublished, "")).To(MatchError(ContainSubstring("the approver recorded must be the user approving (bob)")))
+	g.Expect(move(bob, draft, porchv1alpha1.LifecyclePublished, "bob")).To(Succeed(), "the approver approves as himself")
+
+	// A Published revision is not deleted directly, by anyone.
+	published := revision(ns, "published", porchv1alpha1.LifecyclePublished)
+	g.Expect(k8sClient.Create(ctx, published)).To(Succeed())
+	for _, c := range []client.Client{alice, bob} {
+		err := c.Delete(ctx, published)
+		g.Expect(err).To(MatchError(ContainSubstring("PackageRevision " + published.Name + " is Published and is not deleted directly: propose its deletion first (scion rpkg propose-delete " + published.Name + "), then approve it (scion rpkg delete " + published.Name + ")")))
+	}
+	g.Expect(move(alice, published, porchv1alpha1.LifecycleDraft, "")).To(MatchError(ContainSubstring("a Published revision can only move to DeletionProposed")))
+	// Proposing deletion is an edit; approving it is an approval.
+	g.Expect(move(alice, published, porchv1alpha1.LifecycleDeletionProposed, "")).To(Succeed())
+	err = alice.Delete(ctx, published)
+	g.Expect(err).To(MatchError(ContainSubstring("alice may not approve the deletion of PackageRevision " + published.Name)))
+	g.Expect(bob.Delete(ctx, published)).To(Succeed())
+
+	// Drafts and proposals are deleted by editors.
+	other := revision(ns, "other", porchv1alpha1.LifecycleDraft)
+	g.Expect(alice.Create(ctx, other)).To(Succeed())
+	g.Expect(alice.Delete(ctx, other)).To(Succeed())
+}
