@@ -111,9 +111,12 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	// resourceVersion the patch is conditional on). The other order would
 	// let a revision someone moved in git and showed meanwhile be shown
 	// back in its old lifecycle, undoing their move.
+	// Every object of the namespace, not only those labelled with the
+	// repository: an object a user created is labelled once shown, and
+	// one whose first write went to git but was never shown must be found
+	// here, not duplicated.
 	existing := &porchv1alpha1.PackageRevisionList{}
-	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace),
-		client.MatchingLabels{porchv1alpha1.RepositoryLabel: LabelValue(repoObj.Name)}); err != nil {
+	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace)); err != nil {
 		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
 	}
 	start := time.Now()

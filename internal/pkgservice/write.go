@@ -157,6 +157,11 @@ func CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.
 	if err == nil || !errors.Is(err, store.ErrConflict) {
 		return rev, err
 	}
+	// The workspace is taken in git: perhaps by this very write, whose
+	// answer was lost (the mirror does not know yet). Look again.
+	if ferr := repo.Fetch(ctx); ferr != nil {
+		return store.Revision{}, errors.Join(err, ferr)
+	}
 	existing, getErr := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if getErr == nil && existing.Trailers[TrailerObjectUID] == string(pr.UID) {
 		return existing, nil
@@ -181,6 +186,10 @@ func UnmetGates(gates []kptfilev1.ReadinessGate, conditions []porchv1alpha1.Cond
 	sort.Strings(unmet)
 	return unmet
 }
+
+// ConditionsSubject begins the subject of the commits that write a
+// revision's conditions and readiness gates into its Kptfile.
+const ConditionsSubject = "Set conditions and readiness gates"
 
 // MirrorToKptfile writes the readiness gates and conditions set on the
 // object of a draft or a proposal into its Kptfile, so git keeps them (and
@@ -230,7 +239,7 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 	}
 	return repo.WriteDraft(ctx, store.DraftWrite{
 		Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit, Contents: p,
-		Message:  "Set conditions and readiness gates: " + strings.Join(changed, ", "),
+		Message:  ConditionsSubject + ": " + strings.Join(changed, ", "),
 		Proposed: rev.Lifecycle == porchv1alpha1.LifecycleProposed,
 	})
 }

@@ -200,9 +200,17 @@ var ErrChangedSincePull = errors.New("the draft changed since it was pulled")
 // changedSincePull says what was committed on the draft since the pull,
 // and how to merge.
 func (c *Client) changedSincePull(ctx context.Context, st *store.Repository, name, dir, pulledCommit string, now store.Revision) error {
+	var since []string
+	history, _ := st.DraftHistory(ctx, now)
+	for _, c := range history {
+		if c.Hash == pulledCommit || len(since) == 5 {
+			break
+		}
+		since = append(since, c.String())
+	}
 	what := ""
-	if commits, err := st.Log(ctx, pulledCommit, now.Commit, 5); err == nil && len(commits) > 0 {
-		what = ": " + strings.Join(commits, "; ")
+	if len(since) > 0 {
+		what = ": " + strings.Join(since, "; ")
 	}
 	return fmt.Errorf("%s changed since %s was pulled (pulled %.12s, now %.12s%s); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there: %w",
 		name, dir, pulledCommit, now.Commit, what, ErrChangedSincePull)

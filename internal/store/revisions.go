@@ -99,7 +99,7 @@ func (r *Repository) listLocked(only string) ([]Revision, error) {
 			if !ok || (only != "" && p != only) {
 				return nil
 			}
-			meta, err := r.metaFor(ref.Hash())
+			meta, err := r.draftMetaFor(ref.Hash(), p, ws)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
@@ -196,6 +196,57 @@ func (r *Repository) metaFor(h plumbing.Hash) (revisionMeta, error) {
 	}
 	r.meta[h] = m
 	return m, nil
+}
+
+// inheritDepth bounds how far back a draft's history is read for the
+// trailers of its last commit written through Scion.
+const inheritDepth = 100
+
+// draftMetaFor is metaFor of a draft's or proposal's head, whose trailers
+// (the object and the variant the draft belongs to) are those of the last
+// commit on the branch written through Scion: a commit someone pushed with
+// plain git carries no trailers, and must not take the draft away from
+// its owner. Only trailers of this draft (package p, workspace ws) count.
+func (r *Repository) draftMetaFor(h plumbing.Hash, p, ws string) (revisionMeta, error) {
+	key := draftKey{h, p, ws}
+	if m, ok := r.draftMeta[key]; ok {
+		return m, nil
+	}
+	m, err := r.metaFor(h)
+	if err != nil {
+		return revisionMeta{}, err
+	}
+	if _, ok := m.trailers[TrailerPackage]; !ok {
+		c := m.commit
+		for range inheritDepth {
+			commit, err := object.GetCommit(r.storer, c)
+			if err != nil || len(commit.ParentHashes) == 0 {
+				break
+			}
+			c = commit.ParentHashes[0]
+			parent, err := object.GetCommit(r.storer, c)
+			if err != nil {
+				break
+			}
+			if t := parseTrailers(parent.Message); t[TrailerPackage] != "" {
+				if t[TrailerPackage] == p && t[TrailerWorkspace] == ws {
+					m.trailers = t
+				}
+				break
+			}
+		}
+	}
+	if r.draftMeta == nil {
+		r.draftMeta = map[draftKey]revisionMeta{}
+	}
+	r.draftMeta[key] = m
+	return m, nil
+}
+
+// draftKey identifies a draft head: its commit, package and workspace.
+type draftKey struct {
+	commit  plumbing.Hash
+	pkg, ws string
 }
 
 func formatPerson(s object.Signature) string {
@@ -872,22 +923,39 @@ func (r *Repository) ReadFile(ctx context.Context, rev Revision, name string) ([
 	return []byte(s), nil
 }
 
-// Log describes the commits reachable from to but not from from (first
-// parents only, newest first, at most n): "<short hash> <author>: <subject>".
-// It says what was committed on a branch since a writer read it.
-func (r *Repository) Log(ctx context.Context, from, to string, n int) ([]string, error) {
+// Commit describes one commit of a draft's history.
+type Commit struct {
+	Hash     string
+	Author   string
+	Subject  string
+	Trailers Trailers
+}
+
+// String is "<short hash> <author>: <subject>".
+func (c Commit) String() string { return short(c.Hash) + " " + c.Author + ": " + c.Subject }
+
+// DraftHistory returns the commits of a draft or proposal since it forked
+// from the branch, newest first (first parents, at most inheritDepth).
+func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	stop := plumbing.NewHash(from)
-	var out []string
-	h := plumbing.NewHash(to)
-	for len(out) < n && !h.IsZero() && h != stop {
+	onBranch := map[plumbing.Hash]bool{}
+	for h, i := r.ref(r.branchRef()), 0; !h.IsZero() && i < 10*inheritDepth; i++ {
+		onBranch[h] = true
+		c, err := object.GetCommit(r.storer, h)
+		if err != nil || len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	var out []Commit
+	for h := plumbing.NewHash(rev.Commit); !h.IsZero() && !onBranch[h] && len(out) < inheritDepth; {
 		c, err := object.GetCommit(r.storer, h)
 		if err != nil {
 			return out, fmt.Errorf("reading commit %s: %w", short(h.String()), err)
 		}
 		subject, _, _ := strings.Cut(c.Message, "\n")
-		out = append(out, fmt.Sprintf("%s %s: %s", short(h.String()), c.Author.Name, subject))
+		out = append(out, Commit{Hash: h.String(), Author: c.Author.Name, Subject: subject, Trailers: parseTrailers(c.Message)})
 		if len(c.ParentHashes) == 0 {
 			break
 		}

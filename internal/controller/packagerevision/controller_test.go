@@ -3,8 +3,11 @@ package packagerevision_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +19,10 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -454,4 +459,123 @@ func TestPackageRevision_concurrentConditionWriters(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, pr).Status.Conditions).To(ContainElements(want...))
 	}, 2*time.Second, interval).Should(Succeed(), "and stays there after a sync")
+}
+
+// The git server applies a draft's push but the answer is lost: the retry
+// recognises its own write (by the object's UID trailer), and there is
+// exactly one object for the revision, never an Invalid one.
+func TestPackageRevision_lostPushAnswer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	bare := gitserver.InitBare(t, root, "pkgs.git")
+	backend := gitserver.NewServer(t, root)
+	var dropped atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") && strings.Contains(gitserver.Git(t, bare, "for-each-ref", "refs/heads/main"), "main") && dropped.CompareAndSwap(false, true) {
+			// The server does the push; the answer never arrives.
+			backend.Config.Handler.ServeHTTP(httptest.NewRecorder(), r)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		backend.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "pkgs", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: proxy.URL + "/pkgs.git", CreateBranch: true}}}
+	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	g.Eventually(func() string { return gitserver.Git(t, bare, "for-each-ref", "refs/heads/main") }, timeout, interval).ShouldNot(BeEmpty())
+
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-first", Namespace: ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: "hello", Repository: "pkgs", WorkspaceName: "ws1",
+			Tasks: []porchv1alpha1.Task{initTask()}},
+	}
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"), ready(got).Message)
+		g.Expect(got.Status.Commit).To(Equal(gitserver.Git(t, bare, "rev-parse", "drafts/hello/ws1")))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(dropped.Load()).To(BeTrue(), "an answer was lost")
+	requestSync(t, ns, "pkgs")
+	g.Consistently(func(g Gomega) {
+		list := &porchv1alpha1.PackageRevisionList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1), "one object for the revision")
+		g.Expect(list.Items[0].Name).To(Equal("hello-first"))
+	}, 3*time.Second, interval).Should(Succeed())
+	g.Expect(strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/"))).To(Equal([]string{"refs/heads/drafts/hello/ws1"}))
+}
+
+// A controller stopped between a git write and the matching object update
+// (propose, publish, delete) leaves git ahead of the objects. The objects
+// are made to say so before their Repository is registered, so that no
+// controller acts until then; once it does, each converges from what git
+// has, writing nothing twice.
+func TestPackageRevision_crashBetweenGitAndObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := gitserver.InitBare(t, t.TempDir(), "crash.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	contents := pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")})
+
+	// Three objects, each created (and so recorded in its draft's commit)
+	// before git moves on without them.
+	objects := map[string]*porchv1alpha1.PackageRevision{}
+	for _, ws := range []string{"proposed", "published", "deleted"} {
+		pr := newRevision(ns, "crash", "app", ws, initTask())
+		pr.Finalizers = []string{porchv1alpha1.PackageRevisionFinalizer}
+		g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+		d, err := pkgservice.CreateDraft(ctx, st, get(g, pr), contents, "Create app")
+		g.Expect(err).NotTo(HaveOccurred())
+		objects[ws] = get(g, pr)
+		switch ws {
+		case "proposed": // proposed in git; the object's spec asks for it
+			_, err = st.Propose(ctx, "app", ws, d.Commit)
+			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecycleProposed)
+		case "published": // published in git; the object's spec asks for it
+			_, err = st.Propose(ctx, "app", ws, d.Commit)
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = st.Publish(ctx, "app", ws, "", "approver")
+			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecycleProposed)
+			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecyclePublished)
+		case "deleted": // gone from git; the object is being deleted
+			err = st.Delete(ctx, d)
+			g.Expect(k8sClient.Delete(ctx, objects[ws])).To(Succeed())
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	refs := gitserver.Git(t, bare, "for-each-ref", "--format=%(refname) %(objectname)")
+
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		p := get(g, objects["proposed"])
+		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(p.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, "Proposed"))
+		pub := get(g, objects["published"])
+		g.Expect(pub.Status.ObservedGeneration).To(Equal(pub.Generation))
+		g.Expect(pub.Spec.Revision).To(Equal(1))
+		g.Expect(ready(pub).Status).To(BeEquivalentTo("True"))
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(objects["deleted"]), &porchv1alpha1.PackageRevision{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the deleted revision's object goes")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname) %(objectname)")).To(Equal(refs), "git is left as it was: nothing written twice")
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(2), "one object per revision")
+}
+
+func setLifecycleTo(g Gomega, pr *porchv1alpha1.PackageRevision, lc porchv1alpha1.Lifecycle) {
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = lc
+	g.Expect(k8sClient.Patch(context.Background(), cur, patch)).To(Succeed())
 }

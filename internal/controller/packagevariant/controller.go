@@ -492,7 +492,7 @@ func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *config
 	trailers := store.Trailers{configv1alpha1.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, configv1alpha1.TrailerPackageVariantUID: string(pv.UID)}
 	if draft != nil {
 		return st.WriteDraft(ctx, store.DraftWrite{Package: draft.Package, Workspace: draft.Workspace, Expected: draft.Commit, Contents: p,
-			Message: "Update from PackageVariant " + pv.Name, Trailers: trailers})
+			Message: updateSubject + pv.Name, Trailers: trailers})
 	}
 	used := map[string]bool{}
 	for _, rev := range revs {
@@ -509,7 +509,7 @@ func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *config
 	// by another replica) nor one to adopt. Otherwise the write fails with
 	// a conflict, the mirror is fetched, and the retry decides again.
 	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
-		Message: "Create from PackageVariant " + pv.Name, Trailers: trailers, CheckRemote: true})
+		Message: createSubject + pv.Name, Trailers: trailers, CheckRemote: true})
 }
 
 func (r *Reconciler) currentObject(ctx context.Context, ns, repo, pkgPath, ws string) (*porchv1alpha1.PackageRevision, error) {
@@ -580,9 +580,24 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 		if !metav1.IsControlledBy(pr, pv) {
 			continue
 		}
+		orphan := pv.Spec.DeletionPolicy == configv1alpha1.DeletionPolicyOrphan
+		if !orphan && (pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed || pr.Spec.Lifecycle == "") {
+			others, err := r.othersCommits(ctx, pv, pr)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if len(others) > 0 {
+				// Someone else's work: kept, and no longer the variant's.
+				orphan = true
+				r.Recorder.Eventf(pv, pr, "Warning", "DraftKept", "Delete",
+					"%s is kept, no longer the variant's: it has commits by others (%s); delete it with scion rpkg delete %s if it is not needed",
+					pr.Name, strings.Join(others, "; "), pr.Name)
+			}
+		}
 		patch := client.MergeFrom(pr.DeepCopy())
 		switch {
-		case pv.Spec.DeletionPolicy == configv1alpha1.DeletionPolicyOrphan:
+		case orphan:
 			var refs []metav1.OwnerReference
 			for _, ref := range pr.OwnerReferences {
 				if ref.UID != pv.UID {
@@ -619,6 +634,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 			} else if err != nil {
 				return err
 			}
+			if !metav1.IsControlledBy(cur, pv) {
+				continue // kept for someone else (orphaned above)
+			}
 			msg := cur.Name
 			for _, c := range cur.Status.Conditions {
 				if c.Type == configv1alpha1.ReadyCondition && c.Reason == porchv1alpha1.DeleteFailedReason {
@@ -640,6 +658,42 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 	patch := client.MergeFrom(pv.DeepCopy())
 	controllerutil.RemoveFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, pv, patch))
+}
+
+// Subjects of the commits the variant writes.
+const (
+	createSubject = "Create from PackageVariant "
+	updateSubject = "Update from PackageVariant "
+)
+
+// othersCommits lists the commits of a draft (or proposal) of the variant
+// that neither the variant nor the PackageRevision controller wrote: a
+// person's push, with scion rpkg push or plain git.
+func (r *Reconciler) othersCommits(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) ([]string, error) {
+	_, st, err := r.open(ctx, pv.Namespace, pr.Spec.Repository)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	history, err := st.DraftHistory(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range history {
+		ours := strings.HasPrefix(c.Subject, createSubject+pv.Name) || strings.HasPrefix(c.Subject, updateSubject+pv.Name) ||
+			strings.HasPrefix(c.Subject, pkgservice.ConditionsSubject)
+		if !ours {
+			out = append(out, c.String())
+		}
+	}
+	return out, nil
 }
 
 // errDraftsPending makes a deleting variant look again (with backoff)

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,13 +186,15 @@ func TestPackageVariant(t *testing.T) {
 	g.Expect(updated).To(ContainSubstring("namespace: tenant-a"))
 	g.Expect(drafts(t, cluster)).To(HaveLen(1), "still exactly one draft")
 
-	// Deleting the variant (policy delete) removes its draft from git.
+	// Deleting the variant (policy delete) keeps the draft, which holds
+	// someone else's edit (TestPackageVariant_deleteFailure deletes one
+	// that does not).
 	g.Expect(k8sClient.Delete(ctx, got)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-		g.Expect(drafts(t, cluster)).To(BeEmpty())
 	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(Equal([]string{ref}))
 }
 
 func TestPackageVariant_orphan(t *testing.T) {
@@ -549,4 +552,54 @@ func TestPackageVariant_proposedRevision(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 7"), "the person's edit is kept")
 	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/settings.yaml")).To(ContainSubstring("color: blue"), "the change that waited is written")
 	g.Expect(gitserver.Git(t, cluster, "show", "tenant-a/v1:tenant-a/settings.yaml")).To(ContainSubstring("color: green"), "the published revision is what was approved")
+}
+
+// A person's plain git commit on the variant's draft leaves the draft the
+// variant's (no second draft), the next update keeps the edit, and
+// deleting the variant keeps the draft, saying so.
+func TestPackageVariant_personsCommitOnDraft(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+
+	work := t.TempDir()
+	gitserver.Git(t, work, "clone", "-q", "-b", "drafts/tenant-a/packagevariant-1", cluster, "w")
+	w := work + "/w"
+	g.Expect(os.WriteFile(w+"/tenant-a/notes.md", []byte("# on call: alice\n"), 0o644)).To(Succeed())
+	gitserver.Git(t, w, "add", ".")
+	gitserver.Git(t, w, "commit", "-q", "-m", "Add on-call notes")
+	gitserver.Git(t, w, "push", "-q", "origin", "HEAD:drafts/tenant-a/packagevariant-1")
+
+	// The variant updates its draft (an injected object changed): same
+	// draft, the person's file kept.
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
+	cm.Data["color"] = "blue"
+	g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+	ref := "drafts/tenant-a/packagevariant-1"
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: blue"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(Equal([]string{ref}), "still one draft")
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/notes.md")).To(Equal("# on call: alice"))
+
+	// Deleting the variant keeps the person's work.
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(Equal([]string{ref}), "the draft with someone else's commit is kept")
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}, pr)).To(Succeed())
+	g.Expect(metav1.GetControllerOf(pr)).To(BeNil(), "no longer the variant's")
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "DraftKept"),
+			HaveField("Note", MatchRegexp(`cluster-01.tenant-a.packagevariant-1 is kept, no longer the variant's: it has commits by others \([0-9a-f]{12} test: Add on-call notes\)`)))))
+	}, timeout, interval).Should(Succeed())
 }
