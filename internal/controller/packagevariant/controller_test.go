@@ -505,8 +505,7 @@ func TestPackageVariant_proposedRevision(t *testing.T) {
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 	const name = "cluster-01.tenant-a.packagevariant-1"
 
 	// A person edits the draft, then proposes it.
@@ -562,8 +561,7 @@ func TestPackageVariant_personsCommitOnDraft(t *testing.T) {
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	createReady(t, pv)
 
 	work := t.TempDir()
 	gitserver.Git(t, work, "clone", "-q", "-b", "drafts/tenant-a/packagevariant-1", cluster, "w")
