@@ -154,6 +154,19 @@ func sameResource(a, b *yaml.RNode) bool {
 	return merge3.SameData(a.YNode(), b.YNode())
 }
 
+// Merge is the 3-way merge of two packages that both come from base:
+// local's changes and other's, resource by resource (Kptfiles and other
+// plain files as Update merges them). Unlike Update it records nothing
+// about upstreams: it brings a draft onto a revision of its own package
+// published since the draft forked.
+func Merge(local, base, other *pkg.Package) (*pkg.Package, []Change, error) {
+	out, changes, err := resourceMerge(local, base, other)
+	if err != nil {
+		return nil, nil, fmt.Errorf("merge: %w", err)
+	}
+	return out, changes, nil
+}
+
 func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change, error) {
 	l, o, u, err := readSides(local, origin, updated)
 	if err != nil {

@@ -963,3 +963,17 @@ func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, 
 	}
 	return out, nil
 }
+
+// Parent returns the first parent of a commit ("" for a root commit).
+func (r *Repository) Parent(ctx context.Context, commit string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := object.GetCommit(r.storer, plumbing.NewHash(commit))
+	if err != nil {
+		return "", fmt.Errorf("reading commit %s: %w", short(commit), err)
+	}
+	if len(c.ParentHashes) == 0 {
+		return "", nil
+	}
+	return c.ParentHashes[0].String(), nil
+}

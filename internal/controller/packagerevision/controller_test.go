@@ -579,3 +579,34 @@ func setLifecycleTo(g Gomega, pr *porchv1alpha1.PackageRevision, lc porchv1alpha
 	cur.Spec.Lifecycle = lc
 	g.Expect(k8sClient.Patch(context.Background(), cur, patch)).To(Succeed())
 }
+
+// A revision whose spec ran ahead of git (proposed, then approved, before
+// the controller acted, as a controller of an older version could leave
+// it) is moved in order, Draft to Proposed to Published; until then it
+// never claims what git does not have.
+func TestPackageRevision_specAheadOfGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := gitserver.InitBare(t, t.TempDir(), "ahead.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	pr := newRevision(ns, "ahead", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	_, err = pkgservice.CreateDraft(ctx, st, get(g, pr), pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")}), "Create app")
+	g.Expect(err).NotTo(HaveOccurred())
+	setLifecycleTo(g, pr, porchv1alpha1.LifecycleProposed)
+	setLifecycleTo(g, pr, porchv1alpha1.LifecyclePublished)
+	g.Expect(get(g, pr).Status.Conditions).NotTo(ContainElement(HaveField("Status", BeEquivalentTo("True"))), "nothing claims the move yet")
+
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "ahead", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Spec.Revision).To(Equal(1))
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"), ready(got).Message)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"), "git has what the object says")
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "refs/heads/drafts/", "refs/heads/proposed/")).To(BeEmpty())
+}

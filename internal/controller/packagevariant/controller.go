@@ -343,6 +343,11 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		if base, err = downStore.Read(ctx, *b); err != nil {
 			return ctrl.Result{}, err
 		}
+		if b == draft && published != nil {
+			if base, err = r.ontoPublished(ctx, downStore, pv, *draft, base, *published); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		in.Downstream = base
 		if lock := lockedCommit(base); lock != "" && lock != upRev.Commit {
 			if in.OldUpstream, err = upStore.Read(ctx, store.Revision{Package: upRev.Package, Commit: lock}); err != nil {
@@ -658,6 +663,42 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 	patch := client.MergeFrom(pv.DeepCopy())
 	controllerutil.RemoveFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, pv, patch))
+}
+
+// ontoPublished brings a draft onto the latest published revision of its
+// package when that revision is not the one the draft forked from
+// (someone published another revision meanwhile): the draft then keeps
+// what was published, and publishing it reverts nothing. It returns the
+// draft's contents, merged when needed.
+func (r *Reconciler) ontoPublished(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, error) {
+	history, err := st.DraftHistory(ctx, draft)
+	if err != nil || len(history) == 0 {
+		return contents, err
+	}
+	fork, err := st.Parent(ctx, history[len(history)-1].Hash)
+	if err != nil || fork == "" || fork == published.Commit {
+		return contents, err
+	}
+	forked, err := st.Read(ctx, store.Revision{Package: draft.Package, Commit: fork})
+	if errors.Is(err, store.ErrNotFound) {
+		return contents, nil // a new package when the draft was made: nothing to bring it onto
+	}
+	if err != nil {
+		return nil, err
+	}
+	latest, err := st.Read(ctx, published)
+	if err != nil {
+		return nil, err
+	}
+	if variant.SameContent(forked, latest) {
+		return contents, nil
+	}
+	merged, _, err := engine.Merge(contents, forked, latest)
+	if err != nil {
+		return nil, fmt.Errorf("bringing draft %s onto the published revision v%d: %w", draft.Workspace, published.Revision, err)
+	}
+	r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", draft.Package, draft.Workspace, published.Revision)
+	return merged, nil
 }
 
 // Subjects of the commits the variant writes.

@@ -601,3 +601,63 @@ func TestPackageVariant_personsCommitOnDraft(t *testing.T) {
 			HaveField("Note", MatchRegexp(`cluster-01.tenant-a.packagevariant-1 is kept, no longer the variant's: it has commits by others \([0-9a-f]{12} test: Add on-call notes\)`)))))
 	}, timeout, interval).Should(Succeed())
 }
+
+// A revision of the downstream package published while the variant has a
+// draft (someone's hotfix) is brought into the draft, so publishing the
+// draft reverts nothing.
+func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	createReady(t, pv)
+	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecycleProposed)
+	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecyclePublished)
+	g.Eventually(func() string { return gitserver.Git(t, cluster, "tag") }, timeout, interval).Should(Equal("tenant-a/v1"))
+
+	setColor := func(color string) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
+		cm.Data["color"] = color
+		g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+	}
+	setColor("blue")
+	next := "drafts/tenant-a/packagevariant-2"
+	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(ContainElement(next))
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/settings.yaml")).To(ContainSubstring("color: blue"))
+	}, timeout, interval).Should(Succeed())
+
+	// Someone publishes a hotfix of v1 meanwhile.
+	r, err := store.Open(ctx, store.Options{URL: "file://" + cluster, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	v1, err := r.Get(ctx, "tenant-a", "", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	hotfix, err := r.Read(ctx, v1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hotfix.SetFile("hotfix.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hotfix\n  namespace: tenant-a\ndata:\n  fixed: \"true\"\n"))).To(Succeed())
+	d, err := r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "hotfix", Contents: hotfix, Message: "hotfix", Author: "bob"})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Propose(ctx, "tenant-a", "hotfix", d.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Publish(ctx, "tenant-a", "hotfix", "", "bob")
+	g.Expect(err).NotTo(HaveOccurred())
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01"}, repo)).To(Succeed())
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Annotations = map[string]string{configv1alpha1.SyncRequestedAnnotation: "hotfix"} // as scion rpkg does after a git write
+	g.Expect(k8sClient.Patch(ctx, repo, patch)).To(Succeed())
+	g.Eventually(func() int {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01"}, repo)).To(Succeed())
+		return repo.Status.RevisionCount
+	}, timeout, interval).Should(Equal(3), "the controller has seen the hotfix")
+
+	// The variant's next write brings its draft onto the hotfix.
+	setColor("red")
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/settings.yaml")).To(ContainSubstring("color: red"))
+		g.Expect(gitserver.Git(t, cluster, "ls-tree", "--name-only", next, "tenant-a/")).To(ContainSubstring("tenant-a/hotfix.yaml"), "the hotfix is in the draft")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/hotfix.yaml")).To(ContainSubstring(`fixed: "true"`))
+	g.Expect(drafts(t, cluster)).To(Equal([]string{next}), "one draft")
+}
