@@ -274,12 +274,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: pvs, Upstream: upstream, Source: r.source})
 	if err != nil {
-		reason := configv1alpha2.UnexpectedErrorReason
-		switch {
-		case meta.IsNoMatchError(err):
-			reason = configv1alpha2.NoMatchingTargetsReason
-		case errors.Is(err, kindwatch.ErrNotAllowed):
-			reason = configv1alpha2.KindNotAllowedReason
+		reason, stalled := expandFailure(err)
+		if !stalled {
+			return ctrl.Result{}, err // the cluster could not be read: backoff
 		}
 		s.stall(reason, err.Error())
 		if reason == configv1alpha2.NoMatchingTargetsReason {
@@ -292,6 +289,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.Recorder.Eventf(pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
 	}
 	return ctrl.Result{}, r.ensure(ctx, s, expanded.Variants)
+}
+
+// expandFailure classifies an expansion error: the set stalls (with a
+// reason) when its author must change something; reading the cluster
+// failed otherwise, which is retried.
+func expandFailure(err error) (reason string, stalled bool) {
+	switch {
+	case meta.IsNoMatchError(err):
+		return configv1alpha2.NoMatchingTargetsReason, true
+	case errors.Is(err, kindwatch.ErrNotAllowed):
+		return configv1alpha2.KindNotAllowedReason, true
+	case errors.Is(err, errReadingCluster):
+		return "", false
+	default:
+		return configv1alpha2.UnexpectedErrorReason, true
+	}
 }
 
 func (s *scope) stall(reason, msg string) {

@@ -2,6 +2,7 @@ package packagevariantset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,7 @@ func (s *clusterSource) Repository(ctx context.Context, namespace, name string) 
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, readError(err)
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}, ObjectMeta: repo.ObjectMeta}, nil
 }
@@ -46,7 +47,7 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 	if gvk == variantset.RepositoryGVK {
 		list := &configv1alpha1.RepositoryList{}
 		if err := s.client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-			return nil, err
+			return nil, readError(err)
 		}
 		out := make([]metav1.PartialObjectMetadata, 0, len(list.Items))
 		for _, r := range list.Items {
@@ -58,15 +59,18 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 		return nil, err
 	}
 	mapping, err := s.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
+	if meta.IsNoMatchError(err) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, readError(err)
 	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return nil, fmt.Errorf("%s is cluster-scoped: only objects of the set's namespace are selected", gvk.Kind)
 	}
 	objects, err := s.kinds.Caches.For(ctx, namespace)
 	if err != nil {
-		return nil, err
+		return nil, readError(err)
 	}
 	// The list's kind is the item kind: the namespaced cache maps the
 	// list's kind as it is, and the informer drops a "List" suffix only
@@ -74,12 +78,12 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk)
 	if err := objects.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, err
+		return nil, readError(err)
 	}
 	// The kind exists: watch it, so its objects' changes reach the sets
 	// selecting it.
 	if err := s.watchKind(ctx, gvk, namespace); err != nil {
-		return nil, err
+		return nil, readError(err)
 	}
 	return variantset.SortByName(list.Items), nil
 }
@@ -93,6 +97,20 @@ func (s *clusterSource) watchKind(ctx context.Context, gvk schema.GroupVersionKi
 		return setsFor(ctx, s.client, o.GetNamespace(), KindIndex, kindKey(gvk))
 	}))
 }
+
+// errReadingCluster is matched by errors reading the cluster during an
+// expansion: nothing the set's author can fix, retried with backoff.
+var errReadingCluster = errors.New("reading the cluster")
+
+// clusterReadError is an error of the API server or the cache; its text is
+// the cause's.
+type clusterReadError struct{ err error }
+
+func (e *clusterReadError) Error() string        { return e.err.Error() }
+func (e *clusterReadError) Unwrap() error        { return e.err }
+func (e *clusterReadError) Is(target error) bool { return target == errReadingCluster }
+
+func readError(err error) error { return &clusterReadError{err: err} }
 
 // setsFor lists the sets of namespace whose index holds one of values.
 func setsFor(ctx context.Context, c client.Client, namespace, index string, values ...string) []reconcile.Request {

@@ -1,14 +1,18 @@
 package packagevariantset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	"github.com/scion-dev/scion/internal/kindwatch"
 )
 
 func TestVariantsReadyCondition(t *testing.T) {
@@ -41,5 +45,27 @@ func TestVariantsReadyCondition(t *testing.T) {
 			c := variantsReadyCondition(tc.s, tc.err)
 			NewWithT(t).Expect(c).To(Equal(metav1.Condition{Type: configv1alpha2.VariantsReadyCondition, Status: tc.status, Reason: tc.reason, Message: tc.message}))
 		})
+	}
+}
+
+// An expansion stalls the set only for what its author must fix; failing
+// to read the cluster is retried.
+func TestExpandFailure(t *testing.T) {
+	g := NewWithT(t)
+	noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Team"}, SearchedVersions: []string{"v1"}}
+	for _, tc := range []struct {
+		err     error
+		reason  string
+		stalled bool
+	}{
+		{fmt.Errorf("spec.targets[0].objectSelector: listing Team.v1.example.com: %w", noMatch), configv1alpha2.NoMatchingTargetsReason, true},
+		{fmt.Errorf("spec.targets[0].objectSelector: listing Deployment.v1.apps: %w", &kindwatch.NotAllowedError{Message: "no"}), configv1alpha2.KindNotAllowedReason, true},
+		{fmt.Errorf("spec.targets[0].template.downstream.repoExpr: no such key: cluster"), configv1alpha2.UnexpectedErrorReason, true},
+		{fmt.Errorf("spec.targets[0].objectSelector: listing ConfigMap.v1: %w", readError(errors.New("the server is currently unable to handle the request"))), "", false},
+		{fmt.Errorf("spec.targets[0].template.downstream.repo: reading Repository \"r\": %w", readError(context.DeadlineExceeded)), "", false},
+	} {
+		reason, stalled := expandFailure(tc.err)
+		g.Expect(reason).To(Equal(tc.reason), tc.err.Error())
+		g.Expect(stalled).To(Equal(tc.stalled), tc.err.Error())
 	}
 }
