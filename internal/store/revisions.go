@@ -194,9 +194,16 @@ func (r *Repository) metaFor(h plumbing.Hash) (revisionMeta, error) {
 		m.publishedBy = formatPerson(tag.Tagger)
 		m.publishedAt = tag.Tagger.When.UTC()
 	}
+	if len(r.meta) >= maxCached {
+		clear(r.meta) // bounded: refilled from git as revisions are read
+	}
 	r.meta[h] = m
 	return m, nil
 }
+
+// maxCached bounds each cache of commit facts a Repository keeps (commits
+// never change, so a cache is only ever dropped, never invalidated).
+const maxCached = 20000
 
 // inheritDepth bounds how far back a draft's history is read for the
 // trailers of its last commit written through Scion.
@@ -236,8 +243,8 @@ func (r *Repository) draftMetaFor(h plumbing.Hash, p, ws string) (revisionMeta, 
 			}
 		}
 	}
-	if r.draftMeta == nil {
-		r.draftMeta = map[draftKey]revisionMeta{}
+	if r.draftMeta == nil || len(r.draftMeta) >= maxCached {
+		r.draftMeta = map[draftKey]revisionMeta{} // bounded, as meta
 	}
 	r.draftMeta[key] = m
 	return m, nil
