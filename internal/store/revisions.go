@@ -936,6 +936,8 @@ type Commit struct {
 	Author   string
 	Subject  string
 	Trailers Trailers
+	// When the commit was made.
+	When time.Time
 }
 
 // String is "<short hash> <author>: <subject>".
@@ -962,7 +964,7 @@ func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, 
 			return out, fmt.Errorf("reading commit %s: %w", short(h.String()), err)
 		}
 		subject, _, _ := strings.Cut(c.Message, "\n")
-		out = append(out, Commit{Hash: h.String(), Author: c.Author.Name, Subject: subject, Trailers: parseTrailers(c.Message)})
+		out = append(out, Commit{Hash: h.String(), Author: c.Author.Name, Subject: subject, Trailers: parseTrailers(c.Message), When: c.Committer.When})
 		if len(c.ParentHashes) == 0 {
 			break
 		}

@@ -29,6 +29,16 @@ const (
 	// ApprovedByAnnotation names who approved a revision; it is recorded
 	// as the publisher (status.publishedBy) when the revision is published.
 	ApprovedByAnnotation = "porch.kpt.dev/approved-by"
+	// AutoLifecycleAnnotation, "true" on a Draft, has Scion propose it as
+	// soon as its readiness gates are True, its PackageVariant (if any) is
+	// Ready, and it has not changed for AutoProposeSettleAnnotation.
+	AutoLifecycleAnnotation = "config.porch.kpt.dev/auto-lifecycle-mgmt"
+	// AutoProposeSettleAnnotation is how long (a Go duration, 0 by
+	// default) a Draft's content must stay unchanged before it is
+	// proposed automatically.
+	AutoProposeSettleAnnotation = "config.porch.kpt.dev/auto-propose-settle"
+	// ProposedByAnnotation records who proposed a revision automatically.
+	ProposedByAnnotation = "porch.kpt.dev/proposed-by"
 	// PackageRevisionFinalizer keeps a PackageRevision until its revision
 	// is removed from git.
 	PackageRevisionFinalizer = "porch.kpt.dev/packagerevision"

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +49,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
 
 // SetupWithManager registers the controller. PackageRevisions are
 // reconciled when their spec changes, when they are being deleted, and
@@ -67,8 +70,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// conditionsChanged reports a change of conditions other than Ready, or a
-// deletion starting.
+// conditionsChanged reports a change of conditions other than Ready, of
+// the auto-propose annotations, or a deletion starting.
 func conditionsChanged(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*porchv1alpha1.PackageRevision)
 	n, ok2 := e.ObjectNew.(*porchv1alpha1.PackageRevision)
@@ -77,6 +80,11 @@ func conditionsChanged(e event.UpdateEvent) bool {
 	}
 	if o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() {
 		return true
+	}
+	for _, a := range []string{porchv1alpha1.AutoLifecycleAnnotation, porchv1alpha1.AutoProposeSettleAnnotation} {
+		if o.Annotations[a] != n.Annotations[a] {
+			return true
+		}
 	}
 	return !reflect.DeepEqual(actorConditions(o), actorConditions(n))
 }
@@ -186,9 +194,61 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 	if moved.Lifecycle != before {
 		r.Recorder.Eventf(pr, nil, "Normal", string(moved.Lifecycle), "Lifecycle", "%s -> %s", before, moved.Lifecycle)
 	}
-	_, err = r.Service.Show(ctx, repoObj, repo, moved, pr, pkgservice.ShowOptions{Handled: true})
-	return ctrl.Result{}, err
+	if _, err = r.Service.Show(ctx, repoObj, repo, moved, pr, pkgservice.ShowOptions{Handled: true}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if moved.Lifecycle == porchv1alpha1.LifecycleDraft && pr.Annotations[porchv1alpha1.AutoLifecycleAnnotation] == "true" {
+		return r.autoPropose(ctx, pr, repo, moved)
+	}
+	return ctrl.Result{}, nil
 }
+
+// autoPropose proposes a draft annotated for it once pkgservice.AutoPropose
+// says so: the proposal is the object's spec, moved as a person would,
+// recorded in an annotation and an event.
+func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *store.Repository, rev store.Revision) (ctrl.Result, error) {
+	cur := &porchv1alpha1.PackageRevision{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pr), cur); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cur.Spec.Lifecycle != "" && cur.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
+		return ctrl.Result{}, nil // someone moved it meanwhile
+	}
+	history, err := repo.DraftHistory(ctx, rev)
+	if err != nil || len(history) == 0 {
+		return ctrl.Result{}, err
+	}
+	variant := pkgservice.VariantState{}
+	if ref := metav1.GetControllerOf(cur); ref != nil && ref.Kind == "PackageVariant" {
+		pv := &configv1alpha1.PackageVariant{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: cur.Namespace, Name: ref.Name}, pv); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		variant = pkgservice.VariantState{Name: pv.Name,
+			Ready: pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition)}
+	}
+	decision, err := pkgservice.AutoPropose(cur, history[0].When, variant, time.Now())
+	if err != nil {
+		return r.fail(ctx, cur, err)
+	}
+	if !decision.Propose {
+		return ctrl.Result{RequeueAfter: decision.After}, nil
+	}
+	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	cur.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations[porchv1alpha1.ProposedByAnnotation] = autoProposer
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.Recorder.Eventf(cur, nil, "Normal", "AutoProposed", "Propose", "proposed by %s: %s", autoProposer, decision.Why)
+	return ctrl.Result{}, nil
+}
+
+// autoProposer is who proposals made by auto-propose are recorded as.
+const autoProposer = "scion (config.porch.kpt.dev/auto-lifecycle-mgmt)"
 
 // showGrace is how long a new object git already has is left to the
 // writer that made it to show.

@@ -610,3 +610,39 @@ func TestPackageRevision_specAheadOfGit(t *testing.T) {
 	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"), "git has what the object says")
 	g.Expect(gitserver.Git(t, bare, "for-each-ref", "refs/heads/drafts/", "refs/heads/proposed/")).To(BeEmpty())
 }
+
+// A draft annotated for auto-propose is proposed once its readiness gates
+// are True, and not before; one without the annotation never is.
+func TestPackageRevision_autoPropose(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "catalog", false)
+	auto := newRevision(ns, "catalog", "app", "auto", initTask())
+	auto.Annotations = map[string]string{porchv1alpha1.AutoLifecycleAnnotation: "true"}
+	auto.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/ipam"}}
+	manual := newRevision(ns, "catalog", "app", "manual", initTask())
+	manual.Spec.ReadinessGates = auto.Spec.ReadinessGates
+	for _, pr := range []*porchv1alpha1.PackageRevision{auto, manual} {
+		g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+		g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	}
+	people := &rpkg.Client{Client: k8sClient, Namespace: ns}
+	_, err := people.SetCondition(ctx, manual.Name, porchv1alpha1.Condition{Type: "example.com/ipam", Status: "True", Reason: "Allocated"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, auto).Spec.Lifecycle).To(BeElementOf(porchv1alpha1.LifecycleDraft, porchv1alpha1.Lifecycle("")), "its gate is not met")
+		g.Expect(get(g, manual).Spec.Lifecycle).To(BeElementOf(porchv1alpha1.LifecycleDraft, porchv1alpha1.Lifecycle("")), "not annotated")
+	}, 3*time.Second, interval).Should(Succeed())
+
+	_, err = people.SetCondition(ctx, auto.Name, porchv1alpha1.Condition{Type: "example.com/ipam", Status: "True", Reason: "Allocated"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		got := get(g, auto)
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(porchv1alpha1.ProposedByAnnotation, "scion (config.porch.kpt.dev/auto-lifecycle-mgmt)"))
+		g.Expect(got.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, "Proposed"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/heads/proposed/")).To(Equal("refs/heads/proposed/app/auto"))
+	g.Expect(get(g, manual).Spec.Lifecycle).NotTo(Equal(porchv1alpha1.LifecycleProposed))
+}

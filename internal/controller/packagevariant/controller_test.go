@@ -661,3 +661,24 @@ func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/hotfix.yaml")).To(ContainSubstring(`fixed: "true"`))
 	g.Expect(drafts(t, cluster)).To(Equal([]string{next}), "one draft")
 }
+
+// A variant whose drafts are annotated for auto-propose (spec.annotations)
+// has its draft proposed once it is Ready and every gate is True; the
+// variant then writes nothing more.
+func TestPackageVariant_autoPropose(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Annotations = map[string]string{porchv1alpha1.AutoLifecycleAnnotation: "true"}
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func() string {
+		return gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname:short)", "refs/heads/proposed/")
+	}, timeout, interval).Should(Equal("proposed/tenant-a/packagevariant-1"))
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(BeEmpty(), "no second draft")
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "AutoProposed"),
+		HaveField("Note", ContainSubstring("every readiness gate is True, PackageVariant tenant.a is Ready")))))
+}
