@@ -17,13 +17,6 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// Commit trailers that tie a draft to the object that asked for it, so a
-// draft written before a crash is found again instead of written twice.
-const (
-	TrailerObject    = "Scion-Object"
-	TrailerObjectUID = "Scion-Object-UID"
-)
-
 // ErrInvalid is matched by errors a retry cannot fix: the object asks for
 // something impossible (a bad task, a transition git does not allow).
 var ErrInvalid = errors.New("invalid")
@@ -152,7 +145,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 func CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
 	rev, err := repo.WriteDraft(ctx, store.DraftWrite{
 		Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName, Contents: contents, Message: message,
-		Trailers: store.Trailers{TrailerObject: pr.Namespace + "/" + pr.Name, TrailerObjectUID: string(pr.UID)},
+		Trailers: store.Trailers{store.TrailerObject: pr.Namespace + "/" + pr.Name, store.TrailerObjectUID: string(pr.UID)},
 	})
 	if err == nil || !errors.Is(err, store.ErrConflict) {
 		return rev, err
@@ -163,7 +156,7 @@ func CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.
 		return store.Revision{}, errors.Join(err, ferr)
 	}
 	existing, getErr := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
-	if getErr == nil && existing.Trailers[TrailerObjectUID] == string(pr.UID) {
+	if getErr == nil && existing.Trailers[store.TrailerObjectUID] == string(pr.UID) {
 		return existing, nil
 	}
 	return store.Revision{}, invalid("package %s already has a revision in workspace %q: choose another workspaceName", pr.Spec.PackageName, pr.Spec.WorkspaceName)

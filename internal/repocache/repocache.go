@@ -142,6 +142,21 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	return repo, nil
 }
 
+// OpenNamed reads the Repository ns/name with reader and opens its store:
+// the one way a reconciler goes from a Repository's name to its git.
+// Errors name the Repository; a missing one is apierrors.IsNotFound.
+func (c *Cache) OpenNamed(ctx context.Context, reader client.Reader, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
+	repo := &configv1alpha1.Repository{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repo); err != nil {
+		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
+	}
+	st, err := c.Open(ctx, repo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
+	}
+	return repo, st, nil
+}
+
 // acquire takes the entry's lock, waiting at most OpenWait from when
 // another reconcile took it (store.ErrBusy after that, at once when the
 // other open has already taken that long).

@@ -18,11 +18,23 @@ const (
 	tagPrefix              = "refs/tags/"
 )
 
-// Commit trailers Scion writes.
+// Commit trailers Scion writes: the one list of them.
 const (
+	// TrailerPackage and TrailerWorkspace identify the revision a commit
+	// belongs to; TrailerRevision its number once published.
 	TrailerPackage   = "Scion-Package"
 	TrailerWorkspace = "Scion-Workspace"
 	TrailerRevision  = "Scion-Revision"
+	// TrailerObject (namespace/name) and TrailerObjectUID tie a draft to
+	// the PackageRevision that asked for it, so a draft written before a
+	// crash, or whose answer was lost, is found again instead of written
+	// twice.
+	TrailerObject    = "Scion-Object"
+	TrailerObjectUID = "Scion-Object-UID"
+	// TrailerPackageVariant (namespace/name) and TrailerPackageVariantUID
+	// record the PackageVariant a draft belongs to.
+	TrailerPackageVariant    = "Scion-PackageVariant"
+	TrailerPackageVariantUID = "Scion-PackageVariant-UID"
 )
 
 var (

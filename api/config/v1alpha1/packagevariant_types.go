@@ -39,11 +39,6 @@ const (
 	// PackageVariantLabel, on a PackageRevision, names the PackageVariant
 	// that owns it.
 	PackageVariantLabel = "config.porch.kpt.dev/packagevariant"
-	// TrailerPackageVariantUID is the commit trailer that records, in git,
-	// the PackageVariant a draft belongs to.
-	TrailerPackageVariantUID = "Scion-PackageVariant-UID"
-	// TrailerPackageVariant records the PackageVariant as namespace/name.
-	TrailerPackageVariant = "Scion-PackageVariant"
 )
 
 // Condition types of a PackageVariant, in addition to Ready, Reconciling and

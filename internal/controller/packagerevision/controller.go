@@ -340,13 +340,9 @@ func (r *Reconciler) resolver(namespace string) pkgservice.SourceResolver {
 			}
 			return pkgservice.Source{}, err
 		}
-		repoObj := &configv1alpha1.Repository{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: src.Spec.Repository}, repoObj); err != nil {
-			return pkgservice.Source{}, fmt.Errorf("repository %s of %s: %w", src.Spec.Repository, name, err)
-		}
-		repo, err := r.Cache.Open(ctx, repoObj)
+		repoObj, repo, err := r.Cache.OpenNamed(ctx, r.Client, namespace, src.Spec.Repository)
 		if err != nil {
-			return pkgservice.Source{}, err
+			return pkgservice.Source{}, fmt.Errorf("%s: %w", name, err)
 		}
 		rev, err := repo.Get(ctx, src.Spec.PackageName, src.Spec.WorkspaceName, 0)
 		if err != nil {

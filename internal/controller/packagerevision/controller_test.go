@@ -98,7 +98,7 @@ func TestPackageRevision_lifecycle(t *testing.T) {
 		g.Expect(got.Status.Commit).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "show", "drafts/base/ns/ws1:base/ns/Kptfile")).To(ContainSubstring("description: a test package"))
-	g.Expect(gitserver.Git(t, bare, "log", "-1", "--format=%B", "drafts/base/ns/ws1")).To(ContainSubstring(pkgservice.TrailerObjectUID + ": " + string(get(g, pr).UID)))
+	g.Expect(gitserver.Git(t, bare, "log", "-1", "--format=%B", "drafts/base/ns/ws1")).To(ContainSubstring(store.TrailerObjectUID + ": " + string(get(g, pr).UID)))
 
 	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
 	g.Expect(gitserver.Git(t, bare, "branch", "--list", "proposed/*")).To(ContainSubstring("proposed/base/ns/ws1"))
@@ -262,7 +262,7 @@ func TestPackageRevision_crashAfterGitWrite(t *testing.T) {
 	uid := string(get(g, pr).UID)
 	g.Expect(writeFile(work, "app/Kptfile", "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")).To(Succeed())
 	gitserver.Git(t, work, "add", "-A")
-	gitserver.Git(t, work, "commit", "-q", "-m", "Initialize app\n\n"+pkgservice.TrailerObjectUID+": "+uid+"\nScion-Package: app\nScion-Workspace: ws")
+	gitserver.Git(t, work, "commit", "-q", "-m", "Initialize app\n\n"+store.TrailerObjectUID+": "+uid+"\nScion-Package: app\nScion-Workspace: ws")
 	gitserver.Git(t, work, "push", "-q", bare, "HEAD:refs/heads/drafts/app/ws")
 	head := gitserver.Git(t, bare, "rev-parse", "drafts/app/ws")
 

@@ -201,17 +201,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return res, err
 }
 
-// source resolves a repository and a revision in it.
+// open opens a Repository of the variant's namespace by name.
 func (r *Reconciler) open(ctx context.Context, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
-	repoObj := &configv1alpha1.Repository{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repoObj); err != nil {
-		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
-	}
-	st, err := r.Cache.Open(ctx, repoObj)
-	if err != nil {
-		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
-	}
-	return repoObj, st, nil
+	return r.Cache.OpenNamed(ctx, r.Client, ns, name)
 }
 
 func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
@@ -473,7 +465,7 @@ func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha
 	var adoptable *store.Revision
 	for i := range revs {
 		rev := &revs[i]
-		owner := rev.Trailers[configv1alpha1.TrailerPackageVariantUID]
+		owner := rev.Trailers[store.TrailerPackageVariantUID]
 		switch {
 		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
 			d.draft = rev
@@ -494,7 +486,7 @@ func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha
 // write commits the package onto the variant's draft, or creates one in
 // the first free workspace packagevariant-N.
 func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft *store.Revision, revs []store.Revision, p *pkg.Package) (store.Revision, error) {
-	trailers := store.Trailers{configv1alpha1.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, configv1alpha1.TrailerPackageVariantUID: string(pv.UID)}
+	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
 	if draft != nil {
 		return st.WriteDraft(ctx, store.DraftWrite{Package: draft.Package, Workspace: draft.Workspace, Expected: draft.Commit, Contents: p,
 			Message: updateSubject + pv.Name, Trailers: trailers})

@@ -127,7 +127,7 @@ func TestPackageVariant(t *testing.T) {
 	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/packagevariant-1"}))
 	ref := "drafts/tenant-a/packagevariant-1"
 	g.Expect(gitserver.Git(t, cluster, "log", "--format=%s", "main.."+ref)).To(Equal("Create from PackageVariant tenant.a"))
-	g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", ref)).To(ContainSubstring(configv1alpha1.TrailerPackageVariantUID + ": " + string(got.UID)))
+	g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", ref)).To(ContainSubstring(store.TrailerPackageVariantUID + ": " + string(got.UID)))
 	g.Expect(gitserver.Git(t, cluster, "ls-tree", "--name-only", ref, "tenant-a/")).NotTo(ContainSubstring("ns.yaml"))
 	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("namespace: tenant-a"))
 	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: green"))
@@ -285,7 +285,7 @@ func TestPackageVariant_adoption(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, pv2)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := ready(g, pv2)
-		g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", "drafts/tenant-a/manual")).To(ContainSubstring(configv1alpha1.TrailerPackageVariantUID + ": " + string(got.UID)))
+		g.Expect(gitserver.Git(t, cluster, "log", "-1", "--format=%B", "drafts/tenant-a/manual")).To(ContainSubstring(store.TrailerPackageVariantUID + ": " + string(got.UID)))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/tenant-a/manual:tenant-a/app.yaml")).To(ContainSubstring("namespace: tenant-a"))
 	g.Expect(drafts(t, cluster)).To(Equal([]string{"drafts/tenant-a/manual"}))
@@ -350,7 +350,7 @@ func TestPackageVariant_crashAfterGitWrite(t *testing.T) {
 	leftover, err := engine.Clone(appPackage("1"), engine.Origin{Repo: "file://" + catalog, Directory: "app", Ref: "app/v1"}, engine.CloneOptions{PackagePath: "tenant-a", ForDeployment: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	left, err := r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "packagevariant-1", Contents: leftover,
-		Trailers: store.Trailers{configv1alpha1.TrailerPackageVariantUID: uid, configv1alpha1.TrailerPackageVariant: ns + "/tenant.a"}})
+		Trailers: store.Trailers{store.TrailerPackageVariantUID: uid, store.TrailerPackageVariant: ns + "/tenant.a"}})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "cluster-01", Namespace: ns},

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,16 +364,12 @@ func (r *Reconciler) resolveTag(ctx context.Context, ns string, u *configv1alpha
 	if r.Cache == nil {
 		return 0, fmt.Errorf("%w: floating tags need the repository cache", errUpstreamNotFound)
 	}
-	repo := &configv1alpha1.Repository{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: u.Repo}, repo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("%w: Repository %s not found", errUpstreamNotFound, u.Repo)
-		}
-		return 0, err
+	_, st, err := r.Cache.OpenNamed(ctx, r.Client, ns, u.Repo)
+	if apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("%w: Repository %s not found", errUpstreamNotFound, u.Repo)
 	}
-	st, err := r.Cache.Open(ctx, repo)
 	if err != nil {
-		return 0, fmt.Errorf("repository %s: %w", u.Repo, err)
+		return 0, err
 	}
 	rev, err := st.ResolveFloatingTag(ctx, u.Package, u.Tag)
 	if err != nil {
