@@ -229,7 +229,10 @@ func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageR
 	}
 	decision, err := pkgservice.AutoPropose(cur, history[0].When, variant, time.Now())
 	if err != nil {
-		return r.fail(ctx, cur, err)
+		// The revision itself is fine: only the automation is refused,
+		// until the annotation changes.
+		r.Recorder.Eventf(cur, nil, "Warning", porchv1alpha1.InvalidReason, "Propose", "not proposed automatically: %v", err)
+		return ctrl.Result{}, nil
 	}
 	if !decision.Propose {
 		return ctrl.Result{RequeueAfter: decision.After}, nil

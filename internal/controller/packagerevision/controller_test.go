@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -644,5 +645,18 @@ func TestPackageRevision_autoPropose(t *testing.T) {
 		g.Expect(got.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, "Proposed"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)", "refs/heads/proposed/")).To(Equal("refs/heads/proposed/app/auto"))
+	g.Expect(get(g, manual).Spec.Lifecycle).NotTo(Equal(porchv1alpha1.LifecycleProposed))
+
+	// A settle time that is no duration: said, and nothing proposed.
+	cur := get(g, manual)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations = map[string]string{porchv1alpha1.AutoLifecycleAnnotation: "true", porchv1alpha1.AutoProposeSettleAnnotation: "soon"}
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", porchv1alpha1.InvalidReason),
+			HaveField("Note", ContainSubstring(`not proposed automatically: metadata.annotations[config.porch.kpt.dev/auto-propose-settle]: "soon" is not a duration`)))))
+	}, timeout, interval).Should(Succeed())
 	g.Expect(get(g, manual).Spec.Lifecycle).NotTo(Equal(porchv1alpha1.LifecycleProposed))
 }
