@@ -162,6 +162,10 @@ type scope struct {
 	conditions []metav1.Condition
 	targets    []configv1alpha1.DownstreamTarget
 	stalled    *metav1.Condition
+	// waiting, when set, is the Reconciling condition of a reconcile
+	// that waits for something outside the variant (a repository): the
+	// reconcile is not complete.
+	waiting *metav1.Condition
 }
 
 // Reconcile keeps a PackageVariant's downstream draft.
@@ -553,6 +557,7 @@ func (r *Reconciler) waiting(s *scope, reason string, err error) (ctrl.Result, e
 		reason = RepositoryUnavailableReason
 	}
 	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
+	s.waiting = &metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: reason, Message: err.Error()}
 	if unavailable {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
@@ -754,8 +759,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr err
 		reconciling = metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen}
 		meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionUnknown, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen})
 	}
+	if reconcileErr == nil && s.waiting != nil {
+		reconciling = *s.waiting
+		reconciling.ObservedGeneration = gen
+	}
 	meta.SetStatusCondition(&pv.Status.Conditions, reconciling)
-	if reconcileErr == nil {
+	if reconcileErr == nil && s.waiting == nil {
 		pv.Status.ObservedGeneration = gen
 		if s.targets != nil {
 			pv.Status.DownstreamTargets = s.targets

@@ -71,6 +71,11 @@ func TestPackageVariant_hungRemoteIsolated(t *testing.T) {
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), pv.Name)
 			g.Expect(c.Reason).To(Equal(packagevariant.RepositoryUnavailableReason), pv.Name)
 			g.Expect(c.Message).To(ContainSubstring("repository hung: repository " + tenant + "/hung is being opened by another reconcile (its remote " + tarpit.URLFor("hung.git") + " is slow)"))
+			r := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReconcilingCondition)
+			g.Expect(r).NotTo(BeNil())
+			g.Expect(r.Status).To(Equal(metav1.ConditionTrue), "still at work: kstatus says InProgress")
+			g.Expect(r.Reason).To(Equal(packagevariant.RepositoryUnavailableReason))
+			g.Expect(pv.Status.ObservedGeneration).NotTo(Equal(pv.Generation), "the reconcile is not complete")
 			waiting++
 		}
 		g.Expect(waiting).To(BeNumerically(">=", hung-1))
