@@ -384,17 +384,15 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	return wrote || changed, err
 }
 
-// statusAttempts bounds the retries of a status write that lost a race
-// with another writer of the object's conditions.
-const statusAttempts = 5
-
 // applyStatus writes want's status onto obj, keeping the conditions other
-// writers own (people, other controllers: see mergeConditions). The write
-// is checked against the resourceVersion read; when another writer got in
-// between, the object is read again and the status recomputed from it,
-// so no writer's condition is ever dropped.
+// writers own (people, other controllers: see mergeConditions), through
+// WriteStatus.
 func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
-	for attempt := 1; ; attempt++ {
+	reader := s.APIReader
+	if reader == nil {
+		reader = s.Client
+	}
+	return WriteStatus(ctx, s.Client, reader, obj, func(obj *porchv1alpha1.PackageRevision) bool {
 		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
 		st := want.Status
 		switch {
@@ -417,25 +415,11 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append([]string{configv1alpha1.ReadyCondition}, gitConditions...))
 		}
 		if apiequality.Semantic.DeepEqual(st, obj.Status) {
-			return false, nil
+			return false
 		}
-		before := obj.DeepCopy()
 		obj.Status = st
-		err := s.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil {
-			return true, nil
-		}
-		if !apierrors.IsConflict(err) || attempt == statusAttempts {
-			return false, err
-		}
-		reader := s.APIReader
-		if reader == nil {
-			reader = s.Client
-		}
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return false, err
-		}
-	}
+		return true
+	})
 }
 
 // mergeConditions keeps the conditions an object has and sets those of

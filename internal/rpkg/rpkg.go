@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -326,42 +325,31 @@ func (c *Client) poll() time.Duration {
 	return 250 * time.Millisecond
 }
 
-// conflictBackoff paces the retries of a write that lost a race with
-// another writer of the same object (the controllers write a draft's
-// status as they act on it).
-var conflictBackoff = wait.Backoff{Steps: 12, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 2 * time.Second}
-
 // SetCondition sets a package condition on a revision (written into a
 // draft's Kptfile by the controller).
 func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alpha1.Condition) (*porchv1alpha1.PackageRevision, error) {
 	if cond.Type == configv1alpha1.ReadyCondition {
 		return nil, errors.New("Ready is set by the controller; choose another condition type")
 	}
-	var pr *porchv1alpha1.PackageRevision
-	// Checked against the object as read, and retried with a fresh read
-	// when another writer got in between: no one's condition is dropped.
-	err := retry.RetryOnConflict(conflictBackoff, func() error {
-		var err error
-		if pr, err = c.Get(ctx, name); err != nil {
-			return err
-		}
-		before := pr.DeepCopy()
-		now := metav1.Now()
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	now := metav1.Now()
+	_, err = pkgservice.WriteStatus(ctx, c.Client, c.Client, pr, func(pr *porchv1alpha1.PackageRevision) bool {
 		set := cond
 		set.LastTransitionTime = &now
-		found := false
 		for i := range pr.Status.Conditions {
 			if pr.Status.Conditions[i].Type == set.Type {
 				if pr.Status.Conditions[i].Status == set.Status {
 					set.LastTransitionTime = pr.Status.Conditions[i].LastTransitionTime
 				}
-				pr.Status.Conditions[i], found = set, true
+				pr.Status.Conditions[i] = set
+				return true
 			}
 		}
-		if !found {
-			pr.Status.Conditions = append(pr.Status.Conditions, set)
-		}
-		return c.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		pr.Status.Conditions = append(pr.Status.Conditions, set)
+		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -948,6 +948,22 @@ func (c Commit) String() string { return short(c.Hash) + " " + c.Author + ": " +
 func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	commits, _, err := r.draftHistoryLocked(rev)
+	return commits, err
+}
+
+// DraftFork returns the branch commit a draft or proposal started from
+// ("" when it is not found within inheritDepth commits).
+func (r *Repository) DraftFork(ctx context.Context, rev Revision) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, fork, err := r.draftHistoryLocked(rev)
+	return hashString(fork), err
+}
+
+// draftHistoryLocked walks a draft's first parents back to the branch:
+// its own commits, and the branch commit it forked from.
+func (r *Repository) draftHistoryLocked(rev Revision) ([]Commit, plumbing.Hash, error) {
 	onBranch := map[plumbing.Hash]bool{}
 	for h, i := r.ref(r.branchRef()), 0; !h.IsZero() && i < 10*inheritDepth; i++ {
 		onBranch[h] = true
@@ -958,10 +974,13 @@ func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, 
 		h = c.ParentHashes[0]
 	}
 	var out []Commit
-	for h := plumbing.NewHash(rev.Commit); !h.IsZero() && !onBranch[h] && len(out) < inheritDepth; {
+	for h := plumbing.NewHash(rev.Commit); !h.IsZero() && len(out) < inheritDepth; {
+		if onBranch[h] {
+			return out, h, nil
+		}
 		c, err := object.GetCommit(r.storer, h)
 		if err != nil {
-			return out, fmt.Errorf("reading commit %s: %w", short(h.String()), err)
+			return out, plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", short(h.String()), err)
 		}
 		subject, _, _ := strings.Cut(c.Message, "\n")
 		out = append(out, Commit{Hash: h.String(), Author: c.Author.Name, Subject: subject, Trailers: parseTrailers(c.Message), When: c.Committer.When})
@@ -970,19 +989,23 @@ func (r *Repository) DraftHistory(ctx context.Context, rev Revision) ([]Commit, 
 		}
 		h = c.ParentHashes[0]
 	}
-	return out, nil
+	return out, plumbing.ZeroHash, nil
 }
 
-// Parent returns the first parent of a commit ("" for a root commit).
-func (r *Repository) Parent(ctx context.Context, commit string) (string, error) {
+// SamePackage says whether a package has the same content (the same git
+// tree) in two commits; absent from both counts as the same. Comparing
+// tree hashes reads no file.
+func (r *Repository) SamePackage(ctx context.Context, p, a, b string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, err := object.GetCommit(r.storer, plumbing.NewHash(commit))
-	if err != nil {
-		return "", fmt.Errorf("reading commit %s: %w", short(commit), err)
+	full := joinPath(r.opts.Directory, p)
+	ta, err := r.subtree(plumbing.NewHash(a), full)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
 	}
-	if len(c.ParentHashes) == 0 {
-		return "", nil
+	tb, err := r.subtree(plumbing.NewHash(b), full)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
 	}
-	return c.ParentHashes[0].String(), nil
+	return ta == tb, nil
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -271,31 +270,21 @@ func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision
 }
 
 // setReady writes the Ready condition of an object git does not show yet
-// (or cannot show now). The write is checked against the object as read
-// and retried on a conflict, so no other writer's condition is dropped.
+// (or cannot show now), through pkgservice.WriteStatus.
 func (r *Reconciler) setReady(ctx context.Context, pr *porchv1alpha1.PackageRevision, status, reason, message string) error {
 	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: pr.Generation}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		before := pr.DeepCopy()
-		found := false
+	_, err := pkgservice.WriteStatus(ctx, r.Client, r.APIReader, pr, func(pr *porchv1alpha1.PackageRevision) bool {
 		for i := range pr.Status.Conditions {
 			if pr.Status.Conditions[i].Type == c.Type {
 				if pr.Status.Conditions[i] == c {
-					return nil
+					return false
 				}
-				pr.Status.Conditions[i], found = c, true
+				pr.Status.Conditions[i] = c
+				return true
 			}
 		}
-		if !found {
-			pr.Status.Conditions = append(pr.Status.Conditions, c)
-		}
-		err := r.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
-			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pr), pr); gerr != nil {
-				return gerr
-			}
-		}
-		return err
+		pr.Status.Conditions = append(pr.Status.Conditions, c)
+		return true
 	})
 	return client.IgnoreNotFound(err)
 }

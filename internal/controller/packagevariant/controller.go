@@ -668,12 +668,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 // what was published, and publishing it reverts nothing. It returns the
 // draft's contents, merged when needed.
 func (r *Reconciler) ontoPublished(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, error) {
-	history, err := st.DraftHistory(ctx, draft)
-	if err != nil || len(history) == 0 {
+	fork, err := st.DraftFork(ctx, draft)
+	if err != nil || fork == "" {
 		return contents, err
 	}
-	fork, err := st.Parent(ctx, history[len(history)-1].Hash)
-	if err != nil || fork == "" || fork == published.Commit {
+	// Usually the package is what it was at the fork (other packages
+	// were published since): the trees say so without reading files.
+	if same, err := st.SamePackage(ctx, draft.Package, fork, published.Commit); err != nil || same {
 		return contents, err
 	}
 	forked, err := st.Read(ctx, store.Revision{Package: draft.Package, Commit: fork})
@@ -686,9 +687,6 @@ func (r *Reconciler) ontoPublished(ctx context.Context, st *store.Repository, pv
 	latest, err := st.Read(ctx, published)
 	if err != nil {
 		return nil, err
-	}
-	if variant.SameContent(forked, latest) {
-		return contents, nil
 	}
 	merged, _, err := engine.Merge(contents, forked, latest)
 	if err != nil {
