@@ -171,7 +171,7 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 		return produceErr
 	}
 	for _, c := range out.Conditions {
-		if c.Type == configv1alpha1.ReadyCondition && c.Status != "True" {
+		if c.Type == configv1alpha1.DownstreamEnsuredCondition && c.Status != "True" {
 			return fmt.Errorf("the downstream is not ensured: %s", c.Message)
 		}
 	}

@@ -146,3 +146,17 @@ func SetCondition(kf *kptfilev1.KptFile, c kptfilev1.Condition) {
 	}
 	kf.Status.Conditions = append(kf.Status.Conditions, c)
 }
+
+// AddReadinessGate adds a readiness gate for the condition type to the
+// Kptfile's info, unless it has one.
+func AddReadinessGate(kf *kptfilev1.KptFile, conditionType string) {
+	if kf.Info == nil {
+		kf.Info = &kptfilev1.PackageInfo{}
+	}
+	for _, g := range kf.Info.ReadinessGates {
+		if g.ConditionType == conditionType {
+			return
+		}
+	}
+	kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, kptfilev1.ReadinessGate{ConditionType: conditionType})
+}

@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/namedwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -87,6 +91,30 @@ func namespaceCaches(mgr ctrl.Manager, kinds kindwatch.Kinds) *kindwatch.Caches 
 	}
 }
 
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+
+// namedReader is the reader of the few named objects the controllers read
+// but must not cache whole: the credentials Secrets Repositories name
+// (trimmed to the credential keys) and the CRDs injection points name.
+// Each is served from a watch of that one object.
+func namedReader(mgr ctrl.Manager) (*namedwatch.Reader, error) {
+	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the watch client: %w", err)
+	}
+	r := &namedwatch.Reader{Client: c, Transform: func(o any) (any, error) {
+		if s, ok := o.(*corev1.Secret); ok {
+			repocache.TrimSecret(s)
+		}
+		if m, ok := o.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return o, nil
+	}}
+	return r, mgr.Add(r)
+}
+
 // LeaderElectionID names the leader election lease.
 const LeaderElectionID = "scion-controller.config.porch.kpt.dev"
 
@@ -109,18 +137,23 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	cache := &repocache.Cache{Reader: mgr.GetAPIReader(), Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
+	named, err := namedReader(mgr)
+	if err != nil {
+		return nil, err
+	}
+	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	objects := namespaceCaches(mgr, o.ReadableKinds)
 	if err := mgr.Add(objects); err != nil {
 		return nil, err
 	}
 	if err := (&repository.Reconciler{
-		Client:   mgr.GetClient(),
-		Cache:    cache,
-		Service:  service,
-		Recorder: mgr.GetEventRecorder("scion-repository"),
-		Options:  repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     cache,
+		Service:   service,
+		Recorder:  mgr.GetEventRecorder("scion-repository"),
+		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
 	}
@@ -135,13 +168,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
 	}
 	if err := (&packagevariant.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Cache:     cache,
-		Service:   service,
-		Recorder:  mgr.GetEventRecorder("scion-packagevariant"),
-		Objects:   objects,
-		Options:   packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Cache:       cache,
+		Service:     service,
+		Recorder:    mgr.GetEventRecorder("scion-packagevariant"),
+		Objects:     objects,
+		Definitions: named,
+		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}

@@ -25,7 +25,7 @@ func (e *GatesError) Error() string {
 // a deployment repository while a readiness gate is unmet), Published and
 // DeletionProposed both ways, and Draft to Published through Proposed
 // (the spec moved twice before git followed). Other moves are invalid.
-func Move(ctx context.Context, repo *store.Repository, repoName string, deployment bool, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
+func (s *Service) Move(ctx context.Context, repo *store.Repository, repoName string, deployment bool, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	want, have := pr.Spec.Lifecycle, rev.Lifecycle
 	if want == "" {
 		want = porchv1alpha1.LifecycleDraft
@@ -55,7 +55,7 @@ func Move(ctx context.Context, repo *store.Repository, repoName string, deployme
 		if err != nil {
 			return rev, err
 		}
-		return Move(ctx, repo, repoName, deployment, pr, proposed)
+		return s.Move(ctx, repo, repoName, deployment, pr, proposed)
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}

@@ -2,19 +2,14 @@ package pkgservice
 
 import (
 	"context"
-	"time"
+	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
-
-// statusBackoff paces the retries of a status write that lost a race
-// with another writer of the same object.
-var statusBackoff = wait.Backoff{Steps: 12, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 2 * time.Second}
 
 // WriteStatus is the one way a PackageRevision's status is written, by
 // every writer (the sync, the controllers, scion rpkg): change edits pr's
@@ -22,22 +17,59 @@ var statusBackoff = wait.Backoff{Steps: 12, Duration: 20 * time.Millisecond, Fac
 // is checked against the resourceVersion read. When another writer got in
 // between, pr is read again with reader and change applied to it anew, so
 // no writer's condition is ever dropped. pr holds what was written. It
-// reports whether anything was.
-func WriteStatus(ctx context.Context, c client.Client, reader client.Reader, pr *porchv1alpha1.PackageRevision, change func(*porchv1alpha1.PackageRevision) bool) (bool, error) {
-	wrote := false
-	err := retry.RetryOnConflict(statusBackoff, func() error {
-		before := pr.DeepCopy()
-		if !change(pr) {
-			return nil
-		}
-		err := c.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
-			if gerr := reader.Get(ctx, client.ObjectKeyFromObject(pr), pr); gerr != nil {
-				return gerr
+// reports whether anything was. It is reconciler.PatchStatus for
+// PackageRevisions.
+func (s *Service) WriteStatus(ctx context.Context, pr *porchv1alpha1.PackageRevision, change func(*porchv1alpha1.PackageRevision) bool) (bool, error) {
+	reader := s.APIReader
+	if reader == nil {
+		reader = s.Client
+	}
+	return reconciler.PatchStatus(ctx, s.Client, reader, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) { return change(pr), nil })
+}
+
+// ControllerConditions are the condition types of a PackageRevision that
+// Scion's controllers own (kstatus): never written to git, never set by
+// people or other actors.
+var ControllerConditions = []string{reconciler.ReadyCondition, reconciler.ReconcilingCondition, reconciler.StalledCondition}
+
+// IsControllerCondition says whether a condition type is one of
+// ControllerConditions.
+func IsControllerCondition(t string) bool { return slices.Contains(ControllerConditions, t) }
+
+// PorchConditions converts conditions to a PackageRevision's condition
+// type.
+func PorchConditions(cs []metav1.Condition) []porchv1alpha1.Condition {
+	out := make([]porchv1alpha1.Condition, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, porchv1alpha1.Condition{Type: c.Type, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration})
+	}
+	return out
+}
+
+// SetConditions sets each condition on a PackageRevision's conditions by
+// type, keeping the transition time of one whose status did not change.
+// It reports whether anything changed.
+func SetConditions(conds *[]porchv1alpha1.Condition, cs ...porchv1alpha1.Condition) bool {
+	changed := false
+	for _, c := range cs {
+		i := slices.IndexFunc(*conds, func(have porchv1alpha1.Condition) bool { return have.Type == c.Type })
+		if i < 0 {
+			if c.LastTransitionTime == nil {
+				c.LastTransitionTime = ptr.To(metav1.Now())
 			}
+			*conds = append(*conds, c)
+			changed = true
+			continue
 		}
-		wrote = err == nil
-		return err
-	})
-	return wrote, err
+		have := (*conds)[i]
+		c.LastTransitionTime = have.LastTransitionTime
+		if have.Status != c.Status || c.LastTransitionTime == nil {
+			c.LastTransitionTime = ptr.To(metav1.Now())
+		}
+		if have.Status != c.Status || have.Reason != c.Reason || have.Message != c.Message || have.ObservedGeneration != c.ObservedGeneration {
+			(*conds)[i] = c
+			changed = true
+		}
+	}
+	return changed
 }

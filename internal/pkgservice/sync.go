@@ -20,6 +20,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -195,8 +196,10 @@ type ShowOptions struct {
 	// from git and observedGeneration advances even if the generation was
 	// ahead.
 	Handled bool
-	// Ready replaces the Ready condition derived from git.
-	Ready *porchv1alpha1.Condition
+	// Kstatus replace, by type, the controller's conditions derived from
+	// git (Ready=True, Reconciling=False, Stalled=False): the
+	// PackageRevision controller's verdict.
+	Kstatus []porchv1alpha1.Condition
 	// GitConditions are condition types whose value in git (the Kptfile)
 	// the caller owns and just wrote: for drafts they are shown from git,
 	// where the object's other conditions are kept (people and controllers
@@ -252,10 +255,10 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			}
 		}
 	}
-	if o.Ready != nil {
+	for _, k := range o.Kstatus {
 		for i := range want.Status.Conditions {
-			if want.Status.Conditions[i].Type == configv1alpha1.ReadyCondition {
-				want.Status.Conditions[i] = *o.Ready
+			if want.Status.Conditions[i].Type == k.Type {
+				want.Status.Conditions[i] = k
 			}
 		}
 	}
@@ -300,16 +303,18 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 		pr.Status.PublishTimestamp = ptr.To(metav1.NewTime(rev.PublishedAt))
 	}
 	for _, c := range conditions {
-		if c.Type == configv1alpha1.ReadyCondition {
+		if IsControllerCondition(c.Type) {
 			continue
 		}
 		pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
 			Type: c.Type, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message,
 		})
 	}
-	pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
-		Type: configv1alpha1.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, Message: "the revision is in git at commit " + short(rev.Commit),
-	})
+	pr.Status.Conditions = append(pr.Status.Conditions,
+		porchv1alpha1.Condition{Type: reconciler.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, Message: "the revision is in git at commit " + short(rev.Commit)},
+		porchv1alpha1.Condition{Type: reconciler.ReconcilingCondition, Status: "False", Reason: reconciler.DoneReason},
+		porchv1alpha1.Condition{Type: reconciler.StalledCondition, Status: "False", Reason: reconciler.DoneReason},
+	)
 	return pr
 }
 
@@ -388,11 +393,7 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 // writers own (people, other controllers: see mergeConditions), through
 // WriteStatus.
 func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
-	reader := s.APIReader
-	if reader == nil {
-		reader = s.Client
-	}
-	return WriteStatus(ctx, s.Client, reader, obj, func(obj *porchv1alpha1.PackageRevision) bool {
+	return s.WriteStatus(ctx, obj, func(obj *porchv1alpha1.PackageRevision) bool {
 		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
 		st := want.Status
 		switch {
@@ -405,14 +406,14 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 		// fresh verdict from a stale one.
 		st.Conditions = slices.Clone(st.Conditions)
 		for i := range st.Conditions {
-			if st.Conditions[i].Type == configv1alpha1.ReadyCondition && st.Conditions[i].ObservedGeneration == 0 {
+			if IsControllerCondition(st.Conditions[i].Type) && st.Conditions[i].ObservedGeneration == 0 {
 				st.Conditions[i].ObservedGeneration = st.ObservedGeneration
 			}
 		}
 		if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
 			// Conditions of drafts are also set by other actors on the
 			// object: the PackageRevision controller writes them to git.
-			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append([]string{configv1alpha1.ReadyCondition}, gitConditions...))
+			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append(slices.Clone(ControllerConditions), gitConditions...))
 		}
 		if apiequality.Semantic.DeepEqual(st, obj.Status) {
 			return false

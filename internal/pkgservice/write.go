@@ -142,7 +142,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 // records the object's UID. When a draft of the same package and workspace
 // already exists and records this object, it is returned: the write
 // happened before a crash or restart.
-func CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
+func (s *Service) CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
 	rev, err := repo.WriteDraft(ctx, store.DraftWrite{
 		Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName, Contents: contents, Message: message,
 		Trailers: store.Trailers{store.TrailerObject: pr.Namespace + "/" + pr.Name, store.TrailerObjectUID: string(pr.UID)},
@@ -188,7 +188,7 @@ const ConditionsSubject = "Set conditions and readiness gates"
 // object of a draft or a proposal into its Kptfile, so git keeps them (and
 // their history) and publishing records them. It returns the new
 // revision, or rev when the Kptfile already says so.
-func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
+func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	p, err := repo.Read(ctx, rev)
 	if err != nil {
 		return rev, err
@@ -199,19 +199,10 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 	before := p.DeepCopy()
 	err = p.EditKptfile(func(kf *kptfilev1.KptFile) error {
 		for _, g := range pr.Spec.ReadinessGates {
-			if kf.Info == nil {
-				kf.Info = &kptfilev1.PackageInfo{}
-			}
-			found := false
-			for _, have := range kf.Info.ReadinessGates {
-				found = found || have.ConditionType == g.ConditionType
-			}
-			if !found {
-				kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, g)
-			}
+			kptfile.AddReadinessGate(kf, g.ConditionType)
 		}
 		for _, c := range pr.Status.Conditions {
-			if c.Type == configv1alpha1.ReadyCondition || c.Type == engine.RenderedCondition {
+			if IsControllerCondition(c.Type) || c.Type == engine.RenderedCondition {
 				continue
 			}
 			kptfile.SetCondition(kf, kptfilev1.Condition{Type: c.Type, Status: kptfilev1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
@@ -226,7 +217,7 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 	}
 	var changed []string
 	for _, c := range pr.Status.Conditions {
-		if c.Type != configv1alpha1.ReadyCondition {
+		if !IsControllerCondition(c.Type) {
 			changed = append(changed, c.Type+"="+string(c.Status))
 		}
 	}
@@ -235,4 +226,20 @@ func MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alp
 		Message:  ConditionsSubject + ": " + strings.Join(changed, ", "),
 		Proposed: rev.Lifecycle == porchv1alpha1.LifecycleProposed,
 	})
+}
+
+// PushDraft writes a person's edit of a draft (scion rpkg push) as one
+// commit, against the commit the edit started from (expected): a
+// compare-and-swap that fails with store.ErrConflict when the draft moved
+// on. The draft's trailers (its object, its PackageVariant) carry over.
+func (s *Service) PushDraft(ctx context.Context, st *store.Repository, rev store.Revision, expected string, contents *pkg.Package, message string) (store.Revision, error) {
+	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message})
+}
+
+// Delete removes a revision from git; one already gone is not an error.
+func (s *Service) Delete(ctx context.Context, st *store.Repository, rev store.Revision) error {
+	if err := st.Delete(ctx, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
 }

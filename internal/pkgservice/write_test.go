@@ -32,11 +32,11 @@ func TestCreateDraft_lostAnswer(t *testing.T) {
 		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: "hello", WorkspaceName: "ws1"}}
 	contents := pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: hello\n")})
 	// The write that reached git (its answer lost to the other mirror).
-	first, err := CreateDraft(ctx, answered, pr, contents, "Create hello")
+	first, err := (&Service{}).CreateDraft(ctx, answered, pr, contents, "Create hello")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := CreateDraft(ctx, retrying, pr, contents, "Create hello")
+	got, err := (&Service{}).CreateDraft(ctx, retrying, pr, contents, "Create hello")
 	if err != nil {
 		t.Fatalf("the retry: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestCreateDraft_lostAnswer(t *testing.T) {
 	}
 	other := pr.DeepCopy()
 	other.Name, other.UID = "hello-second", "uid-2"
-	if _, err := CreateDraft(ctx, open(), other, contents, "Create hello"); !errors.Is(err, ErrInvalid) {
+	if _, err := (&Service{}).CreateDraft(ctx, open(), other, contents, "Create hello"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("another object's write in the same workspace: %v", err)
 	}
 }

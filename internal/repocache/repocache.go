@@ -54,8 +54,9 @@ var ErrURLNotAllowed = errors.New("repository URL not allowed")
 // Cache holds the opened repositories. It is safe for concurrent use;
 // operations on different repositories run in parallel.
 type Cache struct {
-	// Reader reads Secrets; an uncached reader avoids watching every
-	// Secret of the cluster.
+	// Reader reads Secrets: in the controller, a namedwatch.Reader (one
+	// watch per Secret a Repository names, so no open reads the API
+	// server, and no other Secret is ever held).
 	Reader client.Reader
 	// Dir is the root folder of the local git mirrors.
 	Dir string
@@ -308,4 +309,18 @@ func (c *Cache) credentials(ctx context.Context, r *configv1alpha1.Repository) (
 		return store.Credentials{}, "", fmt.Errorf("secret %s/%s has neither %q nor %q: %w", r.Namespace, ref.Name, SecretPasswordKey, SecretBearerTokenKey, ErrSecret)
 	}
 	return creds, s.ResourceVersion, nil
+}
+
+// TrimSecret keeps of a Secret only what credentials are read from (the
+// credential keys, name, namespace and resourceVersion): what a watch of
+// a Repository's Secret holds in memory.
+func TrimSecret(s *corev1.Secret) {
+	data := map[string][]byte{}
+	for _, k := range []string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey} {
+		if v, ok := s.Data[k]; ok {
+			data[k] = v
+		}
+	}
+	s.Data, s.StringData = data, nil
+	s.Annotations, s.Labels, s.ManagedFields, s.OwnerReferences = nil, nil, nil, nil
 }

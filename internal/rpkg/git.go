@@ -173,8 +173,7 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 		return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, rev)
 	}
 	// The draft's trailers (its object, its PackageVariant) carry over.
-	out, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: from.Commit,
-		Contents: p, Message: "Push " + filepath.Base(dir)})
+	out, err := c.service().PushDraft(ctx, st, rev, from.Commit, p, "Push "+filepath.Base(dir))
 	if errors.Is(err, store.ErrConflict) {
 		if fresh, gerr := st.Get(ctx, rev.Package, rev.Workspace, 0); gerr == nil {
 			return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, fresh)

@@ -33,6 +33,12 @@ type Client struct {
 	Poll time.Duration
 }
 
+// service is the package service the CLI's writes go through, as the
+// controllers' do.
+func (c *Client) service() *pkgservice.Service {
+	return &pkgservice.Service{Client: c.Client, APIReader: c.Client}
+}
+
 // Get returns one PackageRevision.
 func (c *Client) Get(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
 	pr := &porchv1alpha1.PackageRevision{}
@@ -300,7 +306,7 @@ func (c *Client) wait(ctx context.Context, name string) (*porchv1alpha1.PackageR
 		if r.Reason == porchv1alpha1.ReadinessGatesNotMetReason && len(pkgservice.UnmetGates(cur.Spec.ReadinessGates, cur.Status.Conditions)) == 0 {
 			fresh = false // the gates were met since: the controller has not looked again yet
 		}
-		if fresh && r.Status == "False" && r.Reason != "" && r.Reason != porchv1alpha1.ErrorReason {
+		if fresh && r.Status == "False" && r.Reason != "" && r.Reason != porchv1alpha1.RepositoryUnavailableReason {
 			return false, fmt.Errorf("%s: %s (%s): %w", name, r.Message, r.Reason, ErrNotReady)
 		}
 		return cur.Status.ObservedGeneration == cur.Generation && r.Status == "True", nil
@@ -328,15 +334,15 @@ func (c *Client) poll() time.Duration {
 // SetCondition sets a package condition on a revision (written into a
 // draft's Kptfile by the controller).
 func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alpha1.Condition) (*porchv1alpha1.PackageRevision, error) {
-	if cond.Type == configv1alpha1.ReadyCondition {
-		return nil, errors.New("Ready is set by the controller; choose another condition type")
+	if pkgservice.IsControllerCondition(cond.Type) {
+		return nil, fmt.Errorf("%s is set by the controller; choose another condition type", cond.Type)
 	}
 	pr, err := c.Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	now := metav1.Now()
-	_, err = pkgservice.WriteStatus(ctx, c.Client, c.Client, pr, func(pr *porchv1alpha1.PackageRevision) bool {
+	_, err = c.service().WriteStatus(ctx, pr, func(pr *porchv1alpha1.PackageRevision) bool {
 		set := cond
 		set.LastTransitionTime = &now
 		for i := range pr.Status.Conditions {

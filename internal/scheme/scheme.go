@@ -2,6 +2,7 @@
 package scheme
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -11,10 +12,12 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
-// New returns a scheme with the Kubernetes built-in types and Scion's APIs.
+// New returns a scheme with the Kubernetes built-in types, CRDs (read to
+// learn an injected kind's schema) and Scion's APIs.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(configv1alpha1.AddToScheme(s))
 	utilruntime.Must(configv1alpha2.AddToScheme(s))
 	utilruntime.Must(porchv1alpha1.AddToScheme(s))

@@ -279,18 +279,8 @@ func recordPoints(p *pkg.Package, points []Point) (bool, error) {
 				c = kptfilev1.Condition{Type: pt.ConditionType, Status: kptfilev1.ConditionTrue, Reason: "Injected", Message: "injected from " + pt.Injected}
 			}
 			kptfile.SetCondition(kf, c)
-			if !pt.Required {
-				continue
-			}
-			if kf.Info == nil {
-				kf.Info = &kptfilev1.PackageInfo{}
-			}
-			found := false
-			for _, g := range kf.Info.ReadinessGates {
-				found = found || g.ConditionType == pt.ConditionType
-			}
-			if !found {
-				kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, kptfilev1.ReadinessGate{ConditionType: pt.ConditionType})
+			if pt.Required {
+				kptfile.AddReadinessGate(kf, pt.ConditionType)
 			}
 		}
 		return nil

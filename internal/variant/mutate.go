@@ -70,16 +70,7 @@ func Mutate(ctx context.Context, p *pkg.Package, pv *configv1alpha1.PackageVaria
 // draft and its condition, True once the variant finished mutating it.
 func MarkDone(p *pkg.Package, done bool, message string) error {
 	return p.EditKptfile(func(kf *kptfilev1.KptFile) error {
-		if kf.Info == nil {
-			kf.Info = &kptfilev1.PackageInfo{}
-		}
-		found := false
-		for _, g := range kf.Info.ReadinessGates {
-			found = found || g.ConditionType == configv1alpha1.PackageVariantReadinessGate
-		}
-		if !found {
-			kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, kptfilev1.ReadinessGate{ConditionType: configv1alpha1.PackageVariantReadinessGate})
-		}
+		kptfile.AddReadinessGate(kf, configv1alpha1.PackageVariantReadinessGate)
 		c := kptfilev1.Condition{Type: configv1alpha1.PackageVariantReadinessGate, Status: kptfilev1.ConditionFalse, Reason: "Mutating", Message: message}
 		if done {
 			c.Status, c.Reason = kptfilev1.ConditionTrue, "Done"

@@ -14,7 +14,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
-// Condition reasons of DownstreamEnsured and Ready.
+// Condition reasons of DownstreamEnsured (and so of Ready).
 const (
 	DownstreamReadyReason = "DownstreamReady"
 	MutationFailedReason  = "MutationFailed"
@@ -45,7 +45,8 @@ type Input struct {
 }
 
 // Output is the produced package and the conditions the PackageVariant
-// shows for it.
+// shows for it (DownstreamEnsured and the mutations'; Ready is the
+// controller's verdict from them).
 type Output struct {
 	Package    *pkg.Package
 	Outcome    Outcome
@@ -63,8 +64,7 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 	var out Output
 	fail := func(reason string, err error) (Output, error) {
 		out.Conditions = append(out.Conditions,
-			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen},
-			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen})
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen})
 		return out, err
 	}
 	out.Conditions = []metav1.Condition{{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionTrue, Reason: ValidReason, ObservedGeneration: gen}}
@@ -116,13 +116,11 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 		// The draft is written, but it is not what the variant asks for.
 		err := fmt.Errorf("configuration injection is incomplete: %s", out.Outcome.ConfigInjected.Message)
 		out.Conditions = append(out.Conditions,
-			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ConfigNotInjectedReason, Message: err.Error(), ObservedGeneration: gen},
-			metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: ConfigNotInjectedReason, Message: err.Error(), ObservedGeneration: gen})
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ConfigNotInjectedReason, Message: err.Error(), ObservedGeneration: gen})
 		return out, nil
 	}
 	out.Conditions = append(out.Conditions,
-		metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: DownstreamReadyReason, Message: "the downstream draft reflects the variant", ObservedGeneration: gen},
-		metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: DownstreamReadyReason, Message: "the downstream draft reflects the variant", ObservedGeneration: gen})
+		metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: DownstreamReadyReason, Message: "the downstream draft reflects the variant", ObservedGeneration: gen})
 	return out, nil
 }
 

@@ -34,10 +34,14 @@ const (
 	NoMatchingTargetsReason = "NoMatchingTargets"
 	// KindNotAllowedReason: an objectSelector selects a kind the
 	// controller may not read (--readable-kinds).
-	KindNotAllowedReason  = "KindNotAllowed"
-	UnexpectedErrorReason = "UnexpectedError"
-	ValidReason           = "Valid"
-	ReconciledReason      = "Reconciled"
+	KindNotAllowedReason = "KindNotAllowed"
+	// VariantNameTakenReason: a PackageVariant the set generates has the
+	// name of one the set does not own; the set leaves it alone and looks
+	// again every minute.
+	VariantNameTakenReason = "VariantNameTaken"
+	UnexpectedErrorReason  = "UnexpectedError"
+	ValidReason            = "Valid"
+	ReconciledReason       = "Reconciled"
 )
 
 // PackageVariantSetSpec fans one upstream package out over many targets.

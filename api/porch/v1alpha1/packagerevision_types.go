@@ -50,6 +50,9 @@ const (
 	SyncedReason = "Synced"
 	// RepositoryNotReadyReason: the Repository is missing or unusable.
 	RepositoryNotReadyReason = "RepositoryNotReady"
+	// RepositoryUnavailableReason: the repository's remote did not answer
+	// in time (or is left alone for a while after it did not).
+	RepositoryUnavailableReason = "RepositoryUnavailable"
 	// InvalidReason: the spec asks for something impossible.
 	InvalidReason = "Invalid"
 	// ReadinessGatesNotMetReason: publishing into a deployment repository
@@ -57,8 +60,6 @@ const (
 	ReadinessGatesNotMetReason = "ReadinessGatesNotMet"
 	// DeleteFailedReason: the revision could not be removed from git.
 	DeleteFailedReason = "DeleteFailed"
-	// ErrorReason: a transient failure, retried.
-	ErrorReason = "Error"
 )
 
 // TaskType is the kind of a task.

@@ -23,6 +23,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -56,8 +57,8 @@ type Reconciler struct {
 // written into drafts' Kptfiles); the controller's own Ready updates do
 // not trigger it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Cache == nil || r.Service == nil || r.Recorder == nil {
-		return fmt.Errorf("packagerevision controller: Cache, Service and Recorder are required")
+	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
+		return fmt.Errorf("packagerevision controller: APIReader, Cache, Service and Recorder are required")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagerevision").
@@ -91,12 +92,28 @@ func conditionsChanged(e event.UpdateEvent) bool {
 func actorConditions(pr *porchv1alpha1.PackageRevision) map[string]porchv1alpha1.Condition {
 	out := map[string]porchv1alpha1.Condition{}
 	for _, c := range pr.Status.Conditions {
-		if c.Type != configv1alpha1.ReadyCondition {
+		if !pkgservice.IsControllerCondition(c.Type) {
 			c.LastTransitionTime = nil
 			out[c.Type] = c
 		}
 	}
 	return out
+}
+
+// scope holds what the steps of one reconcile learn.
+type scope struct {
+	pr      *porchv1alpha1.PackageRevision
+	repoObj *configv1alpha1.Repository
+	store   *store.Repository
+	// rev is the git revision the object shows, once git has it (found).
+	rev   store.Revision
+	found bool
+	// quiet is set when the object is not this reconcile's to show (git
+	// removed the revision, its creator is showing it, or it is gone):
+	// no status is written and the remaining steps do nothing.
+	quiet bool
+	// deleteErr is set when the revision could not be removed from git.
+	deleteErr error
 }
 
 // Reconcile brings one PackageRevision's git revision in line with its
@@ -106,58 +123,67 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, pr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	s := &scope{pr: pr}
+	var out reconciler.Outcome
+	if !pr.DeletionTimestamp.IsZero() {
+		out = reconciler.Run(ctx, s, r.reconcileRepository, r.reconcileDelete)
+	} else {
+		out = reconciler.Run(ctx, s, r.reconcileRepository, r.reconcileFinalizer, r.reconcileGit, r.reconcileKptfile, r.reconcileLifecycle, r.reconcileAutoPropose)
+	}
+	if errors.Is(out.Err, store.ErrConflict) && s.store != nil {
+		// Someone else wrote to git since this mirror was fetched: the
+		// retry decides with what git has now.
+		out.Err = errors.Join(out.Err, s.store.Fetch(ctx))
+	}
+	return out.Return(r.patchStatus(ctx, s, out))
+}
+
+// reconcileRepository opens the object's repository; it records the
+// Repository and its store. A Repository being unregistered takes its
+// objects along (git stays): their finalizer goes at once.
+func (r *Reconciler) reconcileRepository(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pr := s.pr
 	repoObj := &configv1alpha1.Repository{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, repoObj)
 	if !pr.DeletionTimestamp.IsZero() && (apierrors.IsNotFound(err) || (err == nil && !repoObj.DeletionTimestamp.IsZero())) {
-		// The Repository is being unregistered: its objects go, git stays.
-		return ctrl.Result{}, r.removeFinalizer(ctx, pr)
+		s.quiet = true
+		return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pr, porchv1alpha1.PackageRevisionFinalizer)
 	}
-	var repo *store.Repository
+	var st *store.Repository
 	if err == nil {
-		repo, err = r.Cache.Open(ctx, repoObj)
+		st, err = r.Cache.Open(ctx, repoObj)
 	}
 	if err != nil {
-		// Waiting for the Repository: no backoff noise, look again soon.
-		return ctrl.Result{RequeueAfter: 15 * time.Second}, r.setReady(ctx, pr, "False", porchv1alpha1.RepositoryNotReadyReason,
-			fmt.Sprintf("repository %s is not usable: %v", pr.Spec.Repository, err))
+		return ctrl.Result{}, pkgservice.WaitForRepository(pr.Spec.Repository, err)
 	}
-	if !pr.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, pr, repo)
-	}
-	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
-		patch := client.MergeFrom(pr.DeepCopy())
-		controllerutil.AddFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer)
-		if err := r.Patch(ctx, pr, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	res, err := r.reconcileRevision(ctx, pr, repoObj, repo)
-	if errors.Is(err, store.ErrConflict) {
-		// Someone else wrote to git since this mirror was fetched: the
-		// retry decides with what git has now.
-		err = errors.Join(err, repo.Fetch(ctx))
-	}
-	return res, err
+	s.repoObj, s.store = repoObj, st
+	return ctrl.Result{}, nil
 }
 
-// reconcileRevision materializes the draft if git does not have it, writes
-// a draft's object conditions into its Kptfile, moves the lifecycle, and
-// shows the result on the object.
-func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.PackageRevision, repoObj *configv1alpha1.Repository, repo *store.Repository) (ctrl.Result, error) {
-	rev, err := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+// reconcileFinalizer adds the finalizer before anything is written.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, reconciler.AddFinalizer(ctx, r.Client, s.pr, porchv1alpha1.PackageRevisionFinalizer)
+}
+
+// reconcileGit finds the revision in git, or writes a new draft there for
+// an object someone created; it records rev and found.
+func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pr := s.pr
+	rev, err := s.store.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && pr.Status.Commit != "":
-		return ctrl.Result{}, nil // removed from git by someone else: the sync deletes the object
+		s.quiet = true // removed from git by someone else: the sync deletes the object
+		return ctrl.Result{}, nil
 	case errors.Is(err, store.ErrNotFound):
 		if lc := pr.Spec.Lifecycle; lc != "" && lc != porchv1alpha1.LifecycleDraft {
-			return r.fail(ctx, pr, fmt.Errorf("spec.lifecycle: a new PackageRevision starts as Draft, not %s: %w", lc, pkgservice.ErrInvalid))
+			return ctrl.Result{}, invalid(fmt.Errorf("spec.lifecycle: a new PackageRevision starts as Draft, not %s: %w", lc, pkgservice.ErrInvalid))
 		}
-		contents, message, err := pkgservice.Contents(ctx, pr, repoObj.Spec.Deployment, r.resolver(pr.Namespace))
+		contents, message, err := pkgservice.Contents(ctx, pr, s.repoObj.Spec.Deployment, r.resolver(pr.Namespace))
 		if err != nil {
-			return r.fail(ctx, pr, err)
+			return ctrl.Result{}, invalid(err)
 		}
-		if rev, err = pkgservice.CreateDraft(ctx, repo, pr, contents, message); err != nil {
-			return r.fail(ctx, pr, err)
+		if rev, err = r.Service.CreateDraft(ctx, s.store, pr, contents, message); err != nil {
+			return ctrl.Result{}, invalid(err)
 		}
 		r.Recorder.Eventf(pr, nil, "Normal", "Created", "Create", "draft written to git at %s", shortHash(rev.Commit))
 	case err != nil:
@@ -169,37 +195,69 @@ func (r *Reconciler) reconcileRevision(ctx context.Context, pr *porchv1alpha1.Pa
 		// here too would double the writes; look again after a while in
 		// case that writer stopped in between.
 		if wait := showGrace - time.Since(pr.CreationTimestamp.Time); wait > 0 {
+			s.quiet = true
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if rev.Lifecycle == porchv1alpha1.LifecycleDraft || rev.Lifecycle == porchv1alpha1.LifecycleProposed {
-		if rev, err = pkgservice.MirrorToKptfile(ctx, repo, pr, rev); err != nil {
-			return r.fail(ctx, pr, err)
-		}
+	s.rev, s.found = rev, true
+	return ctrl.Result{}, nil
+}
+
+// reconcileKptfile writes a draft's (or proposal's) object conditions
+// into its Kptfile; it records the revision written.
+func (r *Reconciler) reconcileKptfile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.quiet || (s.rev.Lifecycle != porchv1alpha1.LifecycleDraft && s.rev.Lifecycle != porchv1alpha1.LifecycleProposed) {
+		return ctrl.Result{}, nil
 	}
-	before := rev.Lifecycle
-	moved, err := pkgservice.Move(ctx, repo, repoObj.Name, repoObj.Spec.Deployment, pr, rev)
+	rev, err := r.Service.MirrorToKptfile(ctx, s.store, s.pr, s.rev)
+	if err != nil {
+		return ctrl.Result{}, invalid(err)
+	}
+	s.rev = rev
+	return ctrl.Result{}, nil
+}
+
+// reconcileLifecycle moves the revision to the lifecycle its spec asks
+// for; it records the moved revision. Unmet readiness gates are waited
+// for: a condition change brings the object back.
+func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.quiet {
+		return ctrl.Result{}, nil
+	}
+	before := s.rev.Lifecycle
+	moved, err := r.Service.Move(ctx, s.store, s.repoObj.Name, s.repoObj.Spec.Deployment, s.pr, s.rev)
 	var gates *pkgservice.GatesError
 	switch {
 	case errors.As(err, &gates):
-		_, showErr := r.Service.Show(ctx, repoObj, repo, rev, pr, pkgservice.ShowOptions{
-			Ready: &porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "False", Reason: porchv1alpha1.ReadinessGatesNotMetReason, Message: gates.Error(), ObservedGeneration: pr.Generation},
-		})
-		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.ReadinessGatesNotMetReason, "Publish", "%s", gates.Error())
-		return ctrl.Result{}, showErr // waits for a condition change
+		r.Recorder.Eventf(s.pr, nil, "Warning", porchv1alpha1.ReadinessGatesNotMetReason, "Publish", "%s", gates.Error())
+		return ctrl.Result{}, reconciler.Wait(0, porchv1alpha1.ReadinessGatesNotMetReason, "%s", gates.Error())
 	case err != nil:
-		return r.fail(ctx, pr, err)
+		return ctrl.Result{}, invalid(err)
 	}
 	if moved.Lifecycle != before {
-		r.Recorder.Eventf(pr, nil, "Normal", string(moved.Lifecycle), "Lifecycle", "%s -> %s", before, moved.Lifecycle)
+		r.Recorder.Eventf(s.pr, nil, "Normal", string(moved.Lifecycle), "Lifecycle", "%s -> %s", before, moved.Lifecycle)
 	}
-	if _, err = r.Service.Show(ctx, repoObj, repo, moved, pr, pkgservice.ShowOptions{Handled: true}); err != nil {
-		return ctrl.Result{}, err
-	}
-	if moved.Lifecycle == porchv1alpha1.LifecycleDraft && pr.Annotations[porchv1alpha1.AutoLifecycleAnnotation] == "true" {
-		return r.autoPropose(ctx, pr, repo, moved)
-	}
+	s.rev = moved
 	return ctrl.Result{}, nil
+}
+
+// reconcileAutoPropose proposes a draft annotated for it once
+// pkgservice.AutoPropose says so.
+func (r *Reconciler) reconcileAutoPropose(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.quiet || s.rev.Lifecycle != porchv1alpha1.LifecycleDraft || s.pr.Annotations[porchv1alpha1.AutoLifecycleAnnotation] != "true" {
+		return ctrl.Result{}, nil
+	}
+	return r.autoPropose(ctx, s.pr, s.store, s.rev)
+}
+
+// invalid turns a request the revision cannot follow
+// (pkgservice.ErrInvalid) into a stall, kept until the spec changes;
+// other errors stay transient.
+func invalid(err error) error {
+	if errors.Is(err, pkgservice.ErrInvalid) {
+		return reconciler.Stall(porchv1alpha1.InvalidReason, "%v", err)
+	}
+	return err
 }
 
 // autoPropose proposes a draft annotated for it once pkgservice.AutoPropose
@@ -256,70 +314,29 @@ const autoProposer = "scion (config.porch.kpt.dev/auto-lifecycle-mgmt)"
 // writer that made it to show.
 const showGrace = 5 * time.Second
 
-// fail reports an error: invalid requests stay on the object until its
-// spec changes; anything else is retried with backoff.
-func (r *Reconciler) fail(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) (ctrl.Result, error) {
-	if errors.Is(err, pkgservice.ErrInvalid) {
-		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.InvalidReason, "Reconcile", "%v", err)
-		return ctrl.Result{}, r.setReady(ctx, pr, "False", porchv1alpha1.InvalidReason, err.Error())
+// reconcileDelete removes the revision from git, then the finalizer; it
+// records deleteErr.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pr := s.pr
+	if s.quiet || !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
+		s.quiet = true
+		return ctrl.Result{}, nil
 	}
-	if setErr := r.setReady(ctx, pr, "False", porchv1alpha1.ErrorReason, err.Error()); setErr != nil {
-		return ctrl.Result{}, errors.Join(err, setErr)
-	}
-	return ctrl.Result{}, err
-}
-
-// setReady writes the Ready condition of an object git does not show yet
-// (or cannot show now), through pkgservice.WriteStatus.
-func (r *Reconciler) setReady(ctx context.Context, pr *porchv1alpha1.PackageRevision, status, reason, message string) error {
-	c := porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: porchv1alpha1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: pr.Generation}
-	_, err := pkgservice.WriteStatus(ctx, r.Client, r.APIReader, pr, func(pr *porchv1alpha1.PackageRevision) bool {
-		for i := range pr.Status.Conditions {
-			if pr.Status.Conditions[i].Type == c.Type {
-				if pr.Status.Conditions[i] == c {
-					return false
-				}
-				pr.Status.Conditions[i] = c
-				return true
-			}
-		}
-		pr.Status.Conditions = append(pr.Status.Conditions, c)
-		return true
-	})
-	return client.IgnoreNotFound(err)
-}
-
-// reconcileDelete removes the revision from git, then the finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *store.Repository) error {
-	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
-		return nil
-	}
-	rev, err := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	rev, err := s.store.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return err
+		return ctrl.Result{}, err
 	default:
-		if err := repo.Delete(ctx, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := r.Service.Delete(ctx, s.store, rev); err != nil {
 			r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.DeleteFailedReason, "Delete", "removing %s from git: %v", pr.Name, err)
-			return r.setReadyAndReturn(ctx, pr, fmt.Errorf("removing the revision from git: %w", err))
+			s.deleteErr = fmt.Errorf("removing the revision from git: %w", err)
+			return ctrl.Result{}, s.deleteErr
 		}
 		r.Recorder.Eventf(pr, nil, "Normal", "Deleted", "Delete", "removed from git")
 	}
-	return r.removeFinalizer(ctx, pr)
-}
-
-func (r *Reconciler) setReadyAndReturn(ctx context.Context, pr *porchv1alpha1.PackageRevision, err error) error {
-	return errors.Join(err, r.setReady(ctx, pr, "False", porchv1alpha1.DeleteFailedReason, err.Error()))
-}
-
-func (r *Reconciler) removeFinalizer(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {
-	if !controllerutil.ContainsFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(pr.DeepCopy())
-	controllerutil.RemoveFinalizer(pr, porchv1alpha1.PackageRevisionFinalizer)
-	return client.IgnoreNotFound(r.Patch(ctx, pr, patch))
+	s.quiet = true
+	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pr, porchv1alpha1.PackageRevisionFinalizer)
 }
 
 // resolver finds the git revision behind a PackageRevision name.

@@ -534,7 +534,7 @@ func TestPackageRevision_crashBetweenGitAndObject(t *testing.T) {
 		pr := newRevision(ns, "crash", "app", ws, initTask())
 		pr.Finalizers = []string{porchv1alpha1.PackageRevisionFinalizer}
 		g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-		d, err := pkgservice.CreateDraft(ctx, st, get(g, pr), contents, "Create app")
+		d, err := (&pkgservice.Service{}).CreateDraft(ctx, st, get(g, pr), contents, "Create app")
 		g.Expect(err).NotTo(HaveOccurred())
 		objects[ws] = get(g, pr)
 		switch ws {
@@ -594,11 +594,12 @@ func TestPackageRevision_specAheadOfGit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	pr := newRevision(ns, "ahead", "app", "ws", initTask())
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	_, err = pkgservice.CreateDraft(ctx, st, get(g, pr), pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")}), "Create app")
+	_, err = (&pkgservice.Service{}).CreateDraft(ctx, st, get(g, pr), pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")}), "Create app")
 	g.Expect(err).NotTo(HaveOccurred())
 	setLifecycleTo(g, pr, porchv1alpha1.LifecycleProposed)
 	setLifecycleTo(g, pr, porchv1alpha1.LifecyclePublished)
-	g.Expect(get(g, pr).Status.Conditions).NotTo(ContainElement(HaveField("Status", BeEquivalentTo("True"))), "nothing claims the move yet")
+	g.Expect(ready(get(g, pr)).Status).NotTo(BeEquivalentTo("True"), "nothing claims the move yet")
+	g.Expect(get(g, pr).Status.ObservedGeneration).NotTo(Equal(get(g, pr).Generation))
 
 	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "ahead", Namespace: ns},
 		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}})).To(Succeed())

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +31,7 @@ import (
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/variant"
@@ -52,23 +50,18 @@ const RevisionIndex = "spec.repository+packageName+workspaceName"
 // Condition reasons of a PackageVariant.
 const (
 	UpstreamNotFoundReason   = "UpstreamNotFound"
-	RepositoryNotReadyReason = "RepositoryNotReady"
+	RepositoryNotReadyReason = porchv1alpha1.RepositoryNotReadyReason
 	// RepositoryUnavailableReason: a repository's remote did not answer in
 	// time (or is left alone for a while after it did not).
-	RepositoryUnavailableReason = "RepositoryUnavailable"
+	RepositoryUnavailableReason = porchv1alpha1.RepositoryUnavailableReason
+	// DeletingReason: a deleting variant waits for its drafts to leave
+	// git.
+	DeletingReason = "Deleting"
 	// ProposalPendingReason: the variant's revision is Proposed and the
 	// variant has changes for it, written once it is published or
 	// rejected.
 	ProposalPendingReason = "ProposalPending"
 )
-
-// fetchMaxAge is how stale the upstream repository's refs may be when a
-// reconcile reads them: variants reconciled in a burst share one fetch of
-// their upstream instead of making one each. A revision not found is
-// always looked for in the remote. (The downstream is always fetched
-// before a draft is created: a draft someone wrote a moment ago must be
-// found, to be adopted or to keep one draft per variant.)
-const fetchMaxAge = time.Second
 
 // Options configure the Reconciler.
 type Options struct {
@@ -90,6 +83,9 @@ type Reconciler struct {
 	// Objects are the per-namespace caches of the objects variants
 	// inject, and the kinds they may inject.
 	Objects *kindwatch.Caches
+	// Definitions reads the CRDs of injected kinds (a namedwatch.Reader:
+	// one watch per CRD an injection point names).
+	Definitions client.Reader
 
 	watches *injectionWatches
 }
@@ -98,14 +94,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
 
 // SetupWithManager registers the controller: PackageVariants on spec
 // changes; PackageRevisions mapped to the variant that owns them and to
 // the variants deriving from their package (through UpstreamIndex).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil {
-		return fmt.Errorf("packagevariant controller: APIReader, Cache, Objects, Service and Recorder are required")
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil {
+		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Objects, Service and Recorder are required")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, UpstreamIndex, func(o client.Object) []string {
 		pv := o.(*configv1alpha1.PackageVariant)
@@ -155,259 +150,241 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 	return out
 }
 
-// scope holds what one reconcile learns.
+// scope holds what one reconcile learns: the steps record facts here and
+// patchStatus turns them into the status.
 type scope struct {
 	pv *configv1alpha1.PackageVariant
-	// conditions are set by the steps; patchStatus writes them.
+
+	// Recorded by reconcileUpstream.
+	upStore *store.Repository
+	upRev   store.Revision
+	// Recorded by reconcileDownstream.
+	downObj   *configv1alpha1.Repository
+	downStore *store.Repository
+	down      pkgservice.VariantRevisions
+	// base is the downstream package the variant starts from (its draft,
+	// its proposal or the latest published revision; nil: a new clone).
+	base *pkg.Package
+	in   variant.Input
+	// Recorded by reconcileProduce.
+	produced variant.Output
+	// conditions are the variant's own conditions (Valid,
+	// DownstreamEnsured, package context and injection), from
+	// reconcileValid and reconcileProduce.
 	conditions []metav1.Condition
-	targets    []configv1alpha1.DownstreamTarget
-	stalled    *metav1.Condition
-	// waiting, when set, is the Reconciling condition of a reconcile
-	// that waits for something outside the variant (a repository): the
-	// reconcile is not complete.
-	waiting *metav1.Condition
+	// Recorded by reconcileWrite: the revision the variant's object shows,
+	// and why the variant's changes wait (its revision is Proposed).
+	target          *store.Revision
+	proposalPending string
+	// targets are shown in status.downstreamTargets.
+	targets []configv1alpha1.DownstreamTarget
+	// pending names the drafts a deleting variant waits for.
+	pending []string
 }
 
 // Reconcile keeps a PackageVariant's downstream draft.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pv := &configv1alpha1.PackageVariant{}
 	if err := r.Get(ctx, req.NamespacedName, pv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !pv.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, pv)
-	}
-	if !controllerutil.ContainsFinalizer(pv, configv1alpha1.PackageVariantFinalizer) {
-		patch := client.MergeFrom(pv.DeepCopy())
-		controllerutil.AddFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
-		if err := r.Patch(ctx, pv, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	s := &scope{pv: pv}
-	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
-	if errs := variant.Validate(pv); len(errs) > 0 {
-		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: variant.ValidationErrorReason, Message: errs.ToAggregate().Error()}
-		s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: errs.ToAggregate().Error()})
-		return ctrl.Result{}, nil
+	if !pv.DeletionTimestamp.IsZero() {
+		out := reconciler.Run(ctx, s, r.reconcileDelete)
+		return out.Return(r.patchStatus(ctx, s, out))
 	}
-	res, err := r.reconcileDownstream(ctx, s)
-	if errors.Is(err, store.ErrConflict) {
+	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileDownstream, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
+	out := reconciler.Run(ctx, s, steps...)
+	if errors.Is(out.Err, store.ErrConflict) {
 		// Someone else wrote to git meanwhile, and the mirror has
 		// fetched it: decide once more with what git has now, rather
 		// than report a conflict nobody needs to act on.
 		*s = scope{pv: pv}
-		res, err = r.reconcileDownstream(ctx, s)
+		out = reconciler.Run(ctx, s, steps...)
 	}
-	if _, ok := store.RetryAfter(err); ok {
-		return r.waiting(s, RepositoryUnavailableReason, err)
-	}
-	return res, err
+	out = pkgservice.RemoteOutcome(out)
+	return out.Return(r.patchStatus(ctx, s, out))
 }
 
-// open opens a Repository of the variant's namespace by name.
-func (r *Reconciler) open(ctx context.Context, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
-	return r.Cache.OpenNamed(ctx, r.Client, ns, name)
+// reconcileFinalizer adds the finalizer before anything is written.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, reconciler.AddFinalizer(ctx, r.Client, s.pv, configv1alpha1.PackageVariantFinalizer)
 }
 
-func (r *Reconciler) resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
-	switch {
-	case u.Tag != "":
-		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
-	case u.Revision != "":
-		n, err := u.Revision.Number()
-		if err != nil {
-			return store.Revision{}, err
-		}
-		return st.Get(ctx, u.Package, "", n)
-	default:
-		return st.Get(ctx, u.Package, u.WorkspaceName, 0)
+// reconcileValid stalls a variant whose spec is invalid (which the CRD's
+// validation cannot tell alone); it records Valid=False.
+func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, error) {
+	errs := variant.Validate(s.pv)
+	if len(errs) == 0 {
+		return ctrl.Result{}, nil
 	}
+	msg := errs.ToAggregate().Error()
+	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: msg})
+	return ctrl.Result{}, reconciler.Stall(variant.ValidationErrorReason, "%s", msg)
 }
 
-// upstreamNotFoundMessage says which upstream is missing, in the terms of
-// the spec (the Repository's name, the revision as written), and what the
-// package has instead.
-func upstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) string {
-	field, what := "spec.upstream.workspaceName", "workspace "+u.WorkspaceName
-	if u.Revision != "" {
-		field, what = "spec.upstream.revision", "revision "+string(u.Revision)
+// reconcileUpstream resolves the upstream revision in git; it records the
+// upstream store and revision. A missing upstream stalls the variant (a
+// PackageRevision event brings it back).
+func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	var numbers []int
-	var published, workspaces []string
-	for _, rev := range revs {
-		switch {
-		case rev.Lifecycle == porchv1alpha1.LifecyclePublished || rev.Lifecycle == porchv1alpha1.LifecycleDeletionProposed:
-			numbers = append(numbers, rev.Revision)
-		default:
-			workspaces = append(workspaces, rev.Workspace)
-		}
-	}
-	slices.Sort(numbers)
-	for _, n := range numbers {
-		published = append(published, strconv.Itoa(n))
-	}
-	slices.Sort(workspaces)
-	msg := fmt.Sprintf("%s: Repository %s has no %s of package %s", field, u.Repo, what, u.Package)
-	switch {
-	case len(revs) == 0:
-		msg += " (the package is not in that repository)"
-	case u.Revision != "" && len(published) == 0:
-		msg += " (it has no published revision yet)"
-	case u.Revision != "":
-		msg += " (published revisions: " + strings.Join(published, ", ") + ")"
-	case len(workspaces) > 0:
-		msg += " (unpublished workspaces: " + strings.Join(workspaces, ", ") + ")"
-	}
-	return msg
+	s.upStore, s.upRev = st, rev
+	return ctrl.Result{}, nil
 }
 
-// reconcileDownstream produces the downstream package and writes it as
-// one commit: onto the variant's draft (found by its git trailer, so a
-// draft written before a crash is found), onto a new draft from the
-// latest published downstream, or as a new clone. Nothing is written when
-// the result equals what is there.
+// reconcileDownstream reads what git has of the variant's downstream
+// package; it records the downstream Repository and store, the variant's
+// revisions, the package the variant starts from (its draft brought onto
+// a newer published revision when someone published one meanwhile) and
+// the input of the variant's production.
 func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pv := s.pv
-	_, upStore, err := r.open(ctx, pv.Namespace, pv.Spec.Upstream.Repo)
+	downObj, downStore, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pv.Spec.Downstream.Repo)
 	if err != nil {
-		return r.waiting(s, RepositoryNotReadyReason, err)
+		return ctrl.Result{}, pkgservice.WaitForRepository(pv.Spec.Downstream.Repo, err)
 	}
-	if err := upStore.FetchIfOlder(ctx, fetchMaxAge); err != nil {
-		return ctrl.Result{}, fmt.Errorf("repository %s: %w", pv.Spec.Upstream.Repo, err)
+	s.downObj, s.downStore = downObj, downStore
+	if s.down, err = pkgservice.FindVariantRevisions(ctx, downStore, pv); err != nil {
+		return ctrl.Result{}, err
 	}
-	upRev, err := r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
-	if errors.Is(err, store.ErrNotFound) {
-		// Perhaps published since the last fetch: look in the remote.
-		if err := upStore.Fetch(ctx); err != nil {
-			return ctrl.Result{}, fmt.Errorf("repository %s: %w", pv.Spec.Upstream.Repo, err)
-		}
-		upRev, err = r.resolveUpstream(ctx, upStore, pv.Spec.Upstream)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		msg := "spec.upstream.tag: " + err.Error()
-		if pv.Spec.Upstream.Tag == "" {
-			revs, lerr := upStore.ListPackage(ctx, pv.Spec.Upstream.Package)
-			if lerr != nil {
-				return ctrl.Result{}, lerr
-			}
-			msg = upstreamNotFoundMessage(pv.Spec.Upstream, revs)
-		}
-		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: UpstreamNotFoundReason, Message: msg}
-		return ctrl.Result{}, nil // a PackageRevision event brings us back
-	}
+	upstream, err := s.upStore.Read(ctx, s.upRev)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	downObj, downStore, err := r.open(ctx, pv.Namespace, pv.Spec.Downstream.Repo)
-	if err != nil {
-		return r.waiting(s, RepositoryNotReadyReason, err)
-	}
-	down, err := findDownstream(ctx, downStore, pv)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	revs, draft, published := down.revs, down.draft, down.published
-	upstream, err := upStore.Read(ctx, upRev)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	in := variant.Input{
+	s.in = variant.Input{
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
-		Origin:  pkgservice.Source{Store: upStore, Revision: upRev}.Origin(),
-		Objects: &clusterObjects{reader: r.APIReader, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
+		Origin:  pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin(),
+		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
 		Runtime: noExecRuntime(),
 	}
 	if !downObj.Spec.Deployment {
-		in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
+		s.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
 	} else {
-		in.ContextHint = "the downstream package has lost it: add it back to the draft"
+		s.in.ContextHint = "the downstream package has lost it: add it back to the draft"
 	}
-	var base *pkg.Package
-	proposal := down.proposal
-	if draft != nil {
-		proposal = nil // the draft is the one to write
+	d := s.down
+	var from *store.Revision
+	switch {
+	case d.Draft != nil:
+		from = d.Draft
+	case d.Proposal != nil:
+		from = d.Proposal
+	default:
+		from = d.Published
 	}
-	if b := draft; b != nil || proposal != nil || published != nil {
-		switch {
-		case b != nil:
-		case proposal != nil:
-			b = proposal
-		default:
-			b = published
-		}
-		if base, err = downStore.Read(ctx, *b); err != nil {
+	if from == nil {
+		return ctrl.Result{}, nil // a new clone
+	}
+	if s.base, err = downStore.Read(ctx, *from); err != nil {
+		return ctrl.Result{}, err
+	}
+	if from == d.Draft && d.Published != nil {
+		merged, rebased, err := pkgservice.OntoPublished(ctx, downStore, *d.Draft, s.base, *d.Published)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if b == draft && published != nil {
-			if base, err = r.ontoPublished(ctx, downStore, pv, *draft, base, *published); err != nil {
-				return ctrl.Result{}, err
-			}
+		if rebased {
+			r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", d.Draft.Package, d.Draft.Workspace, d.Published.Revision)
 		}
-		in.Downstream = base
-		if lock := lockedCommit(base); lock != "" && lock != upRev.Commit {
-			if in.OldUpstream, err = upStore.Read(ctx, store.Revision{Package: upRev.Package, Commit: lock}); err != nil {
-				return ctrl.Result{}, fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
-			}
+		s.base = merged
+	}
+	s.in.Downstream = s.base
+	if lock := lockedCommit(s.base); lock != "" && lock != s.upRev.Commit {
+		if s.in.OldUpstream, err = s.upStore.Read(ctx, store.Revision{Package: s.upRev.Package, Commit: lock}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
 		}
 	}
-	out, produceErr := variant.Produce(ctx, in)
+	return ctrl.Result{}, nil
+}
+
+// reconcileProduce makes the downstream package (clone or 3-way update,
+// context, pipeline, injection, render) and watches the kinds it injects
+// from; it records the output and its conditions. A package that cannot
+// be made without a change (no package context) stalls the variant.
+func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Result, error) {
+	out, err := variant.Produce(ctx, s.in)
+	s.produced = out
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
 		// Watch the kind of every injection point the cluster serves and
 		// the controller may read, in the variant's namespace, so edits of
 		// injected objects (or new ones) bring the variant back.
-		if served, _, serr := in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
-			if werr := r.watches.ensure(ctx, pt.GVK, pv.Namespace); werr != nil {
+		if served, _, serr := s.in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
+			if werr := r.watches.ensure(ctx, pt.GVK, s.pv.Namespace); werr != nil {
 				return ctrl.Result{}, werr
 			}
 		}
 	}
-	if out.Package == nil {
-		if errors.Is(produceErr, variant.ErrNoPackageContext) {
-			return ctrl.Result{}, nil // reported in the conditions
-		}
-		return ctrl.Result{}, produceErr
-	}
-	target := draft
+	var renderErr *engine.RenderError
 	switch {
-	case proposal != nil:
-		// While the variant's revision is proposed, it is frozen for the
-		// approver: nothing is written. Once it is rejected (a draft
-		// again) it is updated; once published, a new draft follows
-		// from it if the variant still asks for changes.
-		target = proposal
-		if !variant.SameContent(out.Package, base) {
-			msg := fmt.Sprintf("the downstream revision %s is Proposed: the variant's changes (upstream, context, pipeline or injected objects) are written once it is published or rejected",
-				pkgservice.ObjectName(downObj.Name, proposal.Package, proposal.Workspace))
-			s.conditions = append(s.conditions,
-				metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: msg},
-				metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: msg})
-		}
-	case draft != nil && variant.SameContent(out.Package, base):
-	case draft == nil && published != nil && variant.SameContent(out.Package, base):
-		target = published // nothing to change: no new draft
-	default:
-		written, werr := r.write(ctx, downStore, pv, draft, revs, out.Package)
-		if werr != nil {
-			werr = fmt.Errorf("repository %s: %w", pv.Spec.Downstream.Repo, werr)
-			if errors.Is(werr, store.ErrConflict) && draft != nil {
-				// Someone else wrote the draft: re-read before the
-				// retry (a new draft's write has fetched already).
-				return ctrl.Result{}, errors.Join(werr, downStore.Fetch(ctx))
-			}
-			return ctrl.Result{}, werr
-		}
-		target = &written
-		r.Recorder.Eventf(pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
+	case out.Package == nil && errors.Is(err, variant.ErrNoPackageContext):
+		return ctrl.Result{}, reconciler.Stall(variant.MutationFailedReason, "%v", err)
+	case out.Package == nil:
+		return ctrl.Result{}, err
+	case err != nil && !errors.As(err, &renderErr):
+		return ctrl.Result{}, err
 	}
-	if target == proposal {
-		// A proposal's object is the approver's and the PackageRevision
-		// controller's: the variant leaves it alone, status included.
-		s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(base)}}
+	return ctrl.Result{}, nil // a render failure is written, then reported by reconcileShow
+}
+
+// reconcileWrite writes the produced package as one commit onto the
+// variant's draft, onto a new draft from the latest published revision, or
+// as a new clone, through the package service; nothing is written when the
+// result equals what is there, nor while the variant's revision is
+// Proposed (frozen for its approver). It records the target revision and
+// proposalPending.
+func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result, error) {
+	d, p := s.down, s.produced.Package
+	switch {
+	case d.Draft == nil && d.Proposal != nil:
+		// Once the proposal is rejected (a draft again) it is updated;
+		// once published, a new draft follows from it if the variant
+		// still asks for changes.
+		s.target = d.Proposal
+		if !variant.SameContent(p, s.base) {
+			s.proposalPending = fmt.Sprintf("the downstream revision %s is Proposed: the variant's changes (upstream, context, pipeline or injected objects) are written once it is published or rejected",
+				pkgservice.ObjectName(s.downObj.Name, d.Proposal.Package, d.Proposal.Workspace))
+		}
+		return ctrl.Result{}, nil
+	case d.Draft != nil && variant.SameContent(p, s.base):
+		s.target = d.Draft
+		return ctrl.Result{}, nil
+	case d.Draft == nil && d.Published != nil && variant.SameContent(p, s.base):
+		s.target = d.Published // nothing to change: no new draft
 		return ctrl.Result{}, nil
 	}
-	cur, err := r.currentObject(ctx, pv.Namespace, pv.Spec.Downstream.Repo, target.Package, target.Workspace)
+	written, err := r.Service.WriteVariantDraft(ctx, s.downStore, s.pv, d, p)
+	if err != nil {
+		err = fmt.Errorf("repository %s: %w", s.pv.Spec.Downstream.Repo, err)
+		if errors.Is(err, store.ErrConflict) && d.Draft != nil {
+			// Someone else wrote the draft: re-read before the retry (a
+			// new draft's write has fetched already).
+			return ctrl.Result{}, errors.Join(err, s.downStore.Fetch(ctx))
+		}
+		return ctrl.Result{}, err
+	}
+	s.target = &written
+	r.Recorder.Eventf(s.pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
+	return ctrl.Result{}, nil
+}
+
+// reconcileShow makes the target revision's PackageRevision show it
+// (owned by the variant while it is a draft); it records the downstream
+// targets. A proposal's object is the approver's and the PackageRevision
+// controller's: the variant leaves it alone, status included. A render
+// failure, written to the draft for people to see, stalls the variant
+// until it or its upstream changes (the functions are deterministic).
+func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, error) {
+	t := s.target
+	name := pkgservice.ObjectName(s.downObj.Name, t.Package, t.Workspace)
+	if t == s.down.Proposal {
+		s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.base)}}
+		return ctrl.Result{}, nil
+	}
+	cur, err := r.currentObject(ctx, s.pv.Namespace, s.pv.Spec.Downstream.Repo, t.Package, t.Workspace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -416,30 +393,27 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	// variant's to handle: a lifecycle change someone asked for (propose,
 	// approve) stays for the PackageRevision controller.
 	opts := pkgservice.ShowOptions{GitConditions: []string{configv1alpha1.PackageVariantReadinessGate}}
-	for _, pt := range out.Outcome.Injection.Points {
+	for _, pt := range s.produced.Outcome.Injection.Points {
 		opts.GitConditions = append(opts.GitConditions, pt.ConditionType)
 	}
-	if target.Lifecycle == porchv1alpha1.LifecycleDraft {
-		opts.Owner = ptr.To(*metav1.NewControllerRef(pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
-		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}
-		opts.InitialLabels, opts.InitialAnnotations = pv.Spec.Labels, pv.Spec.Annotations
+	if t.Lifecycle == porchv1alpha1.LifecycleDraft {
+		opts.Owner = ptr.To(*metav1.NewControllerRef(s.pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
+		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(s.pv.Name)}
+		opts.InitialLabels, opts.InitialAnnotations = s.pv.Spec.Labels, s.pv.Spec.Annotations
 	}
-	if _, err := r.Service.Show(ctx, downObj, downStore, *target, cur, opts); err != nil {
+	if _, err := r.Service.Show(ctx, s.downObj, s.downStore, *t, cur, opts); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.targets = []configv1alpha1.DownstreamTarget{{Name: pkgservice.ObjectName(downObj.Name, target.Package, target.Workspace), RenderStatus: renderStatus(out.Package)}}
-	var renderErr *engine.RenderError
-	if errors.As(produceErr, &renderErr) {
-		// The functions are this process's own and deterministic: the
-		// same inputs fail the same way. The draft shows the function's
-		// results; a change of the variant or its upstream comes back.
-		s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: variant.RenderFailedReason, Message: produceErr.Error()}
-		produceErr = nil
+	s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.produced.Package)}}
+	var res ctrl.Result
+	if s.pv.Spec.Upstream.Tag != "" {
+		// A tag's move changes no PackageRevision: no event says so.
+		res.RequeueAfter = r.tagPollPeriod()
 	}
-	if pv.Spec.Upstream.Tag != "" {
-		return ctrl.Result{RequeueAfter: r.tagPollPeriod()}, produceErr
+	if c := meta.FindStatusCondition(s.produced.Conditions, configv1alpha1.DownstreamEnsuredCondition); c != nil && c.Reason == variant.RenderFailedReason {
+		return res, reconciler.Stall(variant.RenderFailedReason, "%s", c.Message)
 	}
-	return ctrl.Result{}, produceErr
+	return res, nil
 }
 
 func (r *Reconciler) tagPollPeriod() time.Duration {
@@ -447,70 +421,6 @@ func (r *Reconciler) tagPollPeriod() time.Duration {
 		return r.Options.TagPollPeriod
 	}
 	return time.Minute
-}
-
-// downstream is what git has of a variant's downstream package.
-type downstream struct {
-	revs []store.Revision
-	// draft and proposal are the variant's own (by the git trailer
-	// recording the variant; with adoptExisting, a draft no variant
-	// owns); published is the latest published revision.
-	draft, proposal, published *store.Revision
-}
-
-// findDownstream finds the variant's revisions among the downstream
-// package's.
-func findDownstream(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) (downstream, error) {
-	revs, err := st.ListPackage(ctx, pv.Spec.Downstream.Package)
-	if err != nil {
-		return downstream{}, err
-	}
-	d := downstream{revs: revs}
-	var adoptable *store.Revision
-	for i := range revs {
-		rev := &revs[i]
-		owner := rev.Trailers[store.TrailerPackageVariantUID]
-		switch {
-		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
-			d.draft = rev
-		case rev.Lifecycle == porchv1alpha1.LifecycleProposed && owner == string(pv.UID):
-			d.proposal = rev
-		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == "" && adoptable == nil:
-			adoptable = rev
-		case rev.Latest:
-			d.published = rev
-		}
-	}
-	if d.draft == nil && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting {
-		d.draft = adoptable // adopted: the next commit records the variant
-	}
-	return d, nil
-}
-
-// write commits the package onto the variant's draft, or creates one in
-// the first free workspace packagevariant-N.
-func (r *Reconciler) write(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft *store.Revision, revs []store.Revision, p *pkg.Package) (store.Revision, error) {
-	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
-	if draft != nil {
-		return st.WriteDraft(ctx, store.DraftWrite{Package: draft.Package, Workspace: draft.Workspace, Expected: draft.Commit, Contents: p,
-			Message: updateSubject + pv.Name, Trailers: trailers})
-	}
-	used := map[string]bool{}
-	for _, rev := range revs {
-		used[rev.Workspace] = true
-	}
-	ws := ""
-	for n := 1; ; n++ {
-		if ws = "packagevariant-" + strconv.Itoa(n); !used[ws] {
-			break
-		}
-	}
-	// A new draft is pushed only if git has no revision of the package
-	// this mirror has not seen: none of ours (written before a crash, or
-	// by another replica) nor one to adopt. Otherwise the write fails with
-	// a conflict, the mirror is fetched, and the retry decides again.
-	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
-		Message: createSubject + pv.Name, Trailers: trailers, CheckRemote: true})
 }
 
 func (r *Reconciler) currentObject(ctx context.Context, ns, repo, pkgPath, ws string) (*porchv1alpha1.PackageRevision, error) {
@@ -546,35 +456,23 @@ func renderStatus(p *pkg.Package) *kptfilev1.RenderStatus {
 	return kf.Status.RenderStatus
 }
 
-// waiting reports what the variant waits for (Ready=False with reason)
-// and comes back later. A remote that is slow or did not answer is
-// reported as RepositoryUnavailable, whatever the step, and looked at again
-// when it may have recovered, rather than holding a worker or backing off
-// for minutes.
-func (r *Reconciler) waiting(s *scope, reason string, err error) (ctrl.Result, error) {
-	after, unavailable := store.RetryAfter(err)
-	if unavailable {
-		reason = RepositoryUnavailableReason
-	}
-	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
-	s.waiting = &metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: reason, Message: err.Error()}
-	if unavailable {
-		return ctrl.Result{RequeueAfter: after}, nil
-	}
-	return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
-}
+// deletingRetry is how soon a deleting variant looks again at drafts that
+// have not left git (each one's deletion brings it back sooner).
+const deletingRetry = 15 * time.Second
 
 // reconcileDelete applies the deletion policy, then removes the finalizer:
 // delete removes the variant's drafts (the PackageRevision controller
 // removes them from git) and proposes deletion of its published
-// revisions; orphan removes the owner references.
-func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+// revisions; orphan removes the owner references. Drafts with commits by
+// others are kept for them. It records the drafts still pending.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pv := s.pv
 	if !controllerutil.ContainsFinalizer(pv, configv1alpha1.PackageVariantFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	list := &porchv1alpha1.PackageRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	var errs []error
 	for i := range list.Items {
@@ -619,12 +517,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 	}
 	if err := errors.Join(errs...); err != nil {
 		r.Recorder.Eventf(pv, nil, "Warning", "DeleteFailed", "Delete", "%v", err)
-		return err
+		return ctrl.Result{}, err
 	}
 	if pv.Spec.DeletionPolicy != configv1alpha1.DeletionPolicyOrphan {
 		// Keep the finalizer until the drafts are really gone from git;
 		// say what holds them when their deletion fails.
-		var pending []string
 		for i := range list.Items {
 			pr := &list.Items[i]
 			if !metav1.IsControlledBy(pr, pv) || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft && pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
@@ -634,7 +531,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 			if err := r.Get(ctx, client.ObjectKeyFromObject(pr), cur); apierrors.IsNotFound(err) {
 				continue
 			} else if err != nil {
-				return err
+				return ctrl.Result{}, err
 			}
 			if !metav1.IsControlledBy(cur, pv) {
 				continue // kept for someone else (orphaned above)
@@ -645,136 +542,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pv *configv1alpha1.Pac
 					msg += ": " + c.Message
 				}
 			}
-			pending = append(pending, msg)
+			s.pending = append(s.pending, msg)
 		}
-		if len(pending) > 0 {
-			before := pv.DeepCopy()
-			meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
-				Reason: "Deleting", Message: "waiting for the drafts to leave git: " + strings.Join(pending, "; "), ObservedGeneration: pv.Generation})
-			if err := r.Status().Patch(ctx, pv, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			return errDraftsPending
+		if len(s.pending) > 0 {
+			return ctrl.Result{}, reconciler.Wait(deletingRetry, DeletingReason, "waiting for the drafts to leave git: %s", strings.Join(s.pending, "; "))
 		}
 	}
-	patch := client.MergeFrom(pv.DeepCopy())
-	controllerutil.RemoveFinalizer(pv, configv1alpha1.PackageVariantFinalizer)
-	return client.IgnoreNotFound(r.Patch(ctx, pv, patch))
+	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pv, configv1alpha1.PackageVariantFinalizer)
 }
-
-// ontoPublished brings a draft onto the latest published revision of its
-// package when that revision is not the one the draft forked from
-// (someone published another revision meanwhile): the draft then keeps
-// what was published, and publishing it reverts nothing. It returns the
-// draft's contents, merged when needed.
-func (r *Reconciler) ontoPublished(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, error) {
-	fork, err := st.DraftFork(ctx, draft)
-	if err != nil || fork == "" {
-		return contents, err
-	}
-	// Usually the package is what it was at the fork (other packages
-	// were published since): the trees say so without reading files.
-	if same, err := st.SamePackage(ctx, draft.Package, fork, published.Commit); err != nil || same {
-		return contents, err
-	}
-	forked, err := st.Read(ctx, store.Revision{Package: draft.Package, Commit: fork})
-	if errors.Is(err, store.ErrNotFound) {
-		return contents, nil // a new package when the draft was made: nothing to bring it onto
-	}
-	if err != nil {
-		return nil, err
-	}
-	latest, err := st.Read(ctx, published)
-	if err != nil {
-		return nil, err
-	}
-	merged, _, err := engine.Merge(contents, forked, latest)
-	if err != nil {
-		return nil, fmt.Errorf("bringing draft %s onto the published revision v%d: %w", draft.Workspace, published.Revision, err)
-	}
-	r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", draft.Package, draft.Workspace, published.Revision)
-	return merged, nil
-}
-
-// Subjects of the commits the variant writes.
-const (
-	createSubject = "Create from PackageVariant "
-	updateSubject = "Update from PackageVariant "
-)
 
 // othersCommits lists the commits of a draft (or proposal) of the variant
-// that neither the variant nor the PackageRevision controller wrote: a
-// person's push, with scion rpkg push or plain git.
+// that neither the variant nor the PackageRevision controller wrote.
 func (r *Reconciler) othersCommits(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) ([]string, error) {
-	_, st, err := r.open(ctx, pv.Namespace, pr.Spec.Repository)
+	_, st, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pr.Spec.Repository)
 	if err != nil {
 		return nil, err
 	}
-	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	history, err := st.DraftHistory(ctx, rev)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range history {
-		ours := strings.HasPrefix(c.Subject, createSubject+pv.Name) || strings.HasPrefix(c.Subject, updateSubject+pv.Name) ||
-			strings.HasPrefix(c.Subject, pkgservice.ConditionsSubject)
-		if !ours {
-			out = append(out, c.String())
-		}
-	}
-	return out, nil
-}
-
-// errDraftsPending makes a deleting variant look again (with backoff)
-// until its drafts are gone.
-var errDraftsPending = errors.New("waiting for the variant's drafts to be removed from git")
-
-// patchStatus is the one place a PackageVariant's status is written.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
-	pv := s.pv
-	before := pv.DeepCopy()
-	gen := pv.Generation
-	for _, c := range s.conditions {
-		c.ObservedGeneration = gen
-		meta.SetStatusCondition(&pv.Status.Conditions, c)
-	}
-	stalled := metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: "Progressing", ObservedGeneration: gen}
-	if s.stalled != nil {
-		stalled = *s.stalled
-		stalled.ObservedGeneration = gen
-		meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: stalled.Reason, Message: stalled.Message, ObservedGeneration: gen})
-	}
-	meta.SetStatusCondition(&pv.Status.Conditions, stalled)
-	reconciling := metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionFalse, Reason: "Done", ObservedGeneration: gen}
-	if reconcileErr != nil {
-		reconciling = metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen}
-		meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionUnknown, Reason: "Retrying", Message: reconcileErr.Error(), ObservedGeneration: gen})
-	}
-	if reconcileErr == nil && s.waiting != nil {
-		reconciling = *s.waiting
-		reconciling.ObservedGeneration = gen
-	}
-	meta.SetStatusCondition(&pv.Status.Conditions, reconciling)
-	if reconcileErr == nil && s.waiting == nil {
-		pv.Status.ObservedGeneration = gen
-		if s.targets != nil {
-			pv.Status.DownstreamTargets = s.targets
-		}
-	}
-	if apiequality.Semantic.DeepEqual(before.Status, pv.Status) {
-		return reconcileErr
-	}
-	if err := r.Status().Patch(ctx, pv, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return errors.Join(reconcileErr, err)
-	}
-	return reconcileErr
+	return pkgservice.ForeignCommits(ctx, st, pv, pr.Spec.PackageName, pr.Spec.WorkspaceName)
 }
 
 // noExecRuntime runs builtin and container functions but not exec ones:

@@ -10,5 +10,5 @@ import (
 
 // ClusterObjects exposes the controller's injection source to the tests.
 func ClusterObjects(reader client.Reader, mapper meta.RESTMapper, namespace string, kinds kindwatch.Kinds) variant.ObjectSource {
-	return &clusterObjects{reader: reader, watches: &kindwatch.Watches{Caches: &kindwatch.Caches{Kinds: kinds}}, mapper: mapper, namespace: namespace}
+	return &clusterObjects{reader: reader, definitions: reader, watches: &kindwatch.Watches{Caches: &kindwatch.Caches{Kinds: kinds}}, mapper: mapper, namespace: namespace}
 }

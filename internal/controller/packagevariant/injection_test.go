@@ -59,3 +59,18 @@ func restMapper(g Gomega) meta.RESTMapper {
 	g.Expect(err).NotTo(HaveOccurred())
 	return mapper
 }
+
+// A kind served by a CRD is looked up in its CRD's schema (read through
+// the reader the controller gives, a watch of that CRD): whether it has a
+// spec to inject into.
+func TestClusterObjects_crdSchema(t *testing.T) {
+	g := NewWithT(t)
+	src := packagevariant.ClusterObjects(k8sClient, restMapper(g), "tenant-a", kindwatch.Kinds{{Group: "config.porch.kpt.dev", Kind: "*"}})
+	served, hasSpec, err := src.Schema(context.Background(), schema.GroupVersionKind{Group: "config.porch.kpt.dev", Version: "v1alpha1", Kind: "PackageVariant"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(served).To(BeTrue())
+	g.Expect(hasSpec).To(BeTrue())
+	served, _, err = src.Schema(context.Background(), schema.GroupVersionKind{Group: "config.porch.kpt.dev", Version: "v9", Kind: "PackageVariant"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(served).To(BeFalse(), "a version the CRD does not serve")
+}

@@ -23,10 +23,12 @@ import (
 // there (the watch brings the variant back when one changes), read
 // directly before.
 type clusterObjects struct {
-	reader    client.Reader
-	watches   *kindwatch.Watches
-	mapper    meta.RESTMapper
-	namespace string
+	reader client.Reader
+	// definitions reads CRDs (through watches in the controller).
+	definitions client.Reader
+	watches     *kindwatch.Watches
+	mapper      meta.RESTMapper
+	namespace   string
 }
 
 func (c *clusterObjects) Namespace() string { return c.namespace }
@@ -49,7 +51,7 @@ func (c *clusterObjects) Schema(ctx context.Context, gvk schema.GroupVersionKind
 		return true, true, nil
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err = c.reader.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gvk.Group}, crd)
+	err = c.definitions.Get(ctx, types.NamespacedName{Name: mapping.Resource.Resource + "." + gvk.Group}, crd)
 	if apierrors.IsNotFound(err) {
 		return true, true, nil // served by an aggregated API: assume spec
 	}

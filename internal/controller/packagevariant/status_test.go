@@ -1,16 +1,23 @@
 package packagevariant
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
-func TestUpstreamNotFoundMessage(t *testing.T) {
+func TestUpstreamNotFoundMessage(t *testing.T) { // pkgservice.UpstreamNotFoundMessage, in the variant's terms
 	published := func(n int) store.Revision {
 		return store.Revision{Package: "app", Revision: n, Lifecycle: porchv1alpha1.LifecyclePublished}
 	}
@@ -29,6 +36,49 @@ func TestUpstreamNotFoundMessage(t *testing.T) {
 		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", WorkspaceName: "ws-9"}, []store.Revision{published(1), draft},
 			"spec.upstream.workspaceName: Repository catalog has no workspace ws-9 of package app (unpublished workspaces: ws-2)"},
 	} {
-		NewWithT(t).Expect(upstreamNotFoundMessage(&tc.upstream, tc.revs)).To(Equal(tc.want))
+		NewWithT(t).Expect(pkgservice.UpstreamNotFoundMessage(&tc.upstream, tc.revs)).To(Equal(tc.want))
+	}
+}
+
+// The variant's Ready follows DownstreamEnsured for a complete
+// reconcile, and the outcome otherwise; observedGeneration and the targets
+// move only for a complete reconcile.
+func TestSetStatus(t *testing.T) {
+	ensured := metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: variant.DownstreamReadyReason, Message: "ok"}
+	notInjected := metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: variant.ConfigNotInjectedReason, Message: "no match"}
+	target := []configv1alpha1.DownstreamTarget{{Name: "down.app.packagevariant-1"}}
+	for _, tc := range []struct {
+		name                 string
+		s                    scope
+		outcome              reconciler.Outcome
+		ready                metav1.ConditionStatus
+		reason               string
+		reconciling, stalled metav1.ConditionStatus
+		observed             bool
+	}{
+		{"ensured", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{}, "True", variant.DownstreamReadyReason, "False", "False", true},
+		{"written but not ensured", scope{conditions: []metav1.Condition{notInjected}, targets: target}, reconciler.Outcome{}, "False", variant.ConfigNotInjectedReason, "False", "False", true},
+		{"proposal pending", scope{conditions: []metav1.Condition{ensured}, proposalPending: "frozen", targets: target}, reconciler.Outcome{}, "False", ProposalPendingReason, "False", "False", true},
+		{"stalled", scope{}, reconciler.Outcome{Stalled: reconciler.Stall(UpstreamNotFoundReason, "spec.upstream.revision: no")}, "False", UpstreamNotFoundReason, "False", "True", true},
+		{"waiting for a repository", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(time.Second, RepositoryUnavailableReason, "timeout")}, "False", RepositoryUnavailableReason, "True", "False", false},
+		{"write failed after producing", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{Err: errors.New("push refused")}, "Unknown", reconciler.RetryingReason, "True", "False", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			setStatus(pv, &tc.s, tc.outcome)
+			for typ, want := range map[string]metav1.ConditionStatus{"Ready": tc.ready, "Reconciling": tc.reconciling, "Stalled": tc.stalled} {
+				c := meta.FindStatusCondition(pv.Status.Conditions, typ)
+				g.Expect(c).NotTo(BeNil(), typ)
+				g.Expect(c.Status).To(Equal(want), typ)
+				g.Expect(c.ObservedGeneration).To(Equal(int64(2)), typ)
+			}
+			g.Expect(meta.FindStatusCondition(pv.Status.Conditions, "Ready").Reason).To(Equal(tc.reason))
+			g.Expect(pv.Status.ObservedGeneration == 2).To(Equal(tc.observed))
+			g.Expect(pv.Status.DownstreamTargets != nil).To(Equal(tc.observed && tc.s.targets != nil))
+			if tc.s.proposalPending != "" {
+				g.Expect(meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition).Reason).To(Equal(ProposalPendingReason))
+			}
+		})
 	}
 }

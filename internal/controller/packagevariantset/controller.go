@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/variantset"
 )
@@ -76,7 +78,7 @@ type Reconciler struct {
 	// APIReader reads around the cache, to tell a variant the set created
 	// a moment ago (not cached yet) from someone else's.
 	APIReader client.Reader
-	// Cache opens repositories to resolve floating tags; optional.
+	// Cache opens repositories to resolve the upstream.
 	Cache     *repocache.Cache
 	Evaluator *variantset.Evaluator
 	Recorder  recorder.EventRecorder
@@ -97,8 +99,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller and its indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil {
-		return errors.New("packagevariantset controller: APIReader, Evaluator, Objects and Recorder are required")
+	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Cache == nil {
+		return errors.New("packagevariantset controller: APIReader, Cache, Evaluator, Objects and Recorder are required")
 	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
@@ -224,8 +226,12 @@ func isReady(pv *configv1alpha1.PackageVariant) bool {
 
 // scope holds what one reconcile learns; patchStatus writes it.
 type scope struct {
-	pvs     *configv1alpha2.PackageVariantSet
-	stalled *metav1.Condition
+	pvs *configv1alpha2.PackageVariantSet
+	// upstream is the upstream's PackageRevision (reconcileUpstream).
+	upstream *porchv1alpha1.PackageRevision
+	// variants are the desired PackageVariants (reconcileExpand).
+	variants []*configv1alpha1.PackageVariant
+	// summary counts this reconcile's writes (reconcileVariants).
 	summary *configv1alpha2.Summary
 	// notReady names the desired PackageVariants that are not Ready yet
 	// (created or updated by this reconcile, or not Ready for their
@@ -234,60 +240,86 @@ type scope struct {
 }
 
 // Reconcile makes a set's PackageVariants match its targets.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pvs := &configv1alpha2.PackageVariantSet{}
 	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !pvs.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, pvs)
-	}
-	if !controllerutil.ContainsFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer) {
-		patch := client.MergeFrom(pvs.DeepCopy())
-		controllerutil.AddFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer)
-		if err := r.Patch(ctx, pvs, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	s := &scope{pvs: pvs}
-	defer func() {
-		retErr = r.patchStatus(ctx, s, retErr)
-		if retErr == errStaleStatus {
-			// The spec changed while reconciling: that change brings the
-			// set back; nothing failed.
-			res, retErr = ctrl.Result{Requeue: true}, nil
-		}
-	}()
-
-	if errs := r.Evaluator.Validate(pvs); len(errs) > 0 {
-		s.stall(configv1alpha2.ValidationErrorReason, errs.ToAggregate().Error())
+	if !pvs.DeletionTimestamp.IsZero() {
+		return reconciler.Run(ctx, s, r.reconcileDelete).Return(nil)
+	}
+	out := pkgservice.RemoteOutcome(reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileExpand, r.reconcileVariants))
+	err := r.patchStatus(ctx, s, out)
+	if errors.Is(err, reconciler.ErrStale) {
+		// The spec changed while reconciling: that change brings the set
+		// back; nothing failed.
 		return ctrl.Result{}, nil
 	}
-	upstream, err := r.upstream(ctx, pvs)
+	return out.Return(err)
+}
+
+// reconcileFinalizer adds the finalizer before any PackageVariant is
+// written.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, reconciler.AddFinalizer(ctx, r.Client, s.pvs, configv1alpha2.PackageVariantSetFinalizer)
+}
+
+// reconcileValid stalls a set whose spec is invalid (templates that do not
+// compile, fields the CRD cannot check alone).
+func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, error) {
+	if errs := r.Evaluator.Validate(s.pvs); len(errs) > 0 {
+		return ctrl.Result{}, reconciler.Stall(configv1alpha2.ValidationErrorReason, "%s", errs.ToAggregate().Error())
+	}
+	return ctrl.Result{}, nil
+}
+
+// upstreamRetry is how soon a set whose upstream git has but no
+// PackageRevision shows yet looks again (the object's creation brings it
+// back sooner).
+const upstreamRetry = 5 * time.Second
+
+// reconcileUpstream resolves the set's upstream in git, as its
+// PackageVariants will (pkgservice.ResolveUpstream), and records the
+// PackageRevision that shows it, whose metadata templates read.
+func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
+	u := s.pvs.Spec.Upstream
+	_, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha2.UpstreamNotFoundReason)
 	if err != nil {
-		if errors.Is(err, errUpstreamNotFound) {
-			s.stall(configv1alpha2.UpstreamNotFoundReason, err.Error())
-			return ctrl.Result{}, nil
-		}
 		return ctrl.Result{}, err
 	}
-	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: pvs, Upstream: upstream, Source: r.source})
+	pr := &porchv1alpha1.PackageRevision{}
+	name := pkgservice.ObjectName(u.Repo, rev.Package, rev.Workspace)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: name}, pr); apierrors.IsNotFound(err) {
+		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha2.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet", name)
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.upstream = pr
+	return ctrl.Result{}, nil
+}
+
+// reconcileExpand evaluates the set's targets; it records the desired
+// PackageVariants. A target its author must change stalls the set; a
+// cluster read that failed is retried.
+func (r *Reconciler) reconcileExpand(ctx context.Context, s *scope) (ctrl.Result, error) {
+	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: s.pvs, Upstream: s.upstream, Source: r.source})
 	if err != nil {
 		reason, stalled := expandFailure(err)
 		if !stalled {
 			return ctrl.Result{}, err // the cluster could not be read: backoff
 		}
-		s.stall(reason, err.Error())
+		st := reconciler.Stall(reason, "%v", err)
 		if reason == configv1alpha2.NoMatchingTargetsReason {
-			// No event says a kind was installed: look again later.
-			return ctrl.Result{RequeueAfter: noKindRetry}, nil
+			st.Retry = noKindRetry // no event says a kind was installed
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, st
 	}
 	for _, e := range expanded.Empty {
-		r.Recorder.Eventf(pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
+		r.Recorder.Eventf(s.pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
 	}
-	return ctrl.Result{}, r.ensure(ctx, s, expanded.Variants)
+	s.variants = expanded.Variants
+	return ctrl.Result{}, nil
 }
 
 // expandFailure classifies an expansion error: the set stalls (with a
@@ -306,76 +338,13 @@ func expandFailure(err error) (reason string, stalled bool) {
 	}
 }
 
-func (s *scope) stall(reason, msg string) {
-	s.stalled = &metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
-}
-
-var errUpstreamNotFound = errors.New("upstream not found")
-
-// upstream finds the set's upstream PackageRevision among the projected
-// revisions of its package.
-func (r *Reconciler) upstream(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) (*porchv1alpha1.PackageRevision, error) {
-	u := pvs.Spec.Upstream
-	list := &porchv1alpha1.PackageRevisionList{}
-	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingLabels{
-		porchv1alpha1.RepositoryLabel: pkgservice.LabelValue(u.Repo),
-		porchv1alpha1.PackageLabel:    pkgservice.LabelValue(u.Package),
-	}); err != nil {
-		return nil, fmt.Errorf("listing the revisions of %s/%s: %w", u.Repo, u.Package, err)
-	}
-	match := func(f func(pr *porchv1alpha1.PackageRevision) bool) *porchv1alpha1.PackageRevision {
-		for i := range list.Items {
-			pr := &list.Items[i]
-			if pr.Spec.Repository == u.Repo && pr.Spec.PackageName == u.Package && f(pr) {
-				return pr
-			}
-		}
-		return nil
-	}
-	var pr *porchv1alpha1.PackageRevision
-	what := ""
-	switch {
-	case u.Revision != "":
-		n, err := u.Revision.Number()
-		if err != nil {
-			return nil, fmt.Errorf("%w: spec.upstream.revision: %v", errUpstreamNotFound, err)
-		}
-		what = "revision " + string(u.Revision)
-		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
-	case u.WorkspaceName != "":
-		what = "workspace " + u.WorkspaceName
-		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.WorkspaceName == u.WorkspaceName })
-	default:
-		what = "tag " + u.Tag
-		n, err := r.resolveTag(ctx, pvs.Namespace, u)
-		if err != nil {
-			return nil, err
-		}
-		pr = match(func(pr *porchv1alpha1.PackageRevision) bool { return pr.Spec.Revision == n })
-	}
-	if pr == nil {
-		return nil, fmt.Errorf("%w: package %s in repository %s has no %s", errUpstreamNotFound, u.Package, u.Repo, what)
-	}
-	return pr, nil
-}
-
-// resolveTag returns the revision number a floating tag points at.
-func (r *Reconciler) resolveTag(ctx context.Context, ns string, u *configv1alpha1.Upstream) (int, error) {
-	if r.Cache == nil {
-		return 0, fmt.Errorf("%w: floating tags need the repository cache", errUpstreamNotFound)
-	}
-	_, st, err := r.Cache.OpenNamed(ctx, r.Client, ns, u.Repo)
-	if apierrors.IsNotFound(err) {
-		return 0, fmt.Errorf("%w: Repository %s not found", errUpstreamNotFound, u.Repo)
-	}
-	if err != nil {
-		return 0, err
-	}
-	rev, err := st.ResolveFloatingTag(ctx, u.Package, u.Tag)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errUpstreamNotFound, err)
-	}
-	return rev.Revision, nil
+// reconcileVariants makes the existing PackageVariants of the set match
+// the desired ones: create what is missing, update specs in place, delete
+// what is no longer desired. A variant of a desired name that the set
+// does not own is an error, not something to take over. It records the
+// summary and the variants not Ready.
+func (r *Reconciler) reconcileVariants(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, r.ensure(ctx, s, s.variants)
 }
 
 // ensure makes the existing PackageVariants of the set match desired:
@@ -433,7 +402,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 						// Created by an earlier reconcile, not cached yet.
 						return errNothingWritten
 					}
-					err = fmt.Errorf("PackageVariant %s exists and is not owned by this set", want.Name)
+					err = fmt.Errorf("PackageVariant %s exists and is not owned by this set: %w", want.Name, errNameTaken)
 				}
 				if err != nil {
 					return fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
@@ -492,13 +461,24 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	if len(errs) > maxErrors {
 		errs = append(errs[:maxErrors], fmt.Errorf("and %d more errors", len(errs)-maxErrors))
 	}
-	if len(errs) > 0 {
-		err := errors.Join(errs...)
-		r.Recorder.Eventf(pvs, nil, "Warning", configv1alpha2.UnexpectedErrorReason, "Ensure", "%v", err)
-		return err
+	if len(errs) == 0 {
+		return nil
 	}
-	return nil
+	err := errors.Join(errs...)
+	if !slices.ContainsFunc(errs, func(e error) bool { return !errors.Is(e, errNameTaken) }) {
+		// Only names someone else has: retrying at once cannot help, and
+		// no event says when they are free.
+		stalled := reconciler.Stall(configv1alpha2.VariantNameTakenReason, "%v", err)
+		stalled.Retry = noKindRetry
+		return stalled
+	}
+	r.Recorder.Eventf(pvs, nil, "Warning", configv1alpha2.UnexpectedErrorReason, "Ensure", "%v", err)
+	return err
 }
+
+// errNameTaken marks a desired PackageVariant whose name another owner
+// has.
+var errNameTaken = errors.New("the name is taken")
 
 // ownedLive reads pv from the API server and says whether the set owns it.
 func (r *Reconciler) ownedLive(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, pv *configv1alpha1.PackageVariant) bool {
@@ -512,153 +492,31 @@ func (r *Reconciler) ownedLive(ctx context.Context, pvs *configv1alpha2.PackageV
 
 // reconcileDelete deletes the set's PackageVariants (each then applies its
 // own deletion policy) and keeps the finalizer until they are gone.
-func (r *Reconciler) reconcileDelete(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pvs := s.pvs
 	if !controllerutil.ContainsFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	list := &configv1alpha1.PackageVariantList{}
 	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	for i := range list.Items {
 		pv := &list.Items[i]
 		if pv.DeletionTimestamp.IsZero() {
 			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err)
+				return ctrl.Result{}, fmt.Errorf("deleting PackageVariant %s: %w", pv.Name, err)
 			}
 		}
 	}
 	if len(list.Items) > 0 {
 		// Each variant's deletion enqueues the set again (Owns).
-		return nil
+		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFrom(pvs.DeepCopy())
-	controllerutil.RemoveFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer)
-	return client.IgnoreNotFound(r.Patch(ctx, pvs, patch))
+	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pvs, configv1alpha2.PackageVariantSetFinalizer)
 }
 
 // errNothingWritten is a write that found its work done already (by an
 // earlier reconcile the cache had not shown yet): no error, and not
 // counted.
 var errNothingWritten = errors.New("nothing written")
-
-// maxNamed bounds the PackageVariants a VariantsReady message names.
-const maxNamed = 10
-
-// variantsReadyCondition says whether every generated PackageVariant is
-// Ready: False with the reason of a stall or failure, or naming the
-// variants not Ready yet.
-func variantsReadyCondition(s *scope, reconcileErr error) metav1.Condition {
-	c := metav1.Condition{Type: configv1alpha2.VariantsReadyCondition, Status: metav1.ConditionFalse}
-	switch {
-	case s.stalled != nil:
-		c.Reason, c.Message = s.stalled.Reason, "the set is stalled: "+s.stalled.Message
-	case reconcileErr != nil || s.summary == nil:
-		c.Reason, c.Message = configv1alpha2.UnexpectedErrorReason, "the set's PackageVariants could not all be written"
-	case len(s.notReady) == 0:
-		c.Status, c.Reason = metav1.ConditionTrue, configv1alpha2.AllVariantsReadyReason
-		c.Message = fmt.Sprintf("all %d PackageVariants are Ready", s.summary.Desired)
-		if s.summary.Desired == 0 {
-			c.Message = "the targets generate no PackageVariants"
-		}
-	default:
-		names := s.notReady
-		more := ""
-		if len(names) > maxNamed {
-			more = fmt.Sprintf(" and %d more", len(names)-maxNamed)
-			names = names[:maxNamed]
-		}
-		c.Reason = configv1alpha2.VariantsNotReadyReason
-		c.Message = fmt.Sprintf("%d of %d PackageVariants are Ready; waiting for %s%s", s.summary.Ready, s.summary.Desired, strings.Join(names, ", "), more)
-	}
-	return c
-}
-
-// patchStatus is the one place that writes a set's status. The summary's
-// write counts add up over the reconciles of one generation of the spec,
-// so they are added onto the status the patch applies to: the patch
-// carries the resourceVersion it was computed from, and on a conflict
-// (the cache was behind) the set is read again from the API server and
-// the status computed anew.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, reconcileErr error) error {
-	base := s.pvs
-	for attempt := 0; ; attempt++ {
-		pvs := base.DeepCopy()
-		r.computeStatus(pvs, s, reconcileErr)
-		if apiequality.Semantic.DeepEqual(base.Status, pvs.Status) {
-			return reconcileErr
-		}
-		err := r.Status().Patch(ctx, pvs, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case err == nil:
-			if s.stalled != nil && stalledAnew(base, s.stalled) {
-				r.Recorder.Eventf(pvs, nil, "Warning", s.stalled.Reason, "Reconcile", "%s", s.stalled.Message)
-			}
-			return reconcileErr
-		case apierrors.IsNotFound(err):
-			return reconcileErr
-		case !apierrors.IsConflict(err) || attempt >= 4:
-			return errors.Join(reconcileErr, err)
-		}
-		live := &configv1alpha2.PackageVariantSet{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(base), live); err != nil {
-			return errors.Join(reconcileErr, client.IgnoreNotFound(err))
-		}
-		if live.Generation != base.Generation {
-			// The spec moved on: this reconcile's view is stale.
-			if reconcileErr == nil {
-				return errStaleStatus
-			}
-			return reconcileErr
-		}
-		base = live
-	}
-}
-
-// stalledAnew says whether a set becomes stalled, or stalls for another
-// reason, compared with its status before: the Warning event is for
-// transitions.
-func stalledAnew(before *configv1alpha2.PackageVariantSet, stalled *metav1.Condition) bool {
-	prev := meta.FindStatusCondition(before.Status.Conditions, configv1alpha1.StalledCondition)
-	return prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != stalled.Reason || prev.Message != stalled.Message
-}
-
-// computeStatus sets the status of pvs from what the reconcile learned,
-// adding this reconcile's writes to the counts pvs has for its generation.
-func (r *Reconciler) computeStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, reconcileErr error) {
-	gen := pvs.Generation
-	set := func(c metav1.Condition) {
-		c.ObservedGeneration = gen
-		meta.SetStatusCondition(&pvs.Status.Conditions, c)
-	}
-	set(variantsReadyCondition(s, reconcileErr))
-	switch {
-	case s.stalled != nil:
-		set(*s.stalled)
-		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: s.stalled.Reason, Message: s.stalled.Message})
-	case reconcileErr != nil:
-		set(metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.ValidReason, Message: "the targets were expanded"})
-		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.UnexpectedErrorReason, Message: reconcileErr.Error()})
-	default:
-		set(metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: configv1alpha2.ValidReason, Message: "the targets were expanded"})
-		msg := "no PackageVariants"
-		if sm := s.summary; sm != nil {
-			msg = fmt.Sprintf("%d PackageVariants, %d ready", sm.Desired, sm.Ready)
-		}
-		set(metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: configv1alpha2.ReconciledReason, Message: msg})
-	}
-	if s.summary != nil {
-		sum := *s.summary
-		if prev := pvs.Status.Summary; prev != nil && pvs.Status.ObservedGeneration == gen {
-			sum.Created += prev.Created
-			sum.Updated += prev.Updated
-			sum.Deleted += prev.Deleted
-		}
-		pvs.Status.Summary = &sum
-	}
-	pvs.Status.ObservedGeneration = gen
-}
-
-// errStaleStatus is a status computed for a generation of the spec that
-// is no longer the set's.
-var errStaleStatus = errors.New("the set changed since it was read")

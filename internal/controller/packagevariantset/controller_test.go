@@ -421,7 +421,7 @@ func TestErrors(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			c := condition(g, pvs, configv1alpha1.StalledCondition)
 			g.Expect(c.Reason).To(Equal(configv1alpha2.UpstreamNotFoundReason))
-			g.Expect(c.Message).To(Equal("upstream not found: package bar in repository example-repo has no revision 1"))
+			g.Expect(c.Message).To(Equal("spec.upstream.revision: Repository example-repo has no revision 1 of package bar (the package is not in that repository)"))
 		}, timeout, interval).Should(Succeed())
 		publish(t, filepath.Join(f.root, "example-repo.git"), "bar", "v1")
 		// The Repository's next sync projects bar; ask for it now.
@@ -506,8 +506,9 @@ func TestErrors(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			c := condition(g, pvs, configv1alpha1.ReadyCondition)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(configv1alpha2.UnexpectedErrorReason))
+			g.Expect(c.Reason).To(Equal(configv1alpha2.VariantNameTakenReason))
 			g.Expect(c.Message).To(ContainSubstring("creating PackageVariant taken-cluster-01-foo: PackageVariant taken-cluster-01-foo exists and is not owned by this set"))
+			g.Expect(condition(g, pvs, configv1alpha1.StalledCondition).Status).To(Equal(metav1.ConditionTrue))
 			_, pairs := variants(g, pvs)
 			g.Expect(pairs).To(Equal([]string{"cluster-02/foo"}))
 		}, timeout, interval).Should(Succeed())

@@ -13,7 +13,43 @@ import (
 
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
+
+// The set's status: counts add up over one generation, observedGeneration
+// moves only for a complete reconcile, kstatus polarity per outcome.
+func TestSetStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		outcome                     reconciler.Outcome
+		prevGen                     int64
+		wantObserved                int64
+		wantCreated                 int
+		ready, reconciling, stalled metav1.ConditionStatus
+	}{
+		{"done adds to this generation's counts", reconciler.Outcome{}, 4, 4, 3, "True", "False", "False"},
+		{"done, first of a new generation", reconciler.Outcome{}, 3, 4, 1, "True", "False", "False"},
+		{"a failed write does not observe the generation", reconciler.Outcome{Err: errors.New("conflict")}, 3, 3, 1, "False", "True", "False"},
+		{"waiting does not observe the generation", reconciler.Outcome{Waiting: reconciler.Wait(0, "X", "y")}, 3, 3, 1, "False", "True", "False"},
+		{"stalled observes it", reconciler.Outcome{Stalled: reconciler.Stall("ValidationError", "bad")}, 3, 4, 1, "False", "False", "True"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
+			pvs.Status.ObservedGeneration = tc.prevGen
+			pvs.Status.Summary = &configv1alpha2.Summary{Created: 2}
+			setStatus(pvs, &scope{summary: &configv1alpha2.Summary{Desired: 1, Created: 1}}, tc.outcome)
+			g.Expect(pvs.Status.ObservedGeneration).To(Equal(tc.wantObserved))
+			g.Expect(pvs.Status.Summary.Created).To(Equal(tc.wantCreated))
+			for typ, want := range map[string]metav1.ConditionStatus{"Ready": tc.ready, "Reconciling": tc.reconciling, "Stalled": tc.stalled} {
+				c := meta.FindStatusCondition(pvs.Status.Conditions, typ)
+				g.Expect(c).NotTo(BeNil(), typ)
+				g.Expect(c.Status).To(Equal(want), typ)
+				g.Expect(c.ObservedGeneration).To(Equal(int64(4)), typ)
+			}
+		})
+	}
+}
 
 func TestVariantsReadyCondition(t *testing.T) {
 	many := make([]string, 12)
@@ -23,26 +59,28 @@ func TestVariantsReadyCondition(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		s       *scope
-		err     error
+		outcome reconciler.Outcome
 		status  metav1.ConditionStatus
 		reason  string
 		message string
 	}{
-		{"all ready", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 3}}, nil,
+		{"all ready", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 3}}, reconciler.Outcome{},
 			metav1.ConditionTrue, configv1alpha2.AllVariantsReadyReason, "all 3 PackageVariants are Ready"},
-		{"none generated", &scope{summary: &configv1alpha2.Summary{}}, nil,
+		{"none generated", &scope{summary: &configv1alpha2.Summary{}}, reconciler.Outcome{},
 			metav1.ConditionTrue, configv1alpha2.AllVariantsReadyReason, "the targets generate no PackageVariants"},
-		{"some not ready", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 1}, notReady: []string{"a", "b"}}, nil,
+		{"some not ready", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 1}, notReady: []string{"a", "b"}}, reconciler.Outcome{},
 			metav1.ConditionFalse, configv1alpha2.VariantsNotReadyReason, "1 of 3 PackageVariants are Ready; waiting for a, b"},
-		{"many not ready", &scope{summary: &configv1alpha2.Summary{Desired: 12}, notReady: many}, nil,
+		{"many not ready", &scope{summary: &configv1alpha2.Summary{Desired: 12}, notReady: many}, reconciler.Outcome{},
 			metav1.ConditionFalse, configv1alpha2.VariantsNotReadyReason, "0 of 12 PackageVariants are Ready; waiting for set-cluster-00, set-cluster-01, set-cluster-02, set-cluster-03, set-cluster-04, set-cluster-05, set-cluster-06, set-cluster-07, set-cluster-08, set-cluster-09 and 2 more"},
-		{"stalled", &scope{stalled: &metav1.Condition{Reason: configv1alpha2.ValidationErrorReason, Message: "spec.targets: Required value"}}, nil,
+		{"stalled", &scope{}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha2.ValidationErrorReason, "spec.targets: Required value")},
 			metav1.ConditionFalse, configv1alpha2.ValidationErrorReason, "the set is stalled: spec.targets: Required value"},
-		{"write failed", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 3}}, errors.New("boom"),
+		{"waiting for the upstream's object", &scope{}, reconciler.Outcome{Waiting: reconciler.Wait(0, configv1alpha2.UpstreamNotFoundReason, "not shown yet")},
+			metav1.ConditionFalse, configv1alpha2.UpstreamNotFoundReason, "the set waits: not shown yet"},
+		{"write failed", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 3}}, reconciler.Outcome{Err: errors.New("boom")},
 			metav1.ConditionFalse, configv1alpha2.UnexpectedErrorReason, "the set's PackageVariants could not all be written"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := variantsReadyCondition(tc.s, tc.err)
+			c := variantsReadyCondition(tc.s, tc.outcome)
 			NewWithT(t).Expect(c).To(Equal(metav1.Condition{Type: configv1alpha2.VariantsReadyCondition, Status: tc.status, Reason: tc.reason, Message: tc.message}))
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -44,10 +45,12 @@ type Options struct {
 // Reconciler reconciles Repositories.
 type Reconciler struct {
 	client.Client
-	Cache    *repocache.Cache
-	Service  *pkgservice.Service
-	Recorder recorder.EventRecorder
-	Options  Options
+	// APIReader re-reads a Repository after a conflicting status write.
+	APIReader client.Reader
+	Cache     *repocache.Cache
+	Service   *pkgservice.Service
+	Recorder  recorder.EventRecorder
+	Options   Options
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;update;patch
@@ -56,14 +59,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/sync,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: Repositories, reconciled on
 // spec changes (GenerationChanged) and periodically.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Cache == nil || r.Service == nil || r.Recorder == nil {
-		return fmt.Errorf("repository controller: Cache, Service and Recorder are required")
+	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
+		return fmt.Errorf("repository controller: APIReader, Cache, Service and Recorder are required")
 	}
 	if r.Options.SyncPeriod <= 0 {
 		r.Options.SyncPeriod = DefaultSyncPeriod
@@ -88,47 +90,23 @@ type scope struct {
 	repo   *configv1alpha1.Repository
 	store  *store.Repository
 	result pkgservice.SyncResult
-	// openErr is set when the repository could not be opened or fetched.
-	openErr error
-	// syncErr is set when PackageRevisions could not all be synced.
-	syncErr error
 	// busy is set when another reconcile is opening or fetching the
 	// repository: nothing was learned, the status stays as it is.
 	busy bool
 }
 
 // Reconcile syncs one Repository.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	repo := &configv1alpha1.Repository{}
 	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !repo.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, repo)
-	}
-	if !controllerutil.ContainsFinalizer(repo, RepositoryFinalizer) {
-		patch := client.MergeFrom(repo.DeepCopy())
-		controllerutil.AddFinalizer(repo, RepositoryFinalizer)
-		if err := r.Patch(ctx, repo, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	s := &scope{repo: repo}
-	defer func() { retErr = r.patchStatus(ctx, s, retErr) }()
-	for _, step := range []func(context.Context, *scope) error{r.reconcileOpen, r.reconcileSync} {
-		if err := step(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		if s.busy {
-			return ctrl.Result{RequeueAfter: busyRetry}, nil
-		}
-		if s.openErr != nil {
-			// Waiting for someone to fix the remote or the Secret: no
-			// backoff, try again at the next sync.
-			return ctrl.Result{RequeueAfter: r.retryPeriod(repo)}, nil
-		}
+	if !repo.DeletionTimestamp.IsZero() {
+		return reconciler.Run(ctx, s, r.reconcileDelete).Return(nil)
 	}
-	return ctrl.Result{RequeueAfter: r.syncPeriod(repo)}, nil
+	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileOpen, r.reconcileSync)
+	return out.Return(r.patchStatus(ctx, s, out))
 }
 
 // busyRetry is how soon a Repository another reconcile was opening is
@@ -146,9 +124,17 @@ func (r *Reconciler) retryPeriod(repo *configv1alpha1.Repository) time.Duration 
 	return min(r.syncPeriod(repo), time.Minute)
 }
 
-// reconcileOpen opens the repository and fetches it. It records openErr
-// for failures a user must fix (credentials, missing repository or branch).
-func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
+// reconcileFinalizer adds the finalizer before anything is synced.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, reconciler.AddFinalizer(ctx, r.Client, s.repo, RepositoryFinalizer)
+}
+
+// reconcileOpen opens the repository and fetches it; it records the
+// store. A remote that does not answer is waited for; settings a user
+// must fix (credentials, missing repository or branch) stall the
+// Repository, looked at again after a while since the fix may be made
+// without an edit (in the Secret or the remote).
+func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if g := s.repo.Spec.Git; g != nil && s.repo.Status.ObservedGeneration != s.repo.Generation && store.HasCredentials(g.Repo) {
 		// Once per spec change: a warning, not a refusal.
 		r.Recorder.Eventf(s.repo, nil, "Warning", CredentialsInURLReason, "Open",
@@ -163,40 +149,38 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) error {
 	if errors.Is(err, store.ErrBusy) {
 		// Another reconcile is talking to the remote: it reports.
 		s.busy = true
-		return nil
+		return ctrl.Result{}, reconciler.Wait(busyRetry, RemoteUnavailableReason, "%v", err)
 	}
 	if err != nil {
-		s.openErr = err
-		return nil
+		return ctrl.Result{}, openFailure(s.repo, err, r.retryPeriod(s.repo))
 	}
 	s.store = st
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileSync projects the revisions as PackageRevisions; it records the
-// result and syncErr.
-func (r *Reconciler) reconcileSync(ctx context.Context, s *scope) error {
-	if s.store == nil {
-		return nil
-	}
-	s.result, s.syncErr = r.Service.Sync(ctx, s.repo, s.store)
+// result.
+func (r *Reconciler) reconcileSync(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var err error
+	s.result, err = r.Service.Sync(ctx, s.repo, s.store)
 	switch {
-	case s.syncErr != nil:
+	case err != nil:
 		metrics.RepositorySyncs.WithLabelValues("error").Inc()
-		return s.syncErr
+		return ctrl.Result{}, fmt.Errorf("%w: %w", errSync, err)
 	case s.result.Changed():
 		metrics.RepositorySyncs.WithLabelValues("changed").Inc()
 		log.FromContext(ctx).Info("synced", "created", s.result.Created, "updated", s.result.Updated, "deleted", s.result.Deleted)
 	default:
 		metrics.RepositorySyncs.WithLabelValues("unchanged").Inc()
 	}
-	return nil
+	return ctrl.Result{RequeueAfter: r.syncPeriod(s.repo)}, nil
 }
 
 // reconcileDelete removes the Repository's PackageRevision objects (git is
 // left alone: the repository outlives its registration), then the
 // finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, repo *configv1alpha1.Repository) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	repo := s.repo
 	if !controllerutil.ContainsFinalizer(repo, RepositoryFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -205,7 +189,5 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, repo *configv1alpha1.R
 		return ctrl.Result{}, fmt.Errorf("deleting the PackageRevisions of %s: %w", repo.Name, err)
 	}
 	r.Cache.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
-	patch := client.MergeFrom(repo.DeepCopy())
-	controllerutil.RemoveFinalizer(repo, RepositoryFinalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, repo, patch))
+	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, repo, RepositoryFinalizer)
 }

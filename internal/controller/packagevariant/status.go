@@ -1,0 +1,81 @@
+package packagevariant
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
+)
+
+// variantConditions are the variant's own conditions from the facts:
+// what the steps recorded, and DownstreamEnsured=False while the
+// variant's revision is Proposed and its changes wait.
+func variantConditions(s *scope) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range s.conditions {
+		if c.Type != configv1alpha1.ReadyCondition {
+			out = append(out, c)
+		}
+	}
+	if s.proposalPending != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: s.proposalPending})
+	}
+	return out
+}
+
+// readyCondition is the Ready verdict of a complete reconcile: the
+// downstream is ensured (DownstreamEnsured) or says why not. Empty when
+// nothing was learned about the downstream.
+func readyCondition(conds []metav1.Condition) metav1.Condition {
+	var ensured *metav1.Condition
+	for i := range conds {
+		if conds[i].Type == configv1alpha1.DownstreamEnsuredCondition {
+			ensured = &conds[i] // the last one recorded wins
+		}
+	}
+	if ensured == nil {
+		return metav1.Condition{}
+	}
+	return metav1.Condition{Status: ensured.Status, Reason: ensured.Reason, Message: ensured.Message}
+}
+
+// setStatus sets a PackageVariant's status from the facts and the
+// outcome: its own conditions, the kstatus conditions, and (for a
+// complete reconcile) observedGeneration and the downstream targets.
+func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome) {
+	gen := pv.Generation
+	own := variantConditions(s)
+	reconciler.SetConditions(&pv.Status.Conditions, gen, own...)
+	reconciler.SetConditions(&pv.Status.Conditions, gen, reconciler.KstatusConditions(gen, o, readyCondition(own))...)
+	if o.Complete() {
+		pv.Status.ObservedGeneration = gen
+		if s.targets != nil {
+			pv.Status.DownstreamTargets = s.targets
+		}
+	}
+}
+
+// patchStatus is the one place a PackageVariant's status is written; a
+// Warning event announces a stall.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
+	if !s.pv.DeletionTimestamp.IsZero() && o.Done() {
+		return nil // the finalizer is gone, and so is the variant
+	}
+	before := meta.FindStatusCondition(s.pv.Status.Conditions, configv1alpha1.StalledCondition)
+	stalledBefore := before != nil && before.Status == metav1.ConditionTrue
+	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
+		setStatus(pv, s, o)
+		return true, nil
+	})
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if o.Stalled != nil && !stalledBefore {
+		r.Recorder.Eventf(s.pv, nil, "Warning", o.Stalled.Reason, "Reconcile", "%s", o.Stalled.Message)
+	}
+	return nil
+}

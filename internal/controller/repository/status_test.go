@@ -1,0 +1,96 @@
+package repository
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+func TestOpenFailure(t *testing.T) {
+	withSecret := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://example.com/r.git", SecretRef: &configv1alpha1.SecretRef{Name: "creds"}}}}
+	bare := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://example.com/r.git"}}}
+	for _, tc := range []struct {
+		name    string
+		repo    *configv1alpha1.Repository
+		err     error
+		stalled bool
+		reason  string
+		message string
+	}{
+		{"refused credentials name the Secret", withSecret, fmt.Errorf("fetch: %w", store.ErrAuthentication), true, AuthenticationFailedReason, "check the credentials in secret ns/creds"},
+		{"no credentials say which field", bare, store.ErrAuthentication, true, AuthenticationFailedReason, "set spec.git.secretRef"},
+		{"missing repository", bare, store.ErrRepositoryNotFound, true, RepositoryNotFoundReason, ""},
+		{"missing branch", bare, store.ErrBranchNotFound, true, BranchNotFoundReason, ""},
+		{"bad Secret", withSecret, repocache.ErrSecret, true, SecretErrorReason, ""},
+		{"URL refused", bare, repocache.ErrURLNotAllowed, true, URLNotAllowedReason, ""},
+		{"anything else from git", bare, errors.New("bad pack"), true, GitErrorReason, "bad pack"},
+		{"remote not answering is waited for", bare, &store.UnavailableError{Err: errors.New("timeout"), RetryAt: time.Now().Add(time.Minute)}, false, RemoteUnavailableReason, "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := reconciler.Classify(ctrl.Result{}, openFailure(tc.repo, tc.err, time.Minute))
+			if tc.stalled {
+				g.Expect(o.Stalled).NotTo(BeNil())
+				g.Expect(o.Stalled.Reason).To(Equal(tc.reason))
+				g.Expect(o.Stalled.Message).To(ContainSubstring(tc.message))
+				g.Expect(o.Stalled.Retry).To(Equal(time.Minute), "fixes made outside the spec are looked for")
+				return
+			}
+			g.Expect(o.Waiting).NotTo(BeNil())
+			g.Expect(o.Waiting.Reason).To(Equal(tc.reason))
+			g.Expect(o.Waiting.Message).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+func TestSetStatus(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name        string
+		outcome     reconciler.Outcome
+		ready       metav1.ConditionStatus
+		reason      string
+		reconciling metav1.ConditionStatus
+		stalled     metav1.ConditionStatus
+		observed    bool
+		synced      bool
+	}{
+		{"stalled on credentials", reconciler.Outcome{Stalled: reconciler.Stall(AuthenticationFailedReason, "refused")}, "False", AuthenticationFailedReason, "False", "True", true, false},
+		{"waiting for the remote", reconciler.Outcome{Waiting: reconciler.Wait(time.Second, RemoteUnavailableReason, "timeout")}, "False", RemoteUnavailableReason, "True", "False", false, false},
+		{"sync failed", reconciler.Outcome{Err: fmt.Errorf("%w: conflict", errSync)}, "False", SyncFailedReason, "True", "False", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+			setStatus(repo, &scope{repo: repo}, tc.outcome, now)
+			expectCondition(g, repo, configv1alpha1.ReadyCondition, tc.ready, tc.reason)
+			expectCondition(g, repo, configv1alpha1.ReconcilingCondition, tc.reconciling, "")
+			expectCondition(g, repo, configv1alpha1.StalledCondition, tc.stalled, "")
+			g.Expect(repo.Status.ObservedGeneration == 3).To(Equal(tc.observed))
+			g.Expect(repo.Status.LastSyncTime != nil).To(Equal(tc.synced))
+		})
+	}
+}
+
+func expectCondition(g Gomega, repo *configv1alpha1.Repository, typ string, status metav1.ConditionStatus, reason string) {
+	c := meta.FindStatusCondition(repo.Status.Conditions, typ)
+	g.Expect(c).NotTo(BeNil(), typ)
+	g.Expect(c.Status).To(Equal(status), typ)
+	g.Expect(c.ObservedGeneration).To(Equal(int64(3)), typ)
+	if reason != "" {
+		g.Expect(c.Reason).To(Equal(reason), typ)
+	}
+}

@@ -1,0 +1,161 @@
+package pkgservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// repositoryRetry is how soon an object waiting for a Repository that is
+// missing or not usable looks again.
+const repositoryRetry = 15 * time.Second
+
+// WaitForRepository is how every controller waits for a repository it
+// could not open or use: RepositoryUnavailable until the remote may have
+// recovered (store.RetryAfter) when it did not answer, RepositoryNotReady
+// (looked at again after a while) otherwise. The message names the
+// Repository.
+func WaitForRepository(name string, err error) error {
+	if after, ok := store.RetryAfter(err); ok {
+		return reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "repository %s: %v", name, err)
+	}
+	return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotReadyReason, "repository %s is not usable: %v", name, err)
+}
+
+// upstreamMaxAge is how stale an upstream repository's refs may be when
+// a set or variant resolves its upstream: reconciles in a burst share one
+// fetch. A revision not found is always looked for in the remote.
+const upstreamMaxAge = time.Second
+
+// FindUpstream opens an upstream's Repository (read with reader, opened
+// through cache) and resolves the revision it names: the one way
+// PackageVariants and PackageVariantSets find their upstream, so the two
+// never disagree. A Repository that cannot be opened is waited for
+// (WaitForRepository); a revision git does not have stalls the caller
+// with reason and a message naming the field and what the package has
+// instead.
+func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, u *configv1alpha1.Upstream, reason string) (*store.Repository, store.Revision, error) {
+	_, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
+	if err != nil {
+		return nil, store.Revision{}, WaitForRepository(u.Repo, err)
+	}
+	rev, err := ResolveUpstream(ctx, st, u, upstreamMaxAge)
+	if errors.Is(err, store.ErrNotFound) {
+		msg, merr := UpstreamNotFound(ctx, st, u, err)
+		if merr != nil {
+			return nil, store.Revision{}, merr
+		}
+		return nil, store.Revision{}, reconciler.Stall(reason, "%s", msg)
+	}
+	return st, rev, err
+}
+
+// ResolveUpstream is how PackageVariants and PackageVariantSets find the
+// revision an upstream names, from git: a floating tag, a published
+// revision number or a workspace. The repository's refs are used when
+// fetched less than maxAge ago, so a burst of reconciles shares one fetch;
+// a revision not found there is looked for in the remote before
+// store.ErrNotFound is returned.
+func ResolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream, maxAge time.Duration) (store.Revision, error) {
+	if err := st.FetchIfOlder(ctx, maxAge); err != nil {
+		return store.Revision{}, fmt.Errorf("repository %s: %w", u.Repo, err)
+	}
+	rev, err := resolveUpstream(ctx, st, u)
+	if errors.Is(err, store.ErrNotFound) {
+		// Perhaps published since the last fetch: look in the remote.
+		if err := st.Fetch(ctx); err != nil {
+			return store.Revision{}, fmt.Errorf("repository %s: %w", u.Repo, err)
+		}
+		rev, err = resolveUpstream(ctx, st, u)
+	}
+	return rev, err
+}
+
+func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
+	switch {
+	case u.Tag != "":
+		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
+	case u.Revision != "":
+		n, err := u.Revision.Number()
+		if err != nil {
+			return store.Revision{}, err
+		}
+		return st.Get(ctx, u.Package, "", n)
+	default:
+		return st.Get(ctx, u.Package, u.WorkspaceName, 0)
+	}
+}
+
+// RemoteOutcome turns a transient failure because a remote did not answer
+// (store.RetryAfter) into waiting, with RepositoryUnavailable: looked at
+// again when the remote may have recovered, rather than backing off for
+// minutes or holding a worker.
+func RemoteOutcome(o reconciler.Outcome) reconciler.Outcome {
+	if after, ok := store.RetryAfter(o.Err); ok {
+		o.Waiting, o.Err = reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "%v", o.Err), nil
+	}
+	return o
+}
+
+// UpstreamNotFound is the message of an upstream ResolveUpstream did not
+// find (err), the same for sets and variants: for a tag, the tag's error;
+// otherwise what the package has instead.
+func UpstreamNotFound(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream, err error) (string, error) {
+	if u.Tag != "" {
+		return "spec.upstream.tag: " + err.Error(), nil
+	}
+	revs, lerr := st.ListPackage(ctx, u.Package)
+	if lerr != nil {
+		return "", lerr
+	}
+	return UpstreamNotFoundMessage(u, revs), nil
+}
+
+// UpstreamNotFoundMessage says which upstream is missing, in the terms of
+// the spec (the Repository's name, the revision as written), and what the
+// package has instead.
+func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) string {
+	field, what := "spec.upstream.workspaceName", "workspace "+u.WorkspaceName
+	if u.Revision != "" {
+		field, what = "spec.upstream.revision", "revision "+string(u.Revision)
+	}
+	var numbers []int
+	var published, workspaces []string
+	for _, rev := range revs {
+		switch {
+		case rev.Lifecycle == porchv1alpha1.LifecyclePublished || rev.Lifecycle == porchv1alpha1.LifecycleDeletionProposed:
+			numbers = append(numbers, rev.Revision)
+		default:
+			workspaces = append(workspaces, rev.Workspace)
+		}
+	}
+	slices.Sort(numbers)
+	for _, n := range numbers {
+		published = append(published, strconv.Itoa(n))
+	}
+	slices.Sort(workspaces)
+	msg := fmt.Sprintf("%s: Repository %s has no %s of package %s", field, u.Repo, what, u.Package)
+	switch {
+	case len(revs) == 0:
+		msg += " (the package is not in that repository)"
+	case u.Revision != "" && len(published) == 0:
+		msg += " (it has no published revision yet)"
+	case u.Revision != "":
+		msg += " (published revisions: " + strings.Join(published, ", ") + ")"
+	case len(workspaces) > 0:
+		msg += " (unpublished workspaces: " + strings.Join(workspaces, ", ") + ")"
+	}
+	return msg
+}

@@ -1,0 +1,147 @@
+package pkgservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Subjects of the commits a PackageVariant writes.
+const (
+	VariantCreateSubject = "Create from PackageVariant "
+	VariantUpdateSubject = "Update from PackageVariant "
+)
+
+// VariantRevisions is what git has of a variant's downstream package.
+type VariantRevisions struct {
+	// All are the package's revisions.
+	All []store.Revision
+	// Draft and Proposal are the variant's own (by the git trailer
+	// recording the variant; with adoptExisting, a draft no variant
+	// owns); Published is the latest published revision.
+	Draft, Proposal, Published *store.Revision
+}
+
+// FindVariantRevisions finds the variant's revisions among the
+// downstream package's.
+func FindVariantRevisions(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) (VariantRevisions, error) {
+	revs, err := st.ListPackage(ctx, pv.Spec.Downstream.Package)
+	if err != nil {
+		return VariantRevisions{}, err
+	}
+	d := VariantRevisions{All: revs}
+	var adoptable *store.Revision
+	for i := range revs {
+		rev := &revs[i]
+		owner := rev.Trailers[store.TrailerPackageVariantUID]
+		switch {
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
+			d.Draft = rev
+		case rev.Lifecycle == porchv1alpha1.LifecycleProposed && owner == string(pv.UID):
+			d.Proposal = rev
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == "" && adoptable == nil:
+			adoptable = rev
+		case rev.Latest:
+			d.Published = rev
+		}
+	}
+	if d.Draft == nil && pv.Spec.AdoptionPolicy == configv1alpha1.AdoptionPolicyAdoptExisting {
+		d.Draft = adoptable // adopted: the next commit records the variant
+	}
+	return d, nil
+}
+
+// WriteVariantDraft commits a variant's package onto its draft, or
+// creates one in the first free workspace packagevariant-N. The commit
+// records the variant in trailers, which is how its draft is found again
+// (after a crash too).
+func (s *Service) WriteVariantDraft(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, revs VariantRevisions, p *pkg.Package) (store.Revision, error) {
+	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
+	if d := revs.Draft; d != nil {
+		return st.WriteDraft(ctx, store.DraftWrite{Package: d.Package, Workspace: d.Workspace, Expected: d.Commit, Contents: p,
+			Message: VariantUpdateSubject + pv.Name, Trailers: trailers})
+	}
+	used := map[string]bool{}
+	for _, rev := range revs.All {
+		used[rev.Workspace] = true
+	}
+	ws := ""
+	for n := 1; ; n++ {
+		if ws = "packagevariant-" + strconv.Itoa(n); !used[ws] {
+			break
+		}
+	}
+	// A new draft is pushed only if git has no revision of the package
+	// this mirror has not seen: none of ours (written before a crash, or
+	// by another replica) nor one to adopt. Otherwise the write fails with
+	// a conflict, the mirror is fetched, and the retry decides again.
+	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
+		Message: VariantCreateSubject + pv.Name, Trailers: trailers, CheckRemote: true})
+}
+
+// ForeignCommits lists the commits of a variant's draft (or proposal)
+// that neither the variant nor the PackageRevision controller wrote: a
+// person's push, with scion rpkg push or plain git.
+func ForeignCommits(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, pkgPath, workspace string) ([]string, error) {
+	rev, err := st.Get(ctx, pkgPath, workspace, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	history, err := st.DraftHistory(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range history {
+		ours := strings.HasPrefix(c.Subject, VariantCreateSubject+pv.Name) || strings.HasPrefix(c.Subject, VariantUpdateSubject+pv.Name) ||
+			strings.HasPrefix(c.Subject, ConditionsSubject)
+		if !ours {
+			out = append(out, c.String())
+		}
+	}
+	return out, nil
+}
+
+// OntoPublished brings a draft onto the latest published revision of its
+// package when that revision is not the one the draft forked from
+// (someone published another revision meanwhile): the draft then keeps
+// what was published, and publishing it reverts nothing. It returns the
+// draft's contents, merged when needed, and whether they were.
+func OntoPublished(ctx context.Context, st *store.Repository, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, bool, error) {
+	fork, err := st.DraftFork(ctx, draft)
+	if err != nil || fork == "" {
+		return contents, false, err
+	}
+	// Usually the package is what it was at the fork (other packages
+	// were published since): the trees say so without reading files.
+	if same, err := st.SamePackage(ctx, draft.Package, fork, published.Commit); err != nil || same {
+		return contents, false, err
+	}
+	forked, err := st.Read(ctx, store.Revision{Package: draft.Package, Commit: fork})
+	if errors.Is(err, store.ErrNotFound) {
+		return contents, false, nil // a new package when the draft was made: nothing to bring it onto
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	latest, err := st.Read(ctx, published)
+	if err != nil {
+		return nil, false, err
+	}
+	merged, _, err := engine.Merge(contents, forked, latest)
+	if err != nil {
+		return nil, false, fmt.Errorf("bringing draft %s onto the published revision v%d: %w", draft.Workspace, published.Revision, err)
+	}
+	return merged, true, nil
+}

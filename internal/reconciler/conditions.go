@@ -1,0 +1,86 @@
+package reconciler
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The kstatus condition types every Scion kind carries.
+const (
+	ReadyCondition       = "Ready"
+	ReconcilingCondition = "Reconciling"
+	StalledCondition     = "Stalled"
+)
+
+// Reasons of the kstatus conditions that do not come from a step.
+const (
+	// DoneReason: Reconciling=False, Stalled=False after a complete
+	// reconcile.
+	DoneReason = "Done"
+	// RetryingReason: a transient failure, retried with backoff
+	// (Reconciling=True, Ready=Unknown).
+	RetryingReason = "Retrying"
+	// StalledReason: Reconciling=False because the object is stalled.
+	StalledReason = "Stalled"
+)
+
+// KstatusConditions returns Ready, Reconciling and Stalled for an
+// outcome, all observing gen, with the polarity kstatus expects:
+//
+//   - done: Ready is ready (the controller's verdict from its facts),
+//     Reconciling=False, Stalled=False;
+//   - stalled: Stalled=True and Ready=False with its reason, Reconciling=False;
+//   - waiting: Reconciling=True and Ready=False with its reason;
+//   - transient failure: Reconciling=True and Ready=Unknown, reason
+//     Retrying, unless ready says False with the controller's own reason.
+//
+// A ready condition whose Status is empty is left out (the controller
+// does not know yet).
+func KstatusConditions(gen int64, o Outcome, ready metav1.Condition) []metav1.Condition {
+	ready.Type = ReadyCondition
+	reconciling := metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionFalse, Reason: DoneReason}
+	stalled := metav1.Condition{Type: StalledCondition, Status: metav1.ConditionFalse, Reason: DoneReason}
+	switch {
+	case o.Stalled != nil:
+		stalled = metav1.Condition{Type: StalledCondition, Status: metav1.ConditionTrue, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
+		reconciling.Reason = StalledReason
+		ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
+	case o.Waiting != nil:
+		reconciling = metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionTrue, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
+		ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
+	case o.Err != nil:
+		reconciling = metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionTrue, Reason: RetryingReason, Message: o.Err.Error()}
+		if ready.Status == "" || ready.Status == metav1.ConditionTrue {
+			ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionUnknown, Reason: RetryingReason, Message: o.Err.Error()}
+		}
+	}
+	out := []metav1.Condition{reconciling, stalled}
+	if ready.Status != "" {
+		out = append(out, ready)
+	}
+	for i := range out {
+		out[i].ObservedGeneration = gen
+	}
+	return out
+}
+
+// SetConditions sets each condition on conds (keeping the transition
+// time of a condition whose status did not change), observing gen.
+func SetConditions(conds *[]metav1.Condition, gen int64, cs ...metav1.Condition) {
+	for _, c := range cs {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(conds, c)
+	}
+}
+
+// Transition returns the Ready condition of after when it differs (in
+// status or reason) from before's: what an event should announce. It
+// returns nil otherwise.
+func Transition(before, after []metav1.Condition) *metav1.Condition {
+	old := meta.FindStatusCondition(before, ReadyCondition)
+	cur := meta.FindStatusCondition(after, ReadyCondition)
+	if cur == nil || (old != nil && old.Status == cur.Status && old.Reason == cur.Reason) {
+		return nil
+	}
+	return cur
+}

@@ -1,0 +1,144 @@
+// Package reconciler holds the shape every Scion reconciler shares: steps
+// run in order over a scope, typed outcomes (stalled, waiting, transient),
+// the kstatus conditions an outcome implies, and the one status write
+// (an optimistic-lock patch, re-read and re-applied on conflict).
+//
+// A controller using it reads:
+//
+//	obj := &v1alpha1.Kind{}
+//	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+//		return ctrl.Result{}, client.IgnoreNotFound(err)
+//	}
+//	s := &scope{obj: obj}
+//	out := reconciler.Run(ctx, s, r.reconcileA, r.reconcileB)
+//	return out.Return(r.patchStatus(ctx, s, out))
+//
+// Steps record facts in the scope; the controller's status.go turns the
+// facts and the outcome into conditions.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Step is one step of a reconcile over a scope S. It records what it
+// learns in the scope and returns a result (a periodic requeue) or an
+// error: a *StalledError, a *WaitingError, or a transient error.
+type Step[S any] func(ctx context.Context, s S) (ctrl.Result, error)
+
+// StalledError is the outcome of a reconcile that cannot progress until
+// someone changes something (usually the spec): Stalled=True, no error
+// returned, observedGeneration written. Retry, when set, is a periodic
+// look for fixes no event announces (a credential fixed in the remote).
+type StalledError struct {
+	Reason, Message string
+	Retry           time.Duration
+}
+
+// Error implements error.
+func (e *StalledError) Error() string { return e.Message }
+
+// Stall returns a *StalledError.
+func Stall(reason, format string, args ...any) *StalledError {
+	return &StalledError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// WaitingError is the outcome of a reconcile that waits for something
+// outside the object (a repository, another object): Reconciling=True
+// with the reason, requeued after After, no error returned (no backoff, no
+// error log), observedGeneration not written.
+type WaitingError struct {
+	Reason, Message string
+	After           time.Duration
+}
+
+// Error implements error.
+func (e *WaitingError) Error() string { return e.Message }
+
+// Wait returns a *WaitingError.
+func Wait(after time.Duration, reason, format string, args ...any) *WaitingError {
+	return &WaitingError{Reason: reason, Message: fmt.Sprintf(format, args...), After: after}
+}
+
+// Outcome is how a reconcile ended. At most one of Stalled, Waiting and
+// Err is set; none means the steps all completed.
+type Outcome struct {
+	// Result merges the results of the steps that ran.
+	Result  ctrl.Result
+	Stalled *StalledError
+	Waiting *WaitingError
+	// Err is a transient failure, retried with backoff.
+	Err error
+}
+
+// Complete says whether the reconcile reached a verdict for the object's
+// generation (done or stalled): observedGeneration may be written.
+func (o Outcome) Complete() bool { return o.Err == nil && o.Waiting == nil }
+
+// Done says whether every step completed.
+func (o Outcome) Done() bool { return o.Complete() && o.Stalled == nil }
+
+// Return is what Reconcile returns for the outcome, with statusErr (the
+// status write's error) joined to a transient error.
+func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
+	switch {
+	case o.Err != nil && statusErr == nil:
+		return ctrl.Result{}, o.Err
+	case o.Err != nil:
+		return ctrl.Result{}, errors.Join(o.Err, statusErr)
+	case statusErr != nil:
+		return ctrl.Result{}, statusErr
+	case o.Waiting != nil:
+		return ctrl.Result{RequeueAfter: o.Waiting.After}, nil
+	case o.Stalled != nil:
+		return ctrl.Result{RequeueAfter: o.Stalled.Retry}, nil
+	}
+	return o.Result, nil
+}
+
+// Run runs the steps in order over s and stops at the first that returns
+// an error.
+func Run[S any](ctx context.Context, s S, steps ...Step[S]) Outcome {
+	var res ctrl.Result
+	for _, step := range steps {
+		r, err := step(ctx, s)
+		res = merge(res, r)
+		if err != nil {
+			return Classify(res, err)
+		}
+	}
+	return Outcome{Result: res}
+}
+
+// Classify turns an error into an outcome: a *StalledError or
+// *WaitingError anywhere in its chain decides; anything else is
+// transient.
+func Classify(res ctrl.Result, err error) Outcome {
+	var stalled *StalledError
+	var waiting *WaitingError
+	switch {
+	case err == nil:
+		return Outcome{Result: res}
+	case errors.As(err, &stalled):
+		return Outcome{Result: res, Stalled: stalled}
+	case errors.As(err, &waiting):
+		return Outcome{Result: res, Waiting: waiting}
+	}
+	return Outcome{Result: res, Err: err}
+}
+
+// merge keeps the soonest requeue of two results.
+func merge(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0:
+		return a
+	}
+	return ctrl.Result{RequeueAfter: min(a.RequeueAfter, b.RequeueAfter)}
+}

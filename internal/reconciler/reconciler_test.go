@@ -1,0 +1,122 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+type facts struct{ ran []string }
+
+func step(name string, res ctrl.Result, err error) Step[*facts] {
+	return func(_ context.Context, f *facts) (ctrl.Result, error) {
+		f.ran = append(f.ran, name)
+		return res, err
+	}
+}
+
+func TestRun(t *testing.T) {
+	transient := errors.New("connection reset")
+	for _, tc := range []struct {
+		name     string
+		steps    []Step[*facts]
+		ran      []string
+		result   ctrl.Result
+		err      error
+		complete bool
+		done     bool
+	}{
+		{"all steps run; the soonest requeue wins",
+			[]Step[*facts]{step("a", ctrl.Result{RequeueAfter: time.Minute}, nil), step("b", ctrl.Result{RequeueAfter: time.Second}, nil), step("c", ctrl.Result{}, nil)},
+			[]string{"a", "b", "c"}, ctrl.Result{RequeueAfter: time.Second}, nil, true, true},
+		{"a stall stops the steps, is not an error and does not requeue",
+			[]Step[*facts]{step("a", ctrl.Result{}, Stall("BadSpec", "spec.x: bad")), step("b", ctrl.Result{}, nil)},
+			[]string{"a"}, ctrl.Result{}, nil, true, false},
+		{"waiting requeues without an error",
+			[]Step[*facts]{step("a", ctrl.Result{}, fmt.Errorf("opening: %w", Wait(15*time.Second, "RepositoryNotReady", "not yet"))), step("b", ctrl.Result{}, nil)},
+			[]string{"a"}, ctrl.Result{RequeueAfter: 15 * time.Second}, nil, false, false},
+		{"a transient error is returned for backoff",
+			[]Step[*facts]{step("a", ctrl.Result{}, nil), step("b", ctrl.Result{}, transient), step("c", ctrl.Result{}, nil)},
+			[]string{"a", "b"}, ctrl.Result{}, transient, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := &facts{}
+			o := Run(context.Background(), f, tc.steps...)
+			g.Expect(f.ran).To(Equal(tc.ran))
+			res, err := o.Return(nil)
+			g.Expect(res).To(Equal(tc.result))
+			if tc.err == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(BeIdenticalTo(tc.err))
+			}
+			g.Expect(o.Complete()).To(Equal(tc.complete))
+			g.Expect(o.Done()).To(Equal(tc.done))
+		})
+	}
+}
+
+func TestOutcome_ReturnJoinsTheStatusError(t *testing.T) {
+	g := NewWithT(t)
+	statusErr := errors.New("status write refused")
+	_, err := Outcome{Waiting: Wait(time.Second, "X", "y")}.Return(statusErr)
+	g.Expect(err).To(MatchError(statusErr), "a failed status write is retried")
+	_, err = Outcome{Err: errors.New("git")}.Return(statusErr)
+	g.Expect(err).To(MatchError(statusErr))
+	g.Expect(err).To(MatchError(ContainSubstring("git")))
+}
+
+func TestKstatusConditions(t *testing.T) {
+	ready := metav1.Condition{Status: metav1.ConditionTrue, Reason: "Synced", Message: "all good"}
+	notReady := metav1.Condition{Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: "conflict"}
+	for _, tc := range []struct {
+		name                         string
+		outcome                      Outcome
+		ready                        metav1.Condition
+		wantReady                    metav1.ConditionStatus
+		wantReason                   string
+		wantReconciling, wantStalled metav1.ConditionStatus
+	}{
+		{"done shows the controller's verdict", Outcome{}, ready, "True", "Synced", "False", "False"},
+		{"done and not ready", Outcome{}, notReady, "False", "SyncFailed", "False", "False"},
+		{"stalled", Outcome{Stalled: Stall("ValidationError", "spec.a: bad")}, ready, "False", "ValidationError", "False", "True"},
+		{"waiting", Outcome{Waiting: Wait(time.Second, "RepositoryNotReady", "r")}, ready, "False", "RepositoryNotReady", "True", "False"},
+		{"transient, no verdict", Outcome{Err: errors.New("reset")}, ready, "Unknown", RetryingReason, "True", "False"},
+		{"transient with the controller's reason", Outcome{Err: errors.New("conflict")}, notReady, "False", "SyncFailed", "True", "False"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := map[string]metav1.Condition{}
+			for _, c := range KstatusConditions(7, tc.outcome, tc.ready) {
+				g.Expect(c.ObservedGeneration).To(Equal(int64(7)))
+				got[c.Type] = c
+			}
+			g.Expect(got).To(HaveLen(3))
+			g.Expect(got[ReadyCondition].Status).To(Equal(tc.wantReady))
+			g.Expect(got[ReadyCondition].Reason).To(Equal(tc.wantReason))
+			g.Expect(got[ReconcilingCondition].Status).To(Equal(tc.wantReconciling))
+			g.Expect(got[StalledCondition].Status).To(Equal(tc.wantStalled))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(KstatusConditions(1, Outcome{}, metav1.Condition{})).To(HaveLen(2), "no verdict, no Ready")
+}
+
+func TestTransition(t *testing.T) {
+	g := NewWithT(t)
+	c := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: ReadyCondition, Status: status, Reason: reason}}
+	}
+	g.Expect(Transition(nil, c("True", "A"))).NotTo(BeNil())
+	g.Expect(Transition(c("True", "A"), c("True", "A"))).To(BeNil())
+	g.Expect(Transition(c("True", "A"), c("False", "A"))).NotTo(BeNil())
+	g.Expect(Transition(c("False", "A"), c("False", "B"))).NotTo(BeNil())
+	g.Expect(Transition(c("False", "A"), nil)).To(BeNil())
+}
