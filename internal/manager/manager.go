@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
+	"github.com/scion-dev/scion/internal/controller/packagerollout"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
@@ -52,6 +53,8 @@ type Options struct {
 	PackageVariantWorkers int
 	// PackageVariantSetWorkers reconcile PackageVariantSets in parallel.
 	PackageVariantSetWorkers int
+	// PackageRolloutWorkers reconcile PackageRollouts in parallel.
+	PackageRolloutWorkers int
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
@@ -193,6 +196,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariantset controller: %w", err)
+	}
+	if err := (&packagerollout.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Cache:     cache,
+		Service:   service,
+		Recorder:  mgr.GetEventRecorder("scion-packagerollout"),
+		Options:   packagerollout.Options{Workers: o.PackageRolloutWorkers},
+	}).SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, fmt.Errorf("setting up the packagerollout controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

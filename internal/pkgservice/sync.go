@@ -414,6 +414,15 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 			// Conditions of drafts are also set by other actors on the
 			// object: the PackageRevision controller writes them to git.
 			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append(slices.Clone(ControllerConditions), gitConditions...))
+		} else {
+			// A published revision's git conditions are final; conditions
+			// others set on its object (a deployer's health, which a
+			// rollout waits for) are theirs and stay.
+			owned := slices.Clone(ControllerConditions)
+			for _, c := range st.Conditions {
+				owned = append(owned, c.Type)
+			}
+			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, owned)
 		}
 		if apiequality.Semantic.DeepEqual(st, obj.Status) {
 			return false

@@ -35,6 +35,11 @@ const (
 	// record the PackageVariant a draft belongs to.
 	TrailerPackageVariant    = "Scion-PackageVariant"
 	TrailerPackageVariantUID = "Scion-PackageVariant-UID"
+	// TrailerRollout (namespace/name) records the PackageRollout that
+	// rolled a revision back; TrailerRevertOf the revision it reverts
+	// (package/vN).
+	TrailerRollout  = "Scion-Rollout"
+	TrailerRevertOf = "Scion-Revert-Of"
 )
 
 var (

@@ -60,8 +60,8 @@ func TestInstallManifests(t *testing.T) {
 			g.Expect(u.GetNamespace()).To(Equal("scion-system"))
 		}
 	}
-	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1, "Deployment": 1,
-		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}))
+	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 5, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1, "Deployment": 1,
+		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2}))
 }
 
 // checkLeastPrivilege: the shipped role has no wildcard, reads the default
@@ -95,8 +95,8 @@ func checkLeastPrivilege(g Gomega, role *unstructured.Unstructured) {
 func TestReferenceExamples(t *testing.T) {
 	ctx := context.Background()
 	paths, err := filepath.Glob(filepath.Join("..", "..", "docs", "reference", "examples", "*.yaml"))
-	if err != nil || len(paths) != 4 {
-		t.Fatalf("want the 4 examples, got %v (%v)", paths, err)
+	if err != nil || len(paths) != 5 {
+		t.Fatalf("want the 5 examples, got %v (%v)", paths, err)
 	}
 	for _, p := range paths {
 		u, _ := fixture(t, p)

@@ -1,0 +1,268 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RolloutApproval says who starts each wave of a PackageRollout.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type RolloutApproval string
+
+// Approval policies.
+const (
+	// RolloutApprovalAutomatic starts each wave once the one before is
+	// complete and has soaked.
+	RolloutApprovalAutomatic RolloutApproval = "Automatic"
+	// RolloutApprovalManual also waits, before each wave, for a person to
+	// approve it (spec.approvedWaves; scion rollout approve).
+	RolloutApprovalManual RolloutApproval = "Manual"
+)
+
+// RemainderWave is the name of the wave that takes the targets left after
+// the waves of the spec.
+const RemainderWave = "remainder"
+
+// PackageRolloutLabel is set on the PackageRevisions a rollout published,
+// with the rollout's name.
+const PackageRolloutLabel = "config.porch.kpt.dev/rollout"
+
+// WaveApprovedByAnnotation records, on a PackageRollout, who last
+// approved a wave (scion rollout approve sets it; the lifecycle policy
+// checks it is the user who approves).
+const WaveApprovedByAnnotation = "config.porch.kpt.dev/wave-approved-by"
+
+// PackageRolloutSpec is the plan of a rollout.
+// +kubebuilder:validation:XValidation:rule="!has(self.approvedWaves) || !has(self.waves) || self.approvedWaves.all(w, w == 'remainder' || self.waves.exists(x, x.name == w))",message="approvedWaves: every entry must name a wave of spec.waves, or remainder"
+type PackageRolloutSpec struct {
+	// RevisionSelector selects the Proposed PackageRevisions of the
+	// namespace to roll out (for example by the label of the
+	// PackageVariantSet that made them); the targets are their
+	// Repositories. The targets are frozen when the rollout starts.
+	// +required
+	RevisionSelector metav1.LabelSelector `json:"revisionSelector"`
+
+	// Waves, in order. A wave takes, from the targets not in an earlier
+	// wave, those its repositorySelector matches, by repository name, up
+	// to its size; the targets left after the last wave form a final wave
+	// named remainder.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	Waves []RolloutWave `json:"waves,omitempty"`
+
+	// Health says when a published target is healthy on its new revision.
+	// Without it, published is enough.
+	// +optional
+	Health *RolloutHealth `json:"health,omitempty"`
+
+	// MaxUnavailable is how many targets may stay unhealthy past
+	// progressDeadline before the rollout stops.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
+	// +optional
+	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
+
+	// ProgressDeadline is how long a published target may take to become
+	// healthy before it counts as failed (10m when not set).
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// SoakTime is how long a complete wave is watched before the next one
+	// starts.
+	// +optional
+	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
+
+	// Approval: Automatic, or Manual (each wave waits for approvedWaves).
+	// +kubebuilder:default=Automatic
+	// +optional
+	Approval RolloutApproval `json:"approval,omitempty"`
+
+	// ApprovedWaves names the waves a person approved (Manual approval).
+	// Adding to it needs the same permission as approving a revision.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=51
+	// +optional
+	ApprovedWaves []string `json:"approvedWaves,omitempty"`
+
+	// Paused publishes nothing more until it is false again.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Aborted publishes nothing more, for good; with rollbackOnFailure the
+	// targets already published are rolled back.
+	// +optional
+	Aborted bool `json:"aborted,omitempty"`
+
+	// RollbackOnFailure: when the rollout fails (or is aborted), each
+	// target it published gets a new published revision with the content
+	// of the revision published before.
+	// +optional
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+}
+
+// RolloutWave is one wave of a rollout.
+// +kubebuilder:validation:XValidation:rule="!(has(self.maxTargets) && has(self.percent))",message="a wave has at most one size: maxTargets or percent"
+type RolloutWave struct {
+	// Name of the wave, unique in the rollout; remainder is reserved.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'remainder'",message="remainder is the name of the wave of the targets left over"
+	// +required
+	Name string `json:"name"`
+
+	// RepositorySelector selects the targets this wave may take, by their
+	// Repository's labels (all when not set).
+	// +optional
+	RepositorySelector *metav1.LabelSelector `json:"repositorySelector,omitempty"`
+
+	// MaxTargets bounds the wave's size.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxTargets *int32 `json:"maxTargets,omitempty"`
+
+	// Percent bounds the wave's size to a share of all the rollout's
+	// targets, rounded up, at least 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int32 `json:"percent,omitempty"`
+}
+
+// RolloutHealth says when a published target is healthy.
+type RolloutHealth struct {
+	// ConditionType is a condition of the published PackageRevision, set
+	// by whatever deploys its repository: the target is healthy when it is
+	// True and was set after the revision was published.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +required
+	ConditionType string `json:"conditionType"`
+}
+
+// WaveState is where a wave of a rollout is.
+type WaveState string
+
+// Wave states.
+const (
+	WavePending          WaveState = "Pending"
+	WaveAwaitingApproval WaveState = "AwaitingApproval"
+	WaveProgressing      WaveState = "Progressing"
+	WaveSoaking          WaveState = "Soaking"
+	WaveComplete         WaveState = "Complete"
+	WaveFailed           WaveState = "Failed"
+)
+
+// Condition types and reasons of a PackageRollout.
+const (
+	// ProgressingCondition is True while the rollout publishes or watches
+	// a wave.
+	ProgressingCondition = "Progressing"
+
+	ValidationErrorReason  = "ValidationError"
+	RolloutCompleteReason  = "RolloutComplete"
+	WaveProgressingReason  = "WaveProgressing"
+	WaveSoakingReason      = "WaveSoaking"
+	AwaitingApprovalReason = "AwaitingApproval"
+	PausedReason           = "Paused"
+	AbortedReason          = "Aborted"
+	BudgetExceededReason   = "BudgetExceeded"
+	NoTargetsReason        = "NoTargets"
+)
+
+// PackageRolloutStatus is where a rollout is. Its size grows with the
+// number of targets only through the frozen membership (revision names).
+type PackageRolloutStatus struct {
+	// Conditions: Ready (every wave complete), Progressing, Reconciling,
+	// Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// StartedAt is when the targets were frozen.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// CurrentWave is the wave the rollout is at.
+	// +optional
+	CurrentWave string `json:"currentWave,omitempty"`
+
+	// Blocked says what the rollout waits on, when it waits.
+	// +optional
+	Blocked string `json:"blocked,omitempty"`
+
+	// Waves are the waves and their targets, frozen when the rollout
+	// started.
+	// +optional
+	Waves []WaveStatus `json:"waves,omitempty"`
+}
+
+// WaveStatus is one wave of a started rollout.
+type WaveStatus struct {
+	// Name of the wave.
+	Name string `json:"name"`
+	// State of the wave.
+	State WaveState `json:"state"`
+	// Revisions are the names of the PackageRevisions of the wave's
+	// targets (frozen).
+	// +optional
+	Revisions []string `json:"revisions,omitempty"`
+	// Targets, Published, Healthy, Failed and Dropped count the wave's
+	// targets.
+	Targets   int32 `json:"targets"`
+	Published int32 `json:"published"`
+	Healthy   int32 `json:"healthy"`
+	Failed    int32 `json:"failed"`
+	// Dropped counts revisions that left the rollout (rejected or gone
+	// before they were published).
+	// +optional
+	Dropped int32 `json:"dropped,omitempty"`
+	// RolledBack counts targets rolled back.
+	// +optional
+	RolledBack int32 `json:"rolledBack,omitempty"`
+	// StartedAt is when the wave started publishing.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// HealthyAt is when every target was healthy (the soak starts).
+	// +optional
+	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`
+}
+
+// PackageRollout publishes the Proposed revisions a selector matches
+// across their repositories in waves, gated by health, soak time and
+// approval, and rolls them back when it fails.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=scion,shortName=prollout
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.currentWave`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.blocked`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PackageRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   PackageRolloutSpec   `json:"spec"`
+	Status PackageRolloutStatus `json:"status,omitempty"`
+}
+
+// PackageRolloutList is a list of PackageRollouts.
+//
+// +kubebuilder:object:root=true
+type PackageRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PackageRollout `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PackageRollout{}, &PackageRolloutList{})
+}

@@ -1,0 +1,409 @@
+package packagerollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/rollout"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// RevisionIndex indexes PackageRollouts by the PackageRevisions their
+// waves hold, so a revision's event finds exactly its rollouts.
+const RevisionIndex = "status.waves.revisions"
+
+// publishConcurrency bounds the publishes one reconcile has in flight.
+const publishConcurrency = 16
+
+// Options configure the Reconciler.
+type Options struct {
+	// Workers is the number of PackageRollouts reconciled at once.
+	Workers int
+}
+
+// Reconciler reconciles PackageRollouts.
+type Reconciler struct {
+	client.Client
+	// APIReader re-reads after a conflicting status write.
+	APIReader client.Reader
+	Cache     *repocache.Cache
+	Service   *pkgservice.Service
+	Recorder  recorder.EventRecorder
+	Options   Options
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagerollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagerollouts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/approval,verbs=update
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+
+// SetupWithManager registers the controller: rollouts on spec changes,
+// and the PackageRevisions of their waves (through RevisionIndex).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
+		return errors.New("packagerollout controller: APIReader, Cache, Service and Recorder are required")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageRollout{}, RevisionIndex, func(o client.Object) []string {
+		var out []string
+		for _, w := range o.(*configv1alpha1.PackageRollout).Status.Waves {
+			out = append(out, w.Revisions...)
+		}
+		return out
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("packagerollout").
+		For(&configv1alpha1.PackageRollout{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
+		Complete(r)
+}
+
+// requestsForRevision maps a PackageRevision to the rollouts holding it.
+func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &configv1alpha1.PackageRolloutList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{RevisionIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// scope holds what the steps of one reconcile learn.
+type scope struct {
+	ro  *configv1alpha1.PackageRollout
+	now time.Time
+	// started is set when this reconcile froze the targets into waves.
+	started bool
+	waves   []configv1alpha1.WaveStatus
+	// revs is what the cluster shows of the rollout's revisions.
+	revs map[string]rollout.Revision
+	// decision is what the rollout does now.
+	decision *rollout.Decision
+	// rolledBack counts, by wave, the targets rolled back so far.
+	rolledBack map[string]int32
+}
+
+// Reconcile moves one rollout on.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ro := &configv1alpha1.PackageRollout{}
+	if err := r.Get(ctx, req.NamespacedName, ro); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ro.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // nothing to clean up: what it published stays published
+	}
+	s := &scope{ro: ro, now: r.now()}
+	out := reconciler.Run(ctx, s, r.reconcileValid, r.reconcileStart, r.reconcileObserve, r.reconcileDecide, r.reconcilePublish, r.reconcileRollback, r.reconcileStopped)
+	err := r.patchStatus(ctx, s, out)
+	if errors.Is(err, reconciler.ErrStale) {
+		return ctrl.Result{}, nil // the spec moved on: its change brings the rollout back
+	}
+	return out.Return(err)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// reconcileValid stalls a rollout whose plan is invalid.
+func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, error) {
+	if errs := rollout.Validate(&s.ro.Spec); len(errs) > 0 {
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%s", errs.ToAggregate().Error())
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileStart freezes the rollout's targets into waves, once: the
+// Proposed revisions its selector matches now, by Repository. A target
+// that appears later waits for the next rollout. It records started; the
+// waves are written before anything is published.
+func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ro := s.ro
+	if ro.Status.StartedAt != nil {
+		return ctrl.Result{}, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.RevisionSelector)
+	if err != nil {
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.revisionSelector: %v", err)
+	}
+	prs := &porchv1alpha1.PackageRevisionList{}
+	if err := r.List(ctx, prs, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the PackageRevisions spec.revisionSelector selects: %w", err)
+	}
+	repos := &configv1alpha1.RepositoryList{}
+	if err := r.List(ctx, repos, client.InNamespace(ro.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the Repositories: %w", err)
+	}
+	repoLabels := make(map[string]map[string]string, len(repos.Items))
+	for _, repo := range repos.Items {
+		repoLabels[repo.Name] = repo.Labels
+	}
+	targets := rollout.Targets(sel, prs.Items, repoLabels)
+	plan, err := rollout.Compute(&ro.Spec, targets)
+	if err != nil {
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%v", err)
+	}
+	for _, w := range plan.Waves {
+		s.waves = append(s.waves, configv1alpha1.WaveStatus{Name: w.Name, State: configv1alpha1.WavePending, Revisions: w.Revisions, Targets: int32(len(w.Revisions))})
+	}
+	s.started = true
+	msg := fmt.Sprintf("%d targets in %d waves", len(targets), len(plan.Waves))
+	r.Recorder.Eventf(ro, nil, "Normal", "Started", "Start", "%s", msg)
+	// Record the plan before anything is published.
+	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// reconcileObserve reads the rollout's revisions; it records revs.
+func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.started {
+		return ctrl.Result{}, nil
+	}
+	s.revs = map[string]rollout.Revision{}
+	for _, w := range s.ro.Status.Waves {
+		for _, name := range w.Revisions {
+			pr := &porchv1alpha1.PackageRevision{}
+			err := r.Get(ctx, types.NamespacedName{Namespace: s.ro.Namespace, Name: name}, pr)
+			if apierrors.IsNotFound(err) {
+				s.revs[name] = rollout.Revision{Name: name}
+				continue
+			}
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			s.revs[name] = observed(pr, s.ro.Spec.Health)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// observed is what a rollout needs of one PackageRevision.
+func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) rollout.Revision {
+	rev := rollout.Revision{Name: pr.Name, Repository: pr.Spec.Repository, Exists: pr.DeletionTimestamp.IsZero(), Lifecycle: pr.Spec.Lifecycle}
+	if pr.Status.ObservedGeneration != pr.Generation && pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished {
+		rev.Lifecycle = porchv1alpha1.LifecycleProposed // asked for, not in git yet
+	}
+	if pr.Status.PublishTimestamp != nil {
+		rev.PublishedAt = pr.Status.PublishTimestamp.Time
+	}
+	if health != nil {
+		for i := range pr.Status.Conditions {
+			if pr.Status.Conditions[i].Type == health.ConditionType {
+				rev.Health = &pr.Status.Conditions[i]
+			}
+		}
+	}
+	return rev
+}
+
+// reconcileDecide decides the rollout's next step; it records the
+// decision and announces wave transitions and dropped revisions.
+func (r *Reconciler) reconcileDecide(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.started {
+		return ctrl.Result{}, nil
+	}
+	d := rollout.Evaluate(&s.ro.Spec, s.ro.Status.Waves, s.revs, s.now, s.ro.Status.ObservedGeneration != s.ro.Generation, s.ro.Status.Blocked)
+	s.decision = &d
+	for _, t := range d.Transitions {
+		r.Recorder.Eventf(s.ro, nil, "Normal", "WaveTransition", "Rollout", "%s", t)
+	}
+	for _, name := range d.Dropped {
+		r.Recorder.Eventf(s.ro, nil, "Warning", "RevisionDropped", "Rollout", "%s left the rollout (rejected or deleted before it was published)", name)
+	}
+	return ctrl.Result{RequeueAfter: d.After}, nil
+}
+
+// reconcilePublish publishes the decided revisions through their
+// PackageRevision objects, as an approver would (the lifecycle policy
+// checks the controller may approve), recording the rollout.
+func (r *Reconciler) reconcilePublish(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.decision == nil || len(s.decision.Publish) == 0 {
+		return ctrl.Result{}, nil
+	}
+	by := approver(s.ro)
+	sem := make(chan struct{}, publishConcurrency)
+	errs := make(chan error, len(s.decision.Publish))
+	for _, name := range s.decision.Publish {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- r.publish(ctx, s.ro, name, by)
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	close(errs)
+	var all []error
+	for err := range errs {
+		if err != nil {
+			all = append(all, err)
+		}
+	}
+	if len(all) > 0 {
+		return ctrl.Result{}, errors.Join(all...)
+	}
+	r.Recorder.Eventf(s.ro, nil, "Normal", "Publishing", "Rollout", "wave %s: approved %d revisions", s.decision.Current, len(s.decision.Publish))
+	return ctrl.Result{}, nil
+}
+
+// approver is who a rollout's approvals are recorded as.
+func approver(ro *configv1alpha1.PackageRollout) string {
+	return "scion-rollout/" + ro.Namespace + "/" + ro.Name
+}
+
+// publish moves one Proposed revision to Published, with an optimistic
+// lock: a revision someone changed since it was read is not published
+// (the next reconcile sees what they did).
+func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRollout, name, by string) error {
+	pr := &porchv1alpha1.PackageRevision{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, pr); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	if pr.Annotations == nil {
+		pr.Annotations = map[string]string{}
+	}
+	pr.Annotations[porchv1alpha1.ApprovedByAnnotation] = by
+	if pr.Labels == nil {
+		pr.Labels = map[string]string{}
+	}
+	pr.Labels[configv1alpha1.PackageRolloutLabel] = ro.Name
+	if err := r.Patch(ctx, pr, patch); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("publishing %s: %w", name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// reconcileRollback rolls back, when the decision asks, every target the
+// rollout published: a new published revision with the content of the
+// one before, through the package service. It records the count by wave.
+func (r *Reconciler) reconcileRollback(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.decision == nil || !s.decision.Rollback {
+		return ctrl.Result{}, nil
+	}
+	s.rolledBack = map[string]int32{}
+	var errs []error
+	for _, w := range s.ro.Status.Waves {
+		if w.StartedAt == nil {
+			continue
+		}
+		for _, name := range w.Revisions {
+			done, err := r.rollBack(ctx, s.ro, name)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if done {
+				s.rolledBack[w.Name]++
+			}
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// reconcileStopped stalls a rollout that failed or was aborted, once
+// its rollback (if asked for) is done: nothing more happens until its
+// spec changes.
+func (r *Reconciler) reconcileStopped(_ context.Context, s *scope) (ctrl.Result, error) {
+	switch {
+	case s.decision == nil:
+	case s.decision.Phase == rollout.PhaseFailed:
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.BudgetExceededReason, "%s", s.decision.Blocked)
+	case s.decision.Phase == rollout.PhaseAborted:
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.AbortedReason, "%s", s.decision.Blocked)
+	}
+	return ctrl.Result{}, nil
+}
+
+// rollBack rolls back one revision if this rollout published it; it
+// reports whether the revision is rolled back (now or before).
+func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, name string) (bool, error) {
+	pr := &porchv1alpha1.PackageRevision{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, pr); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if pr.Labels[configv1alpha1.PackageRolloutLabel] != ro.Name || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || pr.Status.ObservedGeneration != pr.Generation {
+		return false, nil // not published by this rollout (yet): left as it is
+	}
+	_, st, err := r.Cache.OpenNamed(ctx, r.Client, ro.Namespace, pr.Spec.Repository)
+	if err != nil {
+		return false, err
+	}
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if err != nil {
+		return false, fmt.Errorf("rolling back %s: %w", name, err)
+	}
+	out, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
+	if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
+		r.Recorder.Eventf(ro, pr, "Warning", "RollbackImpossible", "Rollback", "%s: %v; it stays published", name, err)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rolling back %s: %w", name, err)
+	}
+	if out.Commit != "" && out.Revision > rev.Revision {
+		r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before", name, out.Package, out.Revision)
+		if err := r.requestSync(ctx, ro.Namespace, pr.Spec.Repository); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// rollbackWorkspace is the workspace of a rollout's reverts: one per
+// rollout and package, so a retry finishes the same revert.
+func rollbackWorkspace(ro *configv1alpha1.PackageRollout) string {
+	ws := "rollback-" + ro.Name
+	if len(ws) > 63 {
+		ws = strings.TrimRight(ws[:63], "-.")
+	}
+	return ws
+}
+
+// requestSync asks a Repository to show what git has now.
+func (r *Reconciler) requestSync(ctx context.Context, ns, name string) error {
+	repo := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repo); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	if repo.Annotations == nil {
+		repo.Annotations = map[string]string{}
+	}
+	repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	return client.IgnoreNotFound(r.Patch(ctx, repo, patch))
+}

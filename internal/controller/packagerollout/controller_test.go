@@ -1,0 +1,443 @@
+package packagerollout_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 100 * time.Millisecond
+	synced   = "example.com/synced"
+)
+
+// fleet is a namespace of n deployment repositories, cluster-01.., each
+// with app v1 published and app v2 Proposed (its object labelled
+// app=demo), regions alternating eu/us.
+type fleet struct {
+	ns    string
+	bares map[string]string
+}
+
+func newFleet(t *testing.T, n int) *fleet {
+	t.Helper()
+	ctx := context.Background()
+	f := &fleet{ns: env.Namespace(t, "rollout"), bares: map[string]string{}}
+	root := t.TempDir()
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("cluster-%02d", i)
+		bare := gitserver.InitBare(t, root, name+".git")
+		f.bares[name] = bare
+		st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"v1", "v2"} {
+			d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: v, Contents: appPackage(v)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Propose(ctx, "app", v, d.Commit); err != nil {
+				t.Fatal(err)
+			}
+			if v == "v1" {
+				if _, err := st.Publish(ctx, "app", v, "", "platform-team"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		region := "us"
+		if i%2 == 1 {
+			region = "eu"
+		}
+		if err := k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{"region": region}},
+			Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Label the proposals, as a set's template would.
+	NewWithT(t).Eventually(func(g Gomega) {
+		for name := range f.bares {
+			pr := f.revision(g, name, "v2")
+			g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+			if pr.Labels["app"] != "demo" {
+				patch := client.MergeFrom(pr.DeepCopy())
+				pr.Labels["app"] = "demo"
+				g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+			}
+		}
+	}, timeout, interval).Should(Succeed())
+	return f
+}
+
+func appPackage(v string) *pkg.Package {
+	return pkg.New(map[string][]byte{
+		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"),
+		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: " + v + "\n"),
+	})
+}
+
+func (f *fleet) revision(g Gomega, repo, ws string) *porchv1alpha1.PackageRevision {
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName(repo, "app", ws)}, pr)).To(Succeed())
+	return pr
+}
+
+func (f *fleet) rollout(name string, spec configv1alpha1.PackageRolloutSpec) *configv1alpha1.PackageRollout {
+	spec.RevisionSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "demo"}}
+	return &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Spec: spec}
+}
+
+func get(g Gomega, ro *configv1alpha1.PackageRollout) *configv1alpha1.PackageRollout {
+	cur := &configv1alpha1.PackageRollout{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(ro), cur)).To(Succeed())
+	return cur
+}
+
+func condition(ro *configv1alpha1.PackageRollout, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(ro.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// setHealth sets the health condition on a revision's object, as a
+// deployer reporting on the cluster would.
+func (f *fleet) setHealth(g Gomega, repo, ws string, status porchv1alpha1.ConditionStatus) {
+	pr := f.revision(g, repo, ws)
+	_, err := (&pkgservice.Service{Client: k8sClient, APIReader: k8sClient}).WriteStatus(context.Background(), pr, func(pr *porchv1alpha1.PackageRevision) bool {
+		return pkgservice.SetConditions(&pr.Status.Conditions, porchv1alpha1.Condition{Type: synced, Status: status, Reason: "Reported", Message: "simulated deployer"})
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// reporter marks every published v2 healthy a moment after it is
+// published, except the repositories in sick (False), until stopped.
+func (f *fleet) reporter(t *testing.T, sick ...string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for repo := range f.bares {
+				pr := &porchv1alpha1.PackageRevision{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName(repo, "app", "v2")}, pr); err != nil {
+					continue
+				}
+				if pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || pr.Status.PublishTimestamp == nil {
+					continue
+				}
+				want := porchv1alpha1.ConditionStatus("True")
+				if slices.Contains(sick, repo) {
+					want = "False"
+				}
+				has := false
+				for _, c := range pr.Status.Conditions {
+					has = has || (c.Type == synced && c.Status == want)
+				}
+				if !has {
+					_, _ = (&pkgservice.Service{Client: k8sClient, APIReader: k8sClient}).WriteStatus(ctx, pr, func(pr *porchv1alpha1.PackageRevision) bool {
+						return pkgservice.SetConditions(&pr.Status.Conditions, porchv1alpha1.Condition{Type: synced, Status: want, Reason: "Reported"})
+					})
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// watcher records, through the whole rollout, every time a published v2
+// is seen outside the waves the rollout's status says started.
+type watcher struct {
+	mu         sync.Mutex
+	violations []string
+	maxSeen    int
+}
+
+func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher, func()) {
+	w := &watcher{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			// The rollout first, then the revisions: a revision published
+			// after the read belongs to a wave started before it.
+			cur := &configv1alpha1.PackageRollout{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), cur); err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			started := map[string]bool{}
+			for _, wave := range cur.Status.Waves {
+				if wave.StartedAt != nil {
+					for _, r := range wave.Revisions {
+						started[r] = true
+					}
+				}
+			}
+			list := &porchv1alpha1.PackageRevisionList{}
+			if err := k8sClient.List(ctx, list, client.InNamespace(f.ns)); err == nil {
+				n := 0
+				for _, pr := range list.Items {
+					if pr.Spec.WorkspaceName != "v2" || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished {
+						continue
+					}
+					n++
+					// Published in git (not only asked for) and not in a
+					// started wave of a status read before: a violation,
+					// unless the status was read before the wave started
+					// and the revision published after: re-read to tell.
+					if !started[pr.Name] {
+						again := &configv1alpha1.PackageRollout{}
+						if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), again); err == nil && !waveStarted(again, pr.Name) {
+							w.mu.Lock()
+							w.violations = append(w.violations, pr.Name)
+							w.mu.Unlock()
+						}
+					}
+				}
+				w.mu.Lock()
+				w.maxSeen = max(w.maxSeen, n)
+				w.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w, func() { cancel(); <-done }
+}
+
+func waveStarted(ro *configv1alpha1.PackageRollout, name string) bool {
+	for _, w := range ro.Status.Waves {
+		if w.StartedAt != nil && slices.Contains(w.Revisions, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func published(g Gomega, f *fleet) []string {
+	var out []string
+	for repo := range f.bares {
+		if pr := f.revision(g, repo, "v2"); pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished {
+			out = append(out, repo)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Three waves over 12 repositories, gated by health and a soak time: each
+// wave is published only after the one before is healthy, the plan is the
+// one the spec describes, and nothing is ever published outside a started
+// wave.
+func TestRollout_threeWaves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 12)
+	stop := f.reporter(t)
+	defer stop()
+	ro := f.rollout("v2", configv1alpha1.PackageRolloutSpec{
+		Waves: []configv1alpha1.RolloutWave{
+			{Name: "canary", MaxTargets: ptr.To[int32](1)},
+			{Name: "quarter", Percent: ptr.To[int32](25)},
+		},
+		Health:   &configv1alpha1.RolloutHealth{ConditionType: synced},
+		SoakTime: &metav1.Duration{Duration: time.Second},
+	})
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	w, stopWatch := f.watch(t, ro)
+	defer stopWatch()
+
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(cur.Status.Waves).To(HaveLen(3))
+		g.Expect(cur.Status.Waves[0].Revisions).To(Equal([]string{pkgservice.ObjectName("cluster-01", "app", "v2")}))
+		g.Expect(cur.Status.Waves[1].Targets).To(Equal(int32(3)))
+		g.Expect(cur.Status.Waves[2].Name).To(Equal(configv1alpha1.RemainderWave))
+		g.Expect(cur.Status.Waves[2].Targets).To(Equal(int32(8)))
+	}, timeout, interval).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(condition(cur, "Ready").Status).To(Equal(metav1.ConditionTrue), cur.Status.Blocked)
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		for _, wave := range cur.Status.Waves {
+			g.Expect(wave.State).To(Equal(configv1alpha1.WaveComplete))
+			g.Expect(wave.Healthy).To(Equal(wave.Targets))
+		}
+	}, 2*timeout, interval).Should(Succeed())
+	stopWatch()
+	g.Expect(w.violations).To(BeEmpty(), "published only within started waves")
+	g.Expect(published(g, f)).To(HaveLen(12))
+
+	// Each wave's revisions were published after the one before was
+	// healthy: compare publish times with the waves' health times.
+	cur := get(g, ro)
+	for i := 1; i < len(cur.Status.Waves); i++ {
+		healthyAt := cur.Status.Waves[i-1].HealthyAt.Time
+		for _, name := range cur.Status.Waves[i].Revisions {
+			repo := strings.SplitN(name, ".", 2)[0]
+			pr := f.revision(g, repo, "v2")
+			g.Expect(pr.Status.PublishTimestamp.Time.Add(time.Second).After(healthyAt)).To(BeTrue(), "%s published before wave %s was healthy", name, cur.Status.Waves[i-1].Name)
+			g.Expect(pr.Annotations[porchv1alpha1.ApprovedByAnnotation]).To(Equal("scion-rollout/" + f.ns + "/v2"))
+		}
+	}
+	g.Expect(condition(cur, "Reconciling").Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(condition(cur, "Stalled").Status).To(Equal(metav1.ConditionFalse))
+}
+
+// A target that stays unhealthy past the deadline stops the rollout
+// within its wave: nothing later is published, and what it published is
+// rolled back to the previous content, recorded in git.
+func TestRollout_failureRollsBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 4)
+	stop := f.reporter(t, "cluster-01")
+	defer stop()
+	ro := f.rollout("broken", configv1alpha1.PackageRolloutSpec{
+		Waves:             []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}},
+		Health:            &configv1alpha1.RolloutHealth{ConditionType: synced},
+		ProgressDeadline:  &metav1.Duration{Duration: 2 * time.Second},
+		RollbackOnFailure: true,
+	})
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		c := condition(cur, "Stalled")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), cur.Status.Blocked)
+		g.Expect(c.Reason).To(Equal(configv1alpha1.BudgetExceededReason))
+		g.Expect(c.Message).To(ContainSubstring("cluster-01 (example.com/synced is False)"))
+		g.Expect(cur.Status.Waves[0].State).To(Equal(configv1alpha1.WaveFailed))
+		g.Expect(cur.Status.Waves[0].RolledBack).To(Equal(int32(1)))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(published(g, f)).To(Equal([]string{"cluster-01"}), "the wave after never starts")
+
+	// The rollback is a new published revision with v1's content, in git.
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName("cluster-01", "app", "rollback-broken")}, pr)).To(Succeed())
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+		g.Expect(pr.Spec.Revision).To(Equal(3))
+		g.Expect(pr.Labels[porchv1alpha1.LatestRevisionLabel]).To(Equal("true"))
+	}, timeout, interval).Should(Succeed())
+	log := gitserver.Git(t, f.bares["cluster-01"], "log", "--format=%B", "-n", "20", "--all")
+	g.Expect(log).To(ContainSubstring(store.TrailerRollout + ": " + f.ns + "/broken"))
+	g.Expect(log).To(ContainSubstring(store.TrailerRevertOf + ": app/v2"))
+	st, err := store.Open(ctx, store.Options{URL: "file://" + f.bares["cluster-01"], CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	rev, err := st.Get(ctx, "app", "", 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, err := st.Read(ctx, rev)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(p.Files()["cm.yaml"])).To(ContainSubstring("version: v1"))
+	g.Expect(rev.PublishedBy).To(Equal("scion-rollout/" + f.ns + "/broken"))
+
+	// Stalled: nothing more happens, even when the target recovers.
+	f.setHealth(g, "cluster-01", "v2", "True")
+	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(1)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// Manual approval, pause, resume and abort: a wave waits for a person; a
+// paused rollout publishes nothing more; an aborted one stops for good.
+func TestRollout_manualPauseAbort(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 3)
+	ro := f.rollout("manual", configv1alpha1.PackageRolloutSpec{
+		Waves:    []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}, {Name: "second", MaxTargets: ptr.To[int32](1)}},
+		Approval: configv1alpha1.RolloutApprovalManual,
+	})
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(condition(cur, "Ready").Reason).To(Equal(configv1alpha1.AwaitingApprovalReason))
+		g.Expect(cur.Status.Blocked).To(Equal("wave canary awaits approval (spec.approvedWaves; scion rollout approve ROLLOUT canary)"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(published(g, f)).To(BeEmpty())
+
+	me := whoami(g)
+	approve := func(wave string) {
+		g.Eventually(func() error {
+			cur := get(g, ro)
+			patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			cur.Spec.ApprovedWaves = append(cur.Spec.ApprovedWaves, wave)
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations[configv1alpha1.WaveApprovedByAnnotation] = me
+			return k8sClient.Patch(ctx, cur, patch)
+		}, timeout, interval).Should(Succeed())
+	}
+	// Approving as someone else is refused by the API server.
+	cur := get(g, ro)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.ApprovedWaves = []string{"canary"}
+	cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: "mallory"}
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(MatchError(ContainSubstring("the approver recorded must be the user approving the wave")))
+
+	approve("canary")
+	g.Eventually(func(g Gomega) {
+		g.Expect(published(g, f)).To(Equal([]string{"cluster-01"}))
+		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave second awaits approval"))
+	}, timeout, interval).Should(Succeed())
+
+	setSpec := func(mut func(*configv1alpha1.PackageRolloutSpec)) {
+		g.Eventually(func() error {
+			cur := get(g, ro)
+			patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			mut(&cur.Spec)
+			return k8sClient.Patch(ctx, cur, patch)
+		}, timeout, interval).Should(Succeed())
+	}
+	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Paused = true })
+	approve("second")
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		g.Expect(condition(cur, "Ready").Reason).To(Equal(configv1alpha1.PausedReason))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(1)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Paused = false })
+	g.Eventually(func(g Gomega) {
+		g.Expect(published(g, f)).To(Equal([]string{"cluster-01", "cluster-02"}))
+		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave remainder awaits approval"))
+	}, timeout, interval).Should(Succeed())
+
+	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Aborted = true })
+	approve("remainder")
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		g.Expect(condition(cur, "Stalled").Reason).To(Equal(configv1alpha1.AbortedReason))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(2)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed(), "aborted: nothing more")
+}
+
+func whoami(g Gomega) string {
+	review := &authenticationv1.SelfSubjectReview{}
+	g.Expect(k8sClient.Create(context.Background(), review)).To(Succeed())
+	return review.Status.UserInfo.Username
+}

@@ -1,0 +1,94 @@
+package packagerollout
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/rollout"
+)
+
+// phaseConditions are Ready and Progressing for where the rollout is,
+// and the outcome kstatus reads: a rollout publishing or soaking is
+// Reconciling (in progress), one waiting for a person is not.
+func phaseConditions(s *scope, o reconciler.Outcome) (ready, progressing metav1.Condition, kstatus reconciler.Outcome) {
+	kstatus = o
+	progressing = metav1.Condition{Type: configv1alpha1.ProgressingCondition, Status: metav1.ConditionFalse}
+	d := s.decision
+	switch {
+	case s.started:
+		ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: configv1alpha1.WaveProgressingReason, Message: fmt.Sprintf("%d waves planned", len(s.waves))}
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, configv1alpha1.WaveProgressingReason, ready.Message
+	case d == nil:
+		progressing.Reason = reconciler.StalledReason
+		if o.Err != nil {
+			progressing.Reason = reconciler.RetryingReason
+		}
+	case d.Phase == rollout.PhaseComplete:
+		ready = metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.RolloutCompleteReason, Message: fmt.Sprintf("all %d waves complete", len(d.Waves))}
+		progressing.Reason, progressing.Message = configv1alpha1.RolloutCompleteReason, ready.Message
+	case d.Phase == rollout.PhaseProgressing || d.Phase == rollout.PhaseSoaking:
+		reason := configv1alpha1.WaveProgressingReason
+		if d.Phase == rollout.PhaseSoaking {
+			reason = configv1alpha1.WaveSoakingReason
+		}
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, reason, d.Blocked
+		if o.Done() {
+			kstatus.Waiting = reconciler.Wait(0, reason, "%s", d.Blocked)
+		}
+	case d.Phase == rollout.PhaseAwaitingApproval:
+		ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: configv1alpha1.AwaitingApprovalReason, Message: d.Blocked}
+		progressing.Reason, progressing.Message = configv1alpha1.AwaitingApprovalReason, d.Blocked
+	case d.Phase == rollout.PhasePaused:
+		ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: configv1alpha1.PausedReason, Message: d.Blocked}
+		progressing.Reason, progressing.Message = configv1alpha1.PausedReason, d.Blocked
+	default: // failed or aborted: the outcome is a stall
+		progressing.Reason, progressing.Message = string(d.Phase), d.Blocked
+	}
+	return ready, progressing, kstatus
+}
+
+// setStatus sets a rollout's status from the facts and the outcome.
+func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome) {
+	gen := ro.Generation
+	switch {
+	case s.started:
+		ro.Status.StartedAt, ro.Status.Waves = &metav1.Time{Time: s.now}, s.waves
+		ro.Status.CurrentWave, ro.Status.Blocked = "", ""
+		if len(ro.Status.Waves) > 0 {
+			ro.Status.CurrentWave = ro.Status.Waves[0].Name
+		}
+	case s.decision != nil:
+		ro.Status.Waves = s.decision.Waves
+		for i := range ro.Status.Waves {
+			if n, ok := s.rolledBack[ro.Status.Waves[i].Name]; ok {
+				ro.Status.Waves[i].RolledBack = n
+			}
+		}
+		ro.Status.CurrentWave, ro.Status.Blocked = s.decision.Current, s.decision.Blocked
+	}
+	ready, progressing, kstatus := phaseConditions(s, o)
+	reconciler.SetConditions(&ro.Status.Conditions, gen, progressing)
+	reconciler.SetConditions(&ro.Status.Conditions, gen, reconciler.KstatusConditions(gen, kstatus, ready)...)
+	if kstatus.Complete() || s.started || s.decision != nil {
+		ro.Status.ObservedGeneration = gen
+	}
+}
+
+// patchStatus is the one place a rollout's status is written; a write
+// computed for an older spec is dropped (reconciler.ErrStale).
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
+	gen := s.ro.Generation
+	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.ro.DeepCopy(), func(ro *configv1alpha1.PackageRollout) (bool, error) {
+		if ro.Generation != gen {
+			return false, reconciler.ErrStale
+		}
+		setStatus(ro, s, o)
+		return true, nil
+	})
+	return client.IgnoreNotFound(err)
+}

@@ -1,0 +1,164 @@
+// Package rollout is what a PackageRollout decides, with no client: the
+// validation of its plan, the waves its targets fall into (the same
+// offline, in scion rollout plan, and in the controller), and the state of
+// each wave from what the cluster shows.
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+)
+
+// Target is one repository a rollout publishes into: its labels (for
+// wave selectors) and the Proposed revisions of it the rollout covers.
+type Target struct {
+	Repository string
+	Labels     map[string]string
+	Revisions  []string
+}
+
+// Wave is one planned wave.
+type Wave struct {
+	Name    string   `json:"name"`
+	Targets []string `json:"targets"`
+	// Revisions are the PackageRevision names of the wave's targets.
+	Revisions []string `json:"-"`
+}
+
+// Plan is the waves of a rollout, in order.
+type Plan struct {
+	Waves []Wave `json:"waves"`
+}
+
+// Validate checks a rollout's spec as the CRD does, so that the plan is
+// refused offline as at kubectl apply, naming the field.
+func Validate(spec *configv1alpha1.PackageRolloutSpec) field.ErrorList {
+	var errs field.ErrorList
+	base := field.NewPath("spec")
+	if _, err := metav1.LabelSelectorAsSelector(&spec.RevisionSelector); err != nil {
+		errs = append(errs, field.Invalid(base.Child("revisionSelector"), spec.RevisionSelector, err.Error()))
+	}
+	seen := map[string]bool{}
+	for i, w := range spec.Waves {
+		p := base.Child("waves").Index(i)
+		switch {
+		case w.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), "a wave needs a name"))
+		case w.Name == configv1alpha1.RemainderWave:
+			errs = append(errs, field.Invalid(p.Child("name"), w.Name, "remainder is the name of the wave of the targets left over"))
+		case seen[w.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), w.Name))
+		}
+		seen[w.Name] = true
+		if w.MaxTargets != nil && w.Percent != nil {
+			errs = append(errs, field.Invalid(p, "maxTargets and percent", "a wave has at most one size: maxTargets or percent"))
+		}
+		if w.MaxTargets != nil && *w.MaxTargets < 1 {
+			errs = append(errs, field.Invalid(p.Child("maxTargets"), *w.MaxTargets, "must be at least 1"))
+		}
+		if w.Percent != nil && (*w.Percent < 1 || *w.Percent > 100) {
+			errs = append(errs, field.Invalid(p.Child("percent"), *w.Percent, "must be from 1 to 100"))
+		}
+		if w.RepositorySelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(w.RepositorySelector); err != nil {
+				errs = append(errs, field.Invalid(p.Child("repositorySelector"), w.RepositorySelector, err.Error()))
+			}
+		}
+	}
+	if spec.MaxUnavailable < 0 {
+		errs = append(errs, field.Invalid(base.Child("maxUnavailable"), spec.MaxUnavailable, "must not be negative"))
+	}
+	for i, a := range spec.ApprovedWaves {
+		if a != configv1alpha1.RemainderWave && !seen[a] {
+			errs = append(errs, field.NotFound(base.Child("approvedWaves").Index(i), a))
+		}
+	}
+	return errs
+}
+
+// Compute puts the targets into waves: each wave takes, from the targets
+// not in an earlier wave, those its repositorySelector matches, sorted by
+// repository name, up to its size (maxTargets, or percent of all the
+// targets rounded up, at least 1; no size: all that match); the targets
+// left form a final wave named remainder. Every wave of the spec is in
+// the plan, empty ones too.
+func Compute(spec *configv1alpha1.PackageRolloutSpec, targets []Target) (Plan, error) {
+	if errs := Validate(spec); len(errs) > 0 {
+		return Plan{}, errs.ToAggregate()
+	}
+	left := slices.Clone(targets)
+	slices.SortFunc(left, func(a, b Target) int { return strings.Compare(a.Repository, b.Repository) })
+	total := len(targets)
+	var plan Plan
+	for i, w := range spec.Waves {
+		sel := labels.Everything()
+		if w.RepositorySelector != nil {
+			s, err := metav1.LabelSelectorAsSelector(w.RepositorySelector)
+			if err != nil {
+				return Plan{}, fmt.Errorf("spec.waves[%d].repositorySelector: %w", i, err)
+			}
+			sel = s
+		}
+		size := total
+		switch {
+		case w.MaxTargets != nil:
+			size = int(*w.MaxTargets)
+		case w.Percent != nil:
+			size = max(1, (int(*w.Percent)*total+99)/100)
+		}
+		wave := Wave{Name: w.Name, Targets: []string{}}
+		var rest []Target
+		for _, t := range left {
+			if len(wave.Targets) < size && sel.Matches(labels.Set(t.Labels)) {
+				wave.Targets = append(wave.Targets, t.Repository)
+				wave.Revisions = append(wave.Revisions, t.Revisions...)
+				continue
+			}
+			rest = append(rest, t)
+		}
+		left = rest
+		plan.Waves = append(plan.Waves, wave)
+	}
+	if len(left) > 0 {
+		wave := Wave{Name: configv1alpha1.RemainderWave}
+		for _, t := range left {
+			wave.Targets = append(wave.Targets, t.Repository)
+			wave.Revisions = append(wave.Revisions, t.Revisions...)
+		}
+		plan.Waves = append(plan.Waves, wave)
+	}
+	return plan, nil
+}
+
+// Targets groups the Proposed revisions among revs that sel matches by
+// repository: a rollout's targets, with their Repository's labels
+// (repoLabels, by name).
+func Targets(sel labels.Selector, revs []porchv1alpha1.PackageRevision, repoLabels map[string]map[string]string) []Target {
+	byRepo := map[string]*Target{}
+	for _, pr := range revs {
+		if pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed || !pr.DeletionTimestamp.IsZero() || !sel.Matches(labels.Set(pr.Labels)) {
+			continue
+		}
+		t := byRepo[pr.Spec.Repository]
+		if t == nil {
+			t = &Target{Repository: pr.Spec.Repository, Labels: repoLabels[pr.Spec.Repository]}
+			byRepo[pr.Spec.Repository] = t
+		}
+		t.Revisions = append(t.Revisions, pr.Name)
+	}
+	out := make([]Target, 0, len(byRepo))
+	for _, t := range byRepo {
+		slices.Sort(t.Revisions)
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.Repository, b.Repository) })
+	return out
+}
