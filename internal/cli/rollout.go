@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -18,6 +17,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/rolloutctl"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // NewCmdRollout returns `scion rollout`.
@@ -35,11 +35,11 @@ func NewCmdRollout(streams Streams) *cobra.Command {
 			}},
 		{"pause NAME", "Pause a rollout: nothing more is published until it is resumed", 1,
 			func(ctx context.Context, c *rolloutctl.Client, args []string) (string, error) {
-				return args[0] + " paused", c.SetPaused(ctx, args[0], true)
+				return args[0] + " paused", c.Pause(ctx, args[0])
 			}},
-		{"resume NAME", "Resume a paused rollout (or one that stopped without rolling back)", 1,
+		{"resume NAME", "Resume a paused rollout, or one that stopped on a failure without rolling back (its failed waves get a fresh deadline)", 1,
 			func(ctx context.Context, c *rolloutctl.Client, args []string) (string, error) {
-				return args[0] + " resumed", c.SetPaused(ctx, args[0], false)
+				return args[0] + " resumed", c.Resume(ctx, args[0])
 			}},
 		{"abort NAME", "Abort a rollout for good; with rollbackOnFailure, what it published is rolled back", 1,
 			func(ctx context.Context, c *rolloutctl.Client, args []string) (string, error) {
@@ -222,33 +222,7 @@ func NewCmdRolloutStatus(streams Streams) *cobra.Command {
 	return cmd
 }
 
-// printRolloutStatus renders a rollout's status as a tree.
+// printRolloutStatus renders a rollout's status as a tree (scion tree's).
 func printRolloutStatus(w io.Writer, ro *configv1alpha1.PackageRollout) error {
-	ready := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition)
-	state := "Ready=Unknown"
-	if ready != nil {
-		state = fmt.Sprintf("Ready=%s %s", ready.Status, ready.Reason)
-	}
-	if ro.Status.ObservedGeneration != ro.Generation {
-		state += " (the controller has not seen the latest spec yet)"
-	}
-	_, _ = fmt.Fprintf(w, "PackageRollout %s/%s  %s\n", ro.Namespace, ro.Name, state)
-	if ro.Status.Blocked != "" {
-		_, _ = fmt.Fprintf(w, "  %s\n", ro.Status.Blocked)
-	}
-	for i, wave := range ro.Status.Waves {
-		branch := "├── "
-		if i == len(ro.Status.Waves)-1 {
-			branch = "└── "
-		}
-		line := fmt.Sprintf("%s%-12s %-16s %d targets, %d published, %d healthy, %d failed", branch, wave.Name, wave.State, wave.Targets, wave.Published, wave.Healthy, wave.Failed)
-		if wave.Dropped > 0 {
-			line += fmt.Sprintf(", %d dropped", wave.Dropped)
-		}
-		if wave.RolledBack > 0 {
-			line += fmt.Sprintf(", %d rolled back", wave.RolledBack)
-		}
-		_, _ = fmt.Fprintln(w, line)
-	}
-	return nil
+	return tree.Print(w, tree.RolloutNode(ro), false)
 }

@@ -17,13 +17,15 @@ func NewCmdTree(streams Streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "tree KIND/NAME",
-		Short: "Show a PackageVariantSet or PackageVariant with what it made",
+		Short: "Show a PackageVariantSet or PackageVariant with what it made, or a PackageRollout with its waves",
 		Long: `Show the hierarchy a PackageVariantSet (pvs) or PackageVariant (pvar)
 made: the set, its PackageVariants and their PackageRevisions, with
-lifecycle, Ready and readiness-gate status, one line each; in colour on a
-terminal. -o json prints the same tree for scripts.`,
+lifecycle, Ready and readiness-gate status, one line each; or a
+PackageRollout (prollout) with what it waits on and its waves (state and
+counts). In colour on a terminal; -o json prints the same tree for scripts.`,
 		Example: `  scion tree pvs/regional-app
-  scion tree packagevariant/policy-cluster-01 -o json`,
+  scion tree packagevariant/policy-cluster-01 -o json
+  scion tree prollout/regional-app-v2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, ok := strings.Cut(args[0], "/")

@@ -22,6 +22,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/store"
@@ -44,8 +45,9 @@ const (
 // Run walks through Scion's main job on the fleet: load it, wait for the
 // variants, show them, diff a draft against its upstream, move the
 // upstream and show the drafts updated with a downstream edit kept, and
-// publish a draft once its readiness gate is met. Running it again works:
-// each run publishes the next upstream revision.
+// publish a draft once its readiness gate is met, then roll the rest of
+// the fleet out in waves. Running it again works: each run publishes the
+// next upstream revision.
 func (o *Options) Run(ctx context.Context) error {
 	f, err := o.Load(ctx)
 	if err != nil {
@@ -68,11 +70,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.approve(ctx, ns); err != nil {
 		return err
 	}
-	return nil
+	return o.rollOut(ctx, ns)
 }
 
-// WaitReady waits until every PackageVariantSet of ns says VariantsReady
-// at its generation and every PackageVariant is Ready at its generation.
+// WaitReady waits until every PackageVariantSet of ns is reconciled at
+// its generation and every PackageVariant is Ready at its generation, or
+// waits for a person: its revision is Proposed (ProposalPending), which
+// it says once.
 // Progress counts against the total the sets will generate (their
 // summaries' desired counts, plus the variants no set owns), so it never
 // jumps back.
@@ -80,6 +84,7 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 	var missing []string
 	start := time.Now()
 	last := ""
+	pending := map[string]bool{}
 	err := wait.PollUntilContextTimeout(ctx, time.Second, o.timeout(), true, func(ctx context.Context) (bool, error) {
 		missing = nil
 		sets := &configv1alpha2.PackageVariantSetList{}
@@ -94,7 +99,7 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 			} else {
 				total += sm.Desired
 			}
-			if s.Status.ObservedGeneration != s.Generation || !meta.IsStatusConditionTrue(s.Status.Conditions, configv1alpha2.VariantsReadyCondition) {
+			if s.Status.ObservedGeneration != s.Generation || !meta.IsStatusConditionTrue(s.Status.Conditions, configv1alpha1.ReadyCondition) {
 				missing = append(missing, "PackageVariantSet/"+s.Name)
 			}
 		}
@@ -109,6 +114,12 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 			}
 			if ready(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 				readyCount++
+			} else if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil && c.Reason == packagevariant.ProposalPendingReason && pv.Status.ObservedGeneration == pv.Generation {
+				readyCount++ // waits for its approver, not for Scion
+				if !pending[pv.Name] {
+					pending[pv.Name] = true
+					o.say("    %s waits for its Proposed revision to be approved or rejected (ProposalPending)", pv.Name)
+				}
 			} else {
 				missing = append(missing, "PackageVariant/"+pv.Name)
 			}

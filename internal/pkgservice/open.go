@@ -159,3 +159,15 @@ func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) 
 	}
 	return msg
 }
+
+// RequestSync asks a Repository to show what git has now (its
+// sync-requested annotation): for a writer that changed git outside the
+// Repository's own sync, or a reader that found git ahead of the objects.
+func RequestSync(ctx context.Context, c client.Client, repo *configv1alpha1.Repository) error {
+	patch := client.MergeFrom(repo.DeepCopy())
+	if repo.Annotations == nil {
+		repo.Annotations = map[string]string{}
+	}
+	repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	return client.IgnoreNotFound(c.Patch(ctx, repo, patch))
+}

@@ -61,11 +61,36 @@ func (c *Client) Approve(ctx context.Context, name, wave string) error {
 	})
 }
 
-// SetPaused pauses or resumes a rollout.
-func (c *Client) SetPaused(ctx context.Context, name string, paused bool) error {
+// Pause pauses a rollout: nothing more is published.
+func (c *Client) Pause(ctx context.Context, name string) error {
 	return c.update(ctx, name, func(ro *configv1alpha1.PackageRollout) error {
-		ro.Spec.Paused = paused
+		ro.Spec.Paused = true
 		return nil
+	})
+}
+
+// Resume resumes a paused rollout, or one that stopped on a failure
+// without rolling back (spec.retries is incremented: its failed waves get
+// a fresh progress deadline).
+func (c *Client) Resume(ctx context.Context, name string) error {
+	return c.update(ctx, name, func(ro *configv1alpha1.PackageRollout) error {
+		if ro.Spec.Aborted {
+			return fmt.Errorf("PackageRollout %s was aborted: it stays stopped; create a new rollout", name)
+		}
+		if ro.Spec.Paused {
+			ro.Spec.Paused = false
+			return nil
+		}
+		for _, w := range ro.Status.Waves {
+			if w.State == configv1alpha1.WaveFailed {
+				if w.RolledBack > 0 {
+					return fmt.Errorf("PackageRollout %s rolled back what it published: it is finished; create a new rollout", name)
+				}
+				ro.Spec.Retries++
+				return nil
+			}
+		}
+		return fmt.Errorf("PackageRollout %s is neither paused nor stopped on a failure", name)
 	})
 }
 

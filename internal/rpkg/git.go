@@ -8,14 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -97,12 +96,7 @@ func (c *Client) Tag(ctx context.Context, repository, pkgPath, tag string, revis
 
 // requestSync asks a Repository to sync now.
 func (c *Client) requestSync(ctx context.Context, repoObj *configv1alpha1.Repository) error {
-	patch := client.MergeFrom(repoObj.DeepCopy())
-	if repoObj.Annotations == nil {
-		repoObj.Annotations = map[string]string{}
-	}
-	repoObj.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-	if err := c.Client.Patch(ctx, repoObj, patch); err != nil {
+	if err := pkgservice.RequestSync(ctx, c.Client, repoObj); err != nil {
 		return fmt.Errorf("written to git, but asking %s to sync failed (it syncs at its next period): %w", repoObj.Name, err)
 	}
 	return nil

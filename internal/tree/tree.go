@@ -1,7 +1,7 @@
 // Package tree shows what a PackageVariantSet or PackageVariant made: the
 // set, its PackageVariants and their PackageRevisions, with lifecycle,
 // readiness and readiness gates, one line each (as clusterctl describe
-// does for clusters).
+// does for clusters); and a PackageRollout with its waves.
 package tree
 
 import (
@@ -53,6 +53,12 @@ func Build(ctx context.Context, c client.Client, namespace, kind, name string) (
 	switch strings.ToLower(kind) {
 	case "packagevariantset", "packagevariantsets", "pvs":
 		return buildSet(ctx, c, namespace, name)
+	case "packagerollout", "packagerollouts", "prollout", "rollout":
+		ro := &configv1alpha1.PackageRollout{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ro); err != nil {
+			return nil, fmt.Errorf("PackageRollout %s/%s: %w", namespace, name, err)
+		}
+		return RolloutNode(ro), nil
 	case "packagevariant", "packagevariants", "pvar", "pv":
 		pv := &configv1alpha1.PackageVariant{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pv); err != nil {
@@ -60,8 +66,42 @@ func Build(ctx context.Context, c client.Client, namespace, kind, name string) (
 		}
 		return variantNode(ctx, c, pv)
 	default:
-		return nil, fmt.Errorf("unknown kind %q: want packagevariantset (pvs) or packagevariant (pvar)", kind)
+		return nil, fmt.Errorf("unknown kind %q: want packagevariantset (pvs), packagevariant (pvar) or packagerollout (prollout)", kind)
 	}
+}
+
+// RolloutNode is the tree of a PackageRollout: the rollout (Ready, what it
+// waits on) and its waves (state and counts).
+func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
+	n := &Node{Kind: "PackageRollout", Name: ro.Name}
+	setReady(n, ro.Status.Conditions, ro.Generation, ro.Status.ObservedGeneration)
+	if ro.Status.Blocked != "" {
+		n.Message = ro.Status.Blocked
+		if n.Reason == "" {
+			n.Reason = "Blocked"
+		}
+	}
+	if ro.Status.CurrentWave != "" {
+		n.Summary = "at wave " + ro.Status.CurrentWave
+	}
+	for _, w := range ro.Status.Waves {
+		wn := &Node{Kind: "Wave", Name: w.Name, Lifecycle: string(w.State), Ready: "Unknown"}
+		switch w.State {
+		case configv1alpha1.WaveComplete:
+			wn.Ready = "True"
+		case configv1alpha1.WaveFailed:
+			wn.Ready = "False"
+		}
+		wn.Summary = fmt.Sprintf("%d targets, %d published, %d healthy, %d failed", w.Targets, w.Published, w.Healthy, w.Failed)
+		if w.Dropped > 0 {
+			wn.Summary += fmt.Sprintf(", %d dropped", w.Dropped)
+		}
+		if w.RolledBack > 0 {
+			wn.Summary += fmt.Sprintf(", %d rolled back", w.RolledBack)
+		}
+		n.Children = append(n.Children, wn)
+	}
+	return n
 }
 
 func buildSet(ctx context.Context, c client.Client, namespace, name string) (*Node, error) {

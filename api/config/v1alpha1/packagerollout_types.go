@@ -94,6 +94,14 @@ type PackageRolloutSpec struct {
 	// +optional
 	Aborted bool `json:"aborted,omitempty"`
 
+	// Retries counts the times a person resumed the rollout after it
+	// stopped on a failure (scion rollout resume increments it): any
+	// change of the spec resumes a rollout that stopped without rolling
+	// back, its failed waves getting a fresh progress deadline.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+
 	// RollbackOnFailure: when the rollout fails (or is aborted), each
 	// target it published gets a new published revision with the content
 	// of the revision published before.
@@ -168,7 +176,6 @@ const (
 	PausedReason           = "Paused"
 	AbortedReason          = "Aborted"
 	BudgetExceededReason   = "BudgetExceeded"
-	NoTargetsReason        = "NoTargets"
 )
 
 // PackageRolloutStatus is where a rollout is. Its size grows with the

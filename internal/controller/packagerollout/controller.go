@@ -400,10 +400,5 @@ func (r *Reconciler) requestSync(ctx context.Context, ns, name string) error {
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repo); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	patch := client.MergeFrom(repo.DeepCopy())
-	if repo.Annotations == nil {
-		repo.Annotations = map[string]string{}
-	}
-	repo.Annotations[configv1alpha1.SyncRequestedAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-	return client.IgnoreNotFound(r.Patch(ctx, repo, patch))
+	return pkgservice.RequestSync(ctx, r.Client, repo)
 }

@@ -441,3 +441,50 @@ func whoami(g Gomega) string {
 	g.Expect(k8sClient.Create(context.Background(), review)).To(Succeed())
 	return review.Status.UserInfo.Username
 }
+
+// The controller dies (its connection to the API server is cut) again and
+// again during a rollout: the rollout still completes, nothing is ever
+// published outside a started wave, and no target is published twice
+// (each repository has exactly v1 and v2 published, as revisions 1 and 2).
+func TestRollout_crashes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 8)
+	stopReporter := f.reporter(t)
+	defer stopReporter()
+	ro := f.rollout("crashy", configv1alpha1.PackageRolloutSpec{
+		Waves:  []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}, {Name: "half", Percent: ptr.To[int32](50)}},
+		Health: &configv1alpha1.RolloutHealth{ConditionType: synced},
+	})
+	w, stopWatch := f.watch(t, ro)
+	defer stopWatch()
+	crashes := make(chan struct{})
+	go func() {
+		defer close(crashes)
+		for i := 0; i < 12; i++ {
+			time.Sleep(time.Duration(150+97*i%400) * time.Millisecond)
+			cut.Store(true)
+			time.Sleep(300 * time.Millisecond)
+			cut.Store(false)
+		}
+	}()
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	<-crashes
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(condition(cur, "Ready").Status).To(Equal(metav1.ConditionTrue), cur.Status.Blocked)
+	}, 2*timeout, interval).Should(Succeed())
+	stopWatch()
+	g.Expect(w.violations).To(BeEmpty(), "published only within started waves")
+	for repo, bare := range f.bares {
+		st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+		g.Expect(err).NotTo(HaveOccurred())
+		revs, err := st.ListPackage(ctx, "app")
+		g.Expect(err).NotTo(HaveOccurred())
+		var numbers []string
+		for _, r := range revs {
+			numbers = append(numbers, fmt.Sprintf("%s=v%d", r.Workspace, r.Revision))
+		}
+		g.Expect(numbers).To(ConsistOf("v1=v1", "v2=v2"), repo)
+	}
+}

@@ -94,7 +94,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch
 
 // SetupWithManager registers the controller and its indexes.
@@ -291,7 +291,15 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 	pr := &porchv1alpha1.PackageRevision{}
 	name := pkgservice.ObjectName(u.Repo, rev.Package, rev.Workspace)
 	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: name}, pr); apierrors.IsNotFound(err) {
-		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha2.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet", name)
+		// Git is ahead of the objects (published by a writer outside the
+		// Repository's sync): ask it to sync rather than wait a period.
+		repo := &configv1alpha1.Repository{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: u.Repo}, repo); err == nil {
+			if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha2.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", name, u.Repo)
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}

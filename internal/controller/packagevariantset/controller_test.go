@@ -604,3 +604,33 @@ func warnings(g Gomega, ns, name, reason string) []string {
 	}
 	return notes
 }
+
+// A set moved to an upstream revision git has but no PackageRevision
+// shows yet (published by a writer outside the Repository's sync, whose
+// period here is 5 minutes) asks the Repository to sync and moves on, as
+// its variants resolve the same revision from git.
+func TestSet_upstreamAheadOfObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t)
+	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "ahead", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}}}},
+	}}
+	g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, pvs, configv1alpha2.VariantsReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+	publish(t, filepath.Join(f.root, "example-repo.git"), "foo", "v2")
+	cur := &configv1alpha2.PackageVariantSet{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), cur)).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Upstream.Revision = "2"
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(g, pvs, configv1alpha2.VariantsReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		byPair, _ := variants(g, pvs)
+		g.Expect(byPair["cluster-01/foo"].Spec.Upstream.Revision).To(BeEquivalentTo("2"))
+	}, timeout, interval).Should(Succeed())
+}

@@ -1,0 +1,207 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/rollout"
+	"github.com/scion-dev/scion/internal/rolloutctl"
+	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/tree"
+)
+
+const (
+	// healthCondition is what the simulated deployer reports.
+	healthCondition = "example.com/synced"
+	// rolloutLabel marks the proposals the rollout takes.
+	rolloutLabel = "app"
+	// sickCluster is the target the simulated deployer reports unhealthy
+	// until the fix.
+	sickCluster = "cluster-06"
+)
+
+// rollOut proposes the rest of regional-app's drafts and publishes them
+// with a PackageRollout in three waves, with a health reporter the demo
+// runs itself (simulating a deployer): the second wave halts at a target
+// that reports unhealthy; after the fix, the rollout is resumed and
+// completes.
+func (o *Options) rollOut(ctx context.Context, ns string) error {
+	set := &configv1alpha2.PackageVariantSet{}
+	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: appSet}, set); err != nil {
+		return err
+	}
+	pvs := &configv1alpha1.PackageVariantList{}
+	if err := o.Client.List(ctx, pvs, client.InNamespace(ns), client.MatchingLabels{configv1alpha2.PackageVariantSetLabel: string(set.UID)}); err != nil {
+		return err
+	}
+	slices.SortFunc(pvs.Items, func(a, b configv1alpha1.PackageVariant) int { return strings.Compare(a.Name, b.Name) })
+	rc := &rpkg.Client{Client: o.Client, Namespace: ns, Timeout: o.timeout()}
+	name := "regional-app-" + string(set.Spec.Upstream.Revision)
+	o.say("")
+	o.say("==> the rest of the fleet gets regional-app %s through a PackageRollout", set.Spec.Upstream.Revision)
+	var proposed []string
+	for _, pv := range pvs.Items {
+		pr, err := o.draftOf(ctx, ns, pv.Name)
+		if err != nil || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
+			continue
+		}
+		if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary passed"}); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(pr.DeepCopy())
+		pr.Labels[rolloutLabel] = appSet
+		if err := o.Client.Patch(ctx, pr, patch); err != nil {
+			return err
+		}
+		if _, err := rc.Propose(ctx, pr.Name); err != nil {
+			return err
+		}
+		proposed = append(proposed, pr.Name)
+	}
+	o.say("    proposed, labelled %s=%s: %s", rolloutLabel, appSet, strings.Join(proposed, ", "))
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{rolloutLabel: appSet}},
+		Waves: []configv1alpha1.RolloutWave{
+			{Name: "canary", MaxTargets: ptr.To[int32](1)},
+			{Name: "us-west", RepositorySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us-west"}}},
+		},
+		Health:           &configv1alpha1.RolloutHealth{ConditionType: healthCondition},
+		SoakTime:         &metav1.Duration{Duration: 3 * time.Second},
+		ProgressDeadline: &metav1.Duration{Duration: 10 * time.Second},
+	}}
+	if err := o.printPlan(ctx, ns, ro); err != nil {
+		return err
+	}
+	var sick atomic.Bool
+	sick.Store(true)
+	stop := o.reportHealth(ctx, ns, name, &sick)
+	defer stop()
+	o.say("==> a health reporter, simulated by this demo (in a real fleet: Flux, Config Sync or Argo CD), sets %s=True on each published revision a second after it is published; %s reports False", healthCondition, sickCluster)
+	if err := o.Client.Create(ctx, ro); err != nil {
+		return fmt.Errorf("PackageRollout %s: %w", name, err)
+	}
+	o.say("==> kubectl apply PackageRollout %s: waves canary (1 target), us-west, remainder; soak 3s; 10s to become healthy; no target may fail", name)
+	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
+		return meta.IsStatusConditionTrue(ro.Status.Conditions, configv1alpha1.StalledCondition)
+	}); err != nil {
+		return err
+	}
+	o.say("==> the us-west wave halts at %s; nothing after it is published", sickCluster)
+	o.say("==> %s rollout status %s", o.scion(), name)
+	if err := o.printRollout(ctx, ro); err != nil {
+		return err
+	}
+	sick.Store(false)
+	o.say("==> the fix: %s reports healthy; %s rollout resume %s", sickCluster, o.scion(), name)
+	if err := (&rolloutctl.Client{Client: o.Client, Namespace: ns}).Resume(ctx, name); err != nil {
+		return err
+	}
+	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
+		return ro.Status.ObservedGeneration == ro.Generation && meta.IsStatusConditionTrue(ro.Status.Conditions, configv1alpha1.ReadyCondition)
+	}); err != nil {
+		return err
+	}
+	o.say("==> %s rollout status %s", o.scion(), name)
+	return o.printRollout(ctx, ro)
+}
+
+// printPlan prints the waves the rollout will publish, as scion rollout
+// plan computes them.
+func (o *Options) printPlan(ctx context.Context, ns string, ro *configv1alpha1.PackageRollout) error {
+	revs := &porchv1alpha1.PackageRevisionList{}
+	if err := o.Client.List(ctx, revs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	repos := &configv1alpha1.RepositoryList{}
+	if err := o.Client.List(ctx, repos, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	repoLabels := map[string]map[string]string{}
+	for _, r := range repos.Items {
+		repoLabels[r.Name] = r.Labels
+	}
+	sel := labels.SelectorFromSet(ro.Spec.RevisionSelector.MatchLabels)
+	plan, err := rollout.Compute(&ro.Spec, rollout.Targets(sel, revs.Items, repoLabels))
+	if err != nil {
+		return err
+	}
+	o.say("==> %s rollout plan: the waves", o.scion())
+	for _, w := range plan.Waves {
+		o.say("    %-10s %s", w.Name, strings.Join(w.Targets, ", "))
+	}
+	return nil
+}
+
+func (o *Options) waitRollout(ctx context.Context, ro *configv1alpha1.PackageRollout, done func(*configv1alpha1.PackageRollout) bool) error {
+	cur := &configv1alpha1.PackageRollout{}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout(), true, func(ctx context.Context) (bool, error) {
+		if err := o.Client.Get(ctx, client.ObjectKeyFromObject(ro), cur); err != nil {
+			return false, nil
+		}
+		return done(cur), nil
+	})
+	if err != nil {
+		return fmt.Errorf("PackageRollout %s: %w (last: %s)", ro.Name, err, cur.Status.Blocked)
+	}
+	return nil
+}
+
+func (o *Options) printRollout(ctx context.Context, ro *configv1alpha1.PackageRollout) error {
+	t, err := tree.Build(ctx, o.Client, ro.Namespace, "prollout", ro.Name)
+	if err != nil {
+		return err
+	}
+	return tree.Print(o.Out, t, false)
+}
+
+// reportHealth simulates a deployer: every published revision the
+// rollout published gets the health condition a second after its publish,
+// False for sickCluster while sick is set.
+func (o *Options) reportHealth(ctx context.Context, ns, rolloutName string, sick *atomic.Bool) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	svc := &pkgservice.Service{Client: o.Client, APIReader: o.Client}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			list := &porchv1alpha1.PackageRevisionList{}
+			if err := o.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{configv1alpha1.PackageRolloutLabel: rolloutName}); err == nil {
+				for i := range list.Items {
+					pr := &list.Items[i]
+					if pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || pr.Status.PublishTimestamp == nil || time.Since(pr.Status.PublishTimestamp.Time) < time.Second {
+						continue
+					}
+					want := porchv1alpha1.ConditionStatus("True")
+					msg := "synced to the cluster (simulated)"
+					if pr.Spec.Repository == sickCluster && sick.Load() {
+						want, msg = "False", "pods crash-looping (simulated)"
+					}
+					_, _ = svc.WriteStatus(ctx, pr, func(pr *porchv1alpha1.PackageRevision) bool {
+						return pkgservice.SetConditions(&pr.Status.Conditions, porchv1alpha1.Condition{Type: healthCondition, Status: want, Reason: "Reported", Message: msg})
+					})
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
