@@ -36,10 +36,21 @@ var (
 		Name: "scion_repository_syncs_total",
 		Help: "Repository syncs, by result.",
 	}, []string{"result"})
+	// RolloutWaves counts each PackageRollout's waves by state.
+	RolloutWaves = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scion_rollout_waves",
+		Help: "Waves of each PackageRollout, by state.",
+	}, []string{"namespace", "rollout", "state"})
+	// RolloutTargets counts each PackageRollout's targets by state
+	// (total, published, healthy, failed, dropped, rolled_back).
+	RolloutTargets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scion_rollout_targets",
+		Help: "Targets of each PackageRollout, by state.",
+	}, []string{"namespace", "rollout", "state"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs)
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, RolloutWaves, RolloutTargets)
 }
 
 // ObserveGit records the duration and outcome of a git operation; call it

@@ -135,7 +135,7 @@ func TestShortNamesCollideWithNothing(t *testing.T) {
 		}
 	}
 	g.Expect(taken).To(HaveKey("pv"), "discovery lists the built-in resources")
-	g.Expect(ours).To(HaveLen(4))
+	g.Expect(ours).To(HaveLen(5))
 	for res, shorts := range ours {
 		g.Expect(shorts).NotTo(BeEmpty(), res)
 		for _, s := range shorts {

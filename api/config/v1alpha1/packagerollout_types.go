@@ -32,7 +32,7 @@ const PackageRolloutLabel = "config.porch.kpt.dev/rollout"
 const WaveApprovedByAnnotation = "config.porch.kpt.dev/wave-approved-by"
 
 // PackageRolloutSpec is the plan of a rollout.
-// +kubebuilder:validation:XValidation:rule="!has(self.approvedWaves) || !has(self.waves) || self.approvedWaves.all(w, w == 'remainder' || self.waves.exists(x, x.name == w))",message="approvedWaves: every entry must name a wave of spec.waves, or remainder"
+// +kubebuilder:validation:XValidation:rule="!has(self.approvedWaves) || !has(self.waves) || self.approvedWaves.all(w, w == 'remainder' || self.waves.exists(x, x.name == w))",message="every entry must name a wave of spec.waves, or remainder",fieldPath=".approvedWaves"
 type PackageRolloutSpec struct {
 	// RevisionSelector selects the Proposed PackageRevisions of the
 	// namespace to roll out (for example by the label of the

@@ -115,9 +115,13 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ro := &configv1alpha1.PackageRollout{}
 	if err := r.Get(ctx, req.NamespacedName, ro); err != nil {
+		if apierrors.IsNotFound(err) {
+			forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ro.DeletionTimestamp.IsZero() {
+		forget(ro.Namespace, ro.Name)
 		return ctrl.Result{}, nil // nothing to clean up: what it published stays published
 	}
 	s := &scope{ro: ro, now: r.now()}

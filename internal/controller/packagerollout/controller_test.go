@@ -176,6 +176,7 @@ type watcher struct {
 
 func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher, func()) {
 	w := &watcher{}
+	key := client.ObjectKeyFromObject(ro) // ro itself may be written by a Create meanwhile
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -184,7 +185,7 @@ func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher
 			// The rollout first, then the revisions: a revision published
 			// after the read belongs to a wave started before it.
 			cur := &configv1alpha1.PackageRollout{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), cur); err != nil {
+			if err := k8sClient.Get(ctx, key, cur); err != nil {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
@@ -210,7 +211,7 @@ func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher
 					// and the revision published after: re-read to tell.
 					if !started[pr.Name] {
 						again := &configv1alpha1.PackageRollout{}
-						if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), again); err == nil && !waveStarted(again, pr.Name) {
+						if err := k8sClient.Get(ctx, key, again); err == nil && !waveStarted(again, pr.Name) {
 							w.mu.Lock()
 							w.violations = append(w.violations, pr.Name)
 							w.mu.Unlock()

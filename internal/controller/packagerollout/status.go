@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/rollout"
 )
@@ -30,6 +32,9 @@ func phaseConditions(s *scope, o reconciler.Outcome) (ready, progressing metav1.
 		}
 	case d.Phase == rollout.PhaseComplete:
 		ready = metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.RolloutCompleteReason, Message: fmt.Sprintf("all %d waves complete", len(d.Waves))}
+		if len(d.Waves) == 0 || allEmpty(d.Waves) {
+			ready.Message = "nothing to roll out: no Proposed revision matched spec.revisionSelector when the rollout started"
+		}
 		progressing.Reason, progressing.Message = configv1alpha1.RolloutCompleteReason, ready.Message
 	case d.Phase == rollout.PhaseProgressing || d.Phase == rollout.PhaseSoaking:
 		reason := configv1alpha1.WaveProgressingReason
@@ -74,7 +79,7 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 	ready, progressing, kstatus := phaseConditions(s, o)
 	reconciler.SetConditions(&ro.Status.Conditions, gen, progressing)
 	reconciler.SetConditions(&ro.Status.Conditions, gen, reconciler.KstatusConditions(gen, kstatus, ready)...)
-	if kstatus.Complete() || s.started || s.decision != nil {
+	if kstatus.Complete() || s.started {
 		ro.Status.ObservedGeneration = gen
 	}
 }
@@ -83,12 +88,53 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 // computed for an older spec is dropped (reconciler.ErrStale).
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
 	gen := s.ro.Generation
+	var written []configv1alpha1.WaveStatus
 	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.ro.DeepCopy(), func(ro *configv1alpha1.PackageRollout) (bool, error) {
 		if ro.Generation != gen {
 			return false, reconciler.ErrStale
 		}
 		setStatus(ro, s, o)
+		written = ro.Status.Waves
 		return true, nil
 	})
+	if err == nil {
+		observe(s.ro.Namespace, s.ro.Name, written)
+	}
 	return client.IgnoreNotFound(err)
+}
+
+// observe sets the rollout's metrics: waves by state, targets by state.
+func observe(ns, name string, waves []configv1alpha1.WaveStatus) {
+	byState := map[configv1alpha1.WaveState]float64{}
+	var total, published, healthy, failed, dropped, rolledBack int32
+	for _, w := range waves {
+		byState[w.State]++
+		total += w.Targets
+		published += w.Published
+		healthy += w.Healthy
+		failed += w.Failed
+		dropped += w.Dropped
+		rolledBack += w.RolledBack
+	}
+	for _, st := range []configv1alpha1.WaveState{configv1alpha1.WavePending, configv1alpha1.WaveAwaitingApproval, configv1alpha1.WaveProgressing, configv1alpha1.WaveSoaking, configv1alpha1.WaveComplete, configv1alpha1.WaveFailed} {
+		metrics.RolloutWaves.WithLabelValues(ns, name, string(st)).Set(byState[st])
+	}
+	for state, n := range map[string]int32{"total": total, "published": published, "healthy": healthy, "failed": failed, "dropped": dropped, "rolled_back": rolledBack} {
+		metrics.RolloutTargets.WithLabelValues(ns, name, state).Set(float64(n))
+	}
+}
+
+func allEmpty(waves []configv1alpha1.WaveStatus) bool {
+	for _, w := range waves {
+		if len(w.Revisions) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// forget drops a deleted rollout's metrics.
+func forget(ns, name string) {
+	metrics.RolloutWaves.DeletePartialMatch(prometheus.Labels{"namespace": ns, "rollout": name})
+	metrics.RolloutTargets.DeletePartialMatch(prometheus.Labels{"namespace": ns, "rollout": name})
 }
