@@ -203,6 +203,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagerollout"),
+		Objects:   objects,
 		Options:   packagerollout.Options{Workers: o.PackageRolloutWorkers},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerollout controller: %w", err)

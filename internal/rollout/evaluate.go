@@ -29,6 +29,10 @@ type Revision struct {
 	Health *porchv1alpha1.Condition
 }
 
+// HealthExprCondition is the type of the condition a health expression's
+// verdict is given as (Revision.Health), in messages.
+const HealthExprCondition = "spec.health.expr"
+
 // Phase is where a rollout as a whole is.
 type Phase string
 
@@ -286,13 +290,17 @@ func isHealthy(r Revision, health *configv1alpha1.RolloutHealth) (bool, string) 
 		return true, ""
 	}
 	c := r.Health
+	what := health.ConditionType
+	if health.Expr != "" {
+		what = HealthExprCondition
+	}
 	switch {
 	case c == nil:
-		return false, "has no " + health.ConditionType + " condition yet"
+		return false, "has no " + what + " condition yet"
 	case c.LastTransitionTime == nil || c.LastTransitionTime.Time.Before(r.PublishedAt):
-		return false, "has a " + health.ConditionType + " condition from before its revision was published"
+		return false, "has a " + what + " condition from before its revision was published"
 	case c.Status != porchv1alpha1.ConditionStatus(metav1.ConditionTrue):
-		msg := health.ConditionType + " is " + string(c.Status)
+		msg := what + " is " + string(c.Status)
 		if c.Message != "" {
 			msg += ": " + c.Message
 		}

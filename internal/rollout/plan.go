@@ -76,6 +76,17 @@ func Validate(spec *configv1alpha1.PackageRolloutSpec) field.ErrorList {
 	if spec.MaxUnavailable < 0 {
 		errs = append(errs, field.Invalid(base.Child("maxUnavailable"), spec.MaxUnavailable, "must not be negative"))
 	}
+	if h := spec.Health; h != nil {
+		switch {
+		case (h.ConditionType == "") == (h.Expr == ""):
+			errs = append(errs, field.Invalid(base.Child("health"), "", "set exactly one of conditionType and expr"))
+		case (h.Expr == "") != (h.Object == nil):
+			errs = append(errs, field.Invalid(base.Child("health"), "", "expr and object go together: expr reads the object named by object"))
+		default:
+			_, herrs := CompileHealth(h)
+			errs = append(errs, herrs...)
+		}
+	}
 	for i, a := range spec.ApprovedWaves {
 		if a != configv1alpha1.RemainderWave && !seen[a] {
 			errs = append(errs, field.NotFound(base.Child("approvedWaves").Index(i), a))

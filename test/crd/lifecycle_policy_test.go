@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
@@ -130,4 +131,44 @@ func TestLifecyclePolicy(t *testing.T) {
 	other := revision(ns, "other", porchv1alpha1.LifecycleDraft)
 	g.Expect(alice.Create(ctx, other)).To(Succeed())
 	g.Expect(alice.Delete(ctx, other)).To(Succeed())
+}
+
+// A PackageRollout publishes revisions, so creating or changing one needs
+// the approval permission, whoever's RBAC lets them write the object; and
+// approving a wave is recorded as the user who does it.
+func TestRolloutApprovalPolicy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	installUserRoles(t)
+	// A role that may write rollouts but not approve revisions.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "rollout-writer-" + ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"config.porch.kpt.dev"}, Resources: []string{"packagerollouts"}, Verbs: []string{"get", "create", "update", "patch"}}}}
+	g.Expect(k8sClient.Create(ctx, role)).To(Succeed())
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), role) })
+	eve := as(t, ns, "eve", role.Name)
+	bob := as(t, ns, "bob", "scion-approver")
+	ro := func(name string) *configv1alpha1.PackageRollout {
+		return &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+			RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Waves:            []configv1alpha1.RolloutWave{{Name: "canary"}}, Approval: configv1alpha1.RolloutApprovalManual}}
+	}
+	g.Eventually(func() error { return eve.Create(ctx, ro("by-eve")) }, 10*time.Second, 100*time.Millisecond).Should(
+		MatchError(ContainSubstring("eve may not create or change PackageRollout by-eve: a rollout publishes revisions, which needs update on packagerevisions/approval")))
+	mine := ro("by-bob")
+	g.Expect(bob.Create(ctx, mine)).To(Succeed(), "approvers create rollouts")
+
+	approve := func(c client.Client, by string) error {
+		cur := &configv1alpha1.PackageRollout{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(mine), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.ApprovedWaves = []string{"canary"}
+		cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: by}
+		return c.Patch(ctx, cur, patch)
+	}
+	g.Expect(approve(eve, "eve")).To(MatchError(ContainSubstring("eve may not create or change PackageRollout by-bob")), "writing the object is not approving")
+	g.Expect(approve(bob, "alice")).To(MatchError(ContainSubstring("the approver recorded must be the user approving the wave (bob)")))
+	g.Expect(approve(bob, "bob")).To(Succeed())
 }

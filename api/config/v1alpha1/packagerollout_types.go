@@ -138,15 +138,54 @@ type RolloutWave struct {
 	Percent *int32 `json:"percent,omitempty"`
 }
 
-// RolloutHealth says when a published target is healthy.
+// RolloutHealth says when a published target is healthy: by a condition
+// on its PackageRevision, or by a CEL expression over one in-cluster
+// object per target.
+// +kubebuilder:validation:XValidation:rule="has(self.conditionType) != has(self.expr)",message="set exactly one of conditionType and expr"
+// +kubebuilder:validation:XValidation:rule="has(self.expr) == has(self.object)",message="expr and object go together: expr reads the object named by object"
 type RolloutHealth struct {
 	// ConditionType is a condition of the published PackageRevision, set
 	// by whatever deploys its repository: the target is healthy when it is
 	// True and was set after the revision was published.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	ConditionType string `json:"conditionType,omitempty"`
+
+	// Object names the in-cluster object, in the rollout's namespace, that
+	// says whether a target runs its revision (a Flux Kustomization, a
+	// Config Sync RootSync, an Argo CD Application). Its kind must be one
+	// the controller may read (--readable-kinds).
+	// +optional
+	Object *HealthObject `json:"object,omitempty"`
+
+	// Expr is a CEL expression over object (the object, as a map; absent
+	// objects make the target unhealthy), revision (name, package,
+	// workspace, revision, commit) and repository (name, namespace,
+	// labels, annotations): the target is healthy when it is true. Compare
+	// with revision.commit, so that an object describing an older revision
+	// never counts: object.status.lastAppliedRevision.endsWith(revision.commit).
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Expr string `json:"expr,omitempty"`
+}
+
+// HealthObject names one in-cluster object per target.
+type HealthObject struct {
+	// APIVersion of the object (kustomize.toolkit.fluxcd.io/v1).
+	// +kubebuilder:validation:MinLength=1
 	// +required
-	ConditionType string `json:"conditionType"`
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object (Kustomization).
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Kind string `json:"kind"`
+	// NameExpr is a CEL expression over repository and revision that
+	// gives the object's name, such as repository.name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	NameExpr string `json:"nameExpr"`
 }
 
 // WaveState is where a wave of a rollout is.

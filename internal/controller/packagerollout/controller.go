@@ -9,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +23,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -52,6 +55,11 @@ type Reconciler struct {
 	Options   Options
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Objects are the per-namespace caches of the objects health
+	// expressions read, and the kinds they may read.
+	Objects *kindwatch.Caches
+
+	watches *kindwatch.Watches
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagerollouts,verbs=get;list;watch
@@ -63,8 +71,16 @@ type Reconciler struct {
 // SetupWithManager registers the controller: rollouts on spec changes,
 // and the PackageRevisions of their waves (through RevisionIndex).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
-		return errors.New("packagerollout controller: APIReader, Cache, Service and Recorder are required")
+	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil || r.Objects == nil {
+		return errors.New("packagerollout controller: APIReader, Cache, Objects, Service and Recorder are required")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageRollout{}, HealthKindIndex, func(o client.Object) []string {
+		if h := o.(*configv1alpha1.PackageRollout).Spec.Health; h != nil && h.Object != nil {
+			return []string{healthKind(h.Object.APIVersion, h.Object.Kind)}
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageRollout{}, RevisionIndex, func(o client.Object) []string {
 		var out []string
@@ -75,12 +91,39 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagerollout").
 		For(&configv1alpha1.PackageRollout{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = &kindwatch.Watches{Ctrl: c, Caches: r.Objects}
+	return nil
+}
+
+// HealthKindIndex indexes PackageRollouts by the kind of their health
+// object ("<apiVersion>/<kind>"), so an event of such an object finds the
+// rollouts reading it.
+const HealthKindIndex = "spec.health.object.kind"
+
+func healthKind(apiVersion, kind string) string { return apiVersion + "/" + kind }
+
+// requestsForHealthObject maps a health object to the rollouts of its
+// namespace that read its kind.
+func (r *Reconciler) requestsForHealthObject(ctx context.Context, o client.Object) []reconcile.Request {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	list := &configv1alpha1.PackageRolloutList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{HealthKindIndex: healthKind(gvk.GroupVersion().String(), gvk.Kind)}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
 }
 
 // requestsForRevision maps a PackageRevision to the rollouts holding it.
@@ -205,10 +248,85 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Resul
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			s.revs[name] = observed(pr, s.ro.Spec.Health)
+			rev := observed(pr, s.ro.Spec.Health)
+			if rev.Lifecycle == porchv1alpha1.LifecyclePublished && s.ro.Spec.Health != nil && s.ro.Spec.Health.Expr != "" {
+				if rev.Health, err = r.healthByExpr(ctx, s, pr); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			s.revs[name] = rev
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// healthByExpr evaluates the rollout's health expression on a published
+// revision's health object, read from the namespace's cache (its kind
+// watched there, so a change brings the rollout back). The verdict is a
+// condition observed now: the expression compares the object with the
+// revision's commit. A kind the controller may not read, or an expression
+// failing, stalls the rollout.
+func (r *Reconciler) healthByExpr(ctx context.Context, s *scope, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.Condition, error) {
+	h := s.ro.Spec.Health
+	check, errs := rollout.CompileHealth(h)
+	if len(errs) > 0 {
+		return nil, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%s", errs.ToAggregate().Error())
+	}
+	repo := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, repo); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	vars := rollout.HealthVars{
+		Repository: map[string]any{"name": pr.Spec.Repository, "namespace": pr.Namespace, "labels": stringMap(repo.Labels), "annotations": stringMap(repo.Annotations)},
+		Revision:   map[string]any{"name": pr.Name, "package": pr.Spec.PackageName, "workspace": pr.Spec.WorkspaceName, "revision": pr.Spec.Revision, "commit": pr.Status.Commit},
+	}
+	now := &metav1.Time{Time: s.now}
+	verdict := func(status, msg string) *porchv1alpha1.Condition {
+		return &porchv1alpha1.Condition{Type: rollout.HealthExprCondition, Status: porchv1alpha1.ConditionStatus(status), Message: msg, LastTransitionTime: now}
+	}
+	name, err := check.ObjectName(vars)
+	if err != nil {
+		return verdict("False", err.Error()), nil
+	}
+	gv, err := schema.ParseGroupVersion(h.Object.APIVersion)
+	if err != nil {
+		return nil, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.health.object.apiVersion: %v", err)
+	}
+	kind := &unstructured.Unstructured{} // kept by the watch: never read into
+	kind.SetGroupVersionKind(gv.WithKind(h.Object.Kind))
+	if err := r.watches.Ensure(ctx, kind, pr.Namespace, handler.EnqueueRequestsFromMapFunc(r.requestsForHealthObject)); err != nil {
+		if errors.Is(err, kindwatch.ErrNotAllowed) {
+			return nil, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.health.object: %v", err)
+		}
+		return nil, err
+	}
+	c, err := r.Objects.For(ctx, pr.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gv.WithKind(h.Object.Kind))
+	if err := c.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: name}, obj); apierrors.IsNotFound(err) {
+		return verdict("False", fmt.Sprintf("%s %s not found", h.Object.Kind, name)), nil
+	} else if err != nil {
+		return nil, err
+	}
+	ok, err := check.Healthy(obj.Object, vars)
+	switch {
+	case err != nil:
+		return verdict("False", fmt.Sprintf("%s %s: %v", h.Object.Kind, name, err)), nil
+	case !ok:
+		return verdict("False", fmt.Sprintf("%s %s does not say the revision runs", h.Object.Kind, name)), nil
+	}
+	return verdict("True", ""), nil
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // observed is what a rollout needs of one PackageRevision.

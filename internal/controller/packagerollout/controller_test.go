@@ -11,10 +11,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
@@ -488,4 +490,61 @@ func TestRollout_crashes(t *testing.T) {
 		}
 		g.Expect(numbers).To(ConsistOf("v1=v1", "v2=v2"), repo)
 	}
+}
+
+// Health from an in-cluster object per target, through a CEL expression
+// that compares it with the published commit: a ConfigMap per cluster
+// standing for a Flux Kustomization. An object describing the older
+// revision never counts.
+func TestRollout_healthExpr(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 3)
+	ro := f.rollout("expr", configv1alpha1.PackageRolloutSpec{
+		Waves: []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}},
+		Health: &configv1alpha1.RolloutHealth{
+			Object: &configv1alpha1.HealthObject{APIVersion: "v1", Kind: "ConfigMap", NameExpr: "repository.name + '-sync'"},
+			Expr:   "object.data.commit == revision.commit",
+		},
+		ProgressDeadline: &metav1.Duration{Duration: 4 * time.Second},
+	})
+	// The deployer: applies what is published, except in cluster-03, whose
+	// object keeps saying the old commit.
+	stale := map[string]string{}
+	for repo := range f.bares {
+		stale[repo] = f.revision(g, repo, "v1").Status.Commit
+	}
+	deployCtx, stopDeployer := context.WithCancel(ctx)
+	defer stopDeployer()
+	go func() {
+		for deployCtx.Err() == nil {
+			for repo := range f.bares {
+				pr := &porchv1alpha1.PackageRevision{}
+				if err := k8sClient.Get(deployCtx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName(repo, "app", "v2")}, pr); err != nil {
+					continue
+				}
+				commit := stale[repo]
+				if pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && pr.Status.PublishTimestamp != nil && repo != "cluster-03" {
+					commit = pr.Status.Commit
+				}
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: repo + "-sync"}}
+				_, _ = controllerutil.CreateOrUpdate(deployCtx, k8sClient, cm, func() error {
+					cm.Data = map[string]string{"commit": commit}
+					return nil
+				})
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		c := condition(cur, "Stalled")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), cur.Status.Blocked)
+		g.Expect(c.Reason).To(Equal(configv1alpha1.BudgetExceededReason))
+		g.Expect(c.Message).To(ContainSubstring("cluster-03 (spec.health.expr is False: ConfigMap cluster-03-sync does not say the revision runs)"))
+		g.Expect(cur.Status.Waves[0].Healthy).To(Equal(int32(1)), "the canary was healthy")
+		g.Expect(cur.Status.Waves[1].Healthy).To(Equal(int32(1)))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(published(g, f)).To(Equal([]string{"cluster-01", "cluster-02", "cluster-03"}))
 }
