@@ -57,6 +57,10 @@ docs: ## Regenerate docs/reference: the CLI reference and a page per CRD.
 	go test ./internal/cli -run TestCLIReference -update
 	go test ./config/crd -run TestReference -update
 
+.PHONY: bench-scale
+bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures.
+	SCION_BENCH_VARIANTS=$(or $(N),1000) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)

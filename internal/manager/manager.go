@@ -27,6 +27,7 @@ import (
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/namedwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/variantset"
@@ -55,6 +56,10 @@ type Options struct {
 	PackageVariantSetWorkers int
 	// PackageRolloutWorkers reconcile PackageRollouts in parallel.
 	PackageRolloutWorkers int
+	// Shard is the share of the objects this replica reconciles: those
+	// labelled config.porch.kpt.dev/shard with it, or ("") those without
+	// the label. Each shard elects its own leader.
+	Shard string
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
@@ -118,8 +123,16 @@ func namedReader(mgr ctrl.Manager) (*namedwatch.Reader, error) {
 	return r, mgr.Add(r)
 }
 
-// LeaderElectionID names the leader election lease.
+// LeaderElectionID names the leader election lease (of the default
+// shard; a shard's lease is named after it).
 const LeaderElectionID = "scion-controller.config.porch.kpt.dev"
+
+func leaderElectionID(shard string) string {
+	if shard == "" {
+		return LeaderElectionID
+	}
+	return shard + "." + LeaderElectionID
+}
 
 // New builds a manager with every Scion reconciler registered.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
@@ -131,7 +144,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionID:        leaderElectionID(o.Shard),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Nothing here reads managed fields: dropping them from the
 		// cache saves memory and the copy of every object read.
@@ -140,6 +153,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	shard := reconciler.Shard{Name: o.Shard}
 	named, err := namedReader(mgr)
 	if err != nil {
 		return nil, err
@@ -156,7 +170,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-repository"),
-		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers},
+		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
 	}
@@ -166,7 +180,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagerevision"),
-		Options:   packagerevision.Options{Workers: o.PackageRevisionWorkers},
+		Options:   packagerevision.Options{Workers: o.PackageRevisionWorkers, Shard: shard},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
 	}
@@ -178,7 +192,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder:    mgr.GetEventRecorder("scion-packagevariant"),
 		Objects:     objects,
 		Definitions: named,
-		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod},
+		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}
@@ -193,7 +207,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Evaluator: evaluator,
 		Recorder:  mgr.GetEventRecorder("scion-packagevariantset"),
 		Objects:   objects,
-		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers},
+		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariantset controller: %w", err)
 	}
@@ -204,7 +218,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagerollout"),
 		Objects:   objects,
-		Options:   packagerollout.Options{Workers: o.PackageRolloutWorkers},
+		Options:   packagerollout.Options{Workers: o.PackageRolloutWorkers, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerollout controller: %w", err)
 	}

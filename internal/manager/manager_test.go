@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
@@ -83,4 +87,118 @@ func TestManager(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(body).To(ContainSubstring(`scion_git_operation_duration_seconds_count{operation="open"}`))
 	g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="repository"`))
+}
+
+// Two replicas, the default shard and shard "b", against one API server:
+// each reconciles only its own objects (nothing of shard b is touched
+// before its replica starts), a variant of shard b writing into a
+// repository of the default shard works (git compare-and-swap keeps the
+// shared repository consistent), and no draft is written twice.
+func TestSharding(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	// The default shard runs here; shard b is another process, as replicas
+	// are: scion controller --shard b.
+	ctxDefault, cancelDefault := context.WithCancel(context.Background())
+	doneDefault := make(chan error, 1)
+	go func() {
+		doneDefault <- Run(ctxDefault, env.Config, Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: t.TempDir(), SyncPeriod: time.Minute,
+			AllowFileRepositories: true, RepositoryWorkers: 2, PackageRevisionWorkers: 2, PackageVariantWorkers: 2})
+	}()
+	defer func() { cancelDefault(); g.Expect(<-doneDefault).To(Succeed()) }()
+	bin := filepath.Join(t.TempDir(), "scion")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/scion").CombinedOutput(); err != nil {
+		t.Fatalf("building scion: %v\n%s", err, out)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig, "shard-b")).To(Succeed())
+
+	root := t.TempDir()
+	labelB := map[string]string{configv1alpha1.ShardLabel: "b"}
+	catalog := gitserver.InitBare(t, root, "catalog.git")
+	gitserver.SeedRevisions(t, catalog, 1, 1, 2) // package pkg-0000, published v1
+	repos := map[string]map[string]string{"catalog": nil, "down-a": nil, "down-b": labelB}
+	for name, labels := range repos {
+		bare := catalog
+		if name != "catalog" {
+			bare = gitserver.InitBare(t, root, name+".git")
+		}
+		g.Expect(env.Client.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})).To(Succeed())
+	}
+	type want struct{ name, down string }
+	var variants []want
+	for i := 0; i < 3; i++ {
+		variants = append(variants, want{fmt.Sprintf("a-%d", i), "down-a"}, want{fmt.Sprintf("b-%d", i), "down-b"}, want{fmt.Sprintf("b-into-a-%d", i), "down-a"})
+	}
+	for _, v := range variants {
+		pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: v.name, Namespace: "default"}, Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "pkg-0000", Revision: "1"},
+			Downstream: &configv1alpha1.Downstream{Repo: v.down, Package: v.name},
+		}}
+		if v.name[0] == 'b' {
+			pv.Labels = labelB
+		}
+		g.Expect(env.Client.Create(ctx, pv)).To(Succeed())
+	}
+	readyPV := func(g Gomega, name string) bool {
+		pv := &configv1alpha1.PackageVariant{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pv)).To(Succeed())
+		return pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+	}
+	untouched := func(g Gomega) {
+		for _, v := range variants {
+			if v.name[0] != 'b' {
+				continue
+			}
+			pv := &configv1alpha1.PackageVariant{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: v.name}, pv)).To(Succeed())
+			g.Expect(pv.Finalizers).To(BeEmpty(), "%s: not touched by the default shard", v.name)
+			g.Expect(pv.Status.Conditions).To(BeEmpty(), v.name)
+		}
+		repo := &configv1alpha1.Repository{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "down-b"}, repo)).To(Succeed())
+		g.Expect(repo.Status.Conditions).To(BeEmpty(), "down-b is shard b's")
+	}
+	g.Eventually(func(g Gomega) {
+		for _, v := range variants {
+			if v.name[0] == 'a' {
+				g.Expect(readyPV(g, v.name)).To(BeTrue(), v.name)
+			}
+		}
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Consistently(untouched, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	var logB strings.Builder
+	shardB := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--shard", "b", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--cache-dir", t.TempDir(), "--allow-file-repositories", "--sync-period", "1m", "--leader-election-namespace", "default")
+	shardB.Stdout, shardB.Stderr = &logB, &logB
+	g.Expect(shardB.Start()).To(Succeed())
+	defer func() { _ = shardB.Process.Kill(); _ = shardB.Wait() }()
+	g.Eventually(func(g Gomega) {
+		for _, v := range variants {
+			g.Expect(readyPV(g, v.name)).To(BeTrue(), v.name)
+		}
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed(), func() string { return logB.String() })
+	// Shard b's drafts in down-b carry its label; each variant's draft was
+	// written once.
+	prs := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(env.Client.List(ctx, prs, client.InNamespace("default"), client.MatchingLabels{porchv1alpha1.RepositoryLabel: "down-b"})).To(Succeed())
+	g.Expect(prs.Items).To(HaveLen(3))
+	for _, pr := range prs.Items {
+		g.Expect(pr.Labels).To(HaveKeyWithValue(configv1alpha1.ShardLabel, "b"), pr.Name)
+	}
+	for _, down := range []string{"down-a", "down-b"} {
+		log := gitserver.Git(t, filepath.Join(root, down+".git"), "log", "--all", "--format=%s")
+		for _, v := range variants {
+			if v.down == down {
+				g.Expect(strings.Count(log, "Create from PackageVariant "+v.name+"\n")).To(Equal(1), "%s in %s", v.name, down)
+			}
+		}
+	}
 }

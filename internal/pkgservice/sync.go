@@ -296,6 +296,9 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 			Deployment:   repoObj.Spec.Deployment,
 		},
 	}
+	if shard := repoObj.Labels[configv1alpha1.ShardLabel]; shard != "" {
+		pr.Labels[configv1alpha1.ShardLabel] = shard // reconciled by its Repository's replica
+	}
 	if rev.Latest {
 		pr.Labels[porchv1alpha1.LatestRevisionLabel] = "true"
 	}
@@ -354,8 +357,10 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 	for k, v := range want.Labels {
 		obj.Labels[k] = v
 	}
-	if _, latest := want.Labels[porchv1alpha1.LatestRevisionLabel]; !latest {
-		delete(obj.Labels, porchv1alpha1.LatestRevisionLabel)
+	for _, l := range []string{porchv1alpha1.LatestRevisionLabel, configv1alpha1.ShardLabel} {
+		if _, ok := want.Labels[l]; !ok {
+			delete(obj.Labels, l)
+		}
 	}
 	for _, ref := range want.OwnerReferences {
 		if !hasOwner(obj.OwnerReferences, ref) {

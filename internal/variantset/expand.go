@@ -377,6 +377,13 @@ func (e *Evaluator) render(ctx context.Context, in Input, d downstream) (*config
 	if pvs.UID != "" {
 		pv.Labels = map[string]string{configv1alpha2.PackageVariantSetLabel: string(pvs.UID)}
 	}
+	if shard := pvs.Labels[configv1alpha1.ShardLabel]; shard != "" {
+		// The set's replica reconciles its variants too.
+		if pv.Labels == nil {
+			pv.Labels = map[string]string{}
+		}
+		pv.Labels[configv1alpha1.ShardLabel] = shard
+	}
 	if errs := variant.Validate(pv); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: the generated PackageVariant %s is invalid: %w", tp, pv.Name, errs.ToAggregate())
 	}

@@ -12,3 +12,9 @@ const (
 	// without a change to the object or its environment.
 	StalledCondition = "Stalled"
 )
+
+// ShardLabel assigns an object to the controller replica started with
+// --shard set to its value; replicas without --shard reconcile the objects
+// without it. PackageRevisions take their Repository's, PackageVariants a
+// PackageVariantSet generates take the set's.
+const ShardLabel = "config.porch.kpt.dev/shard"

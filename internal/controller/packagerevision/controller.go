@@ -32,6 +32,9 @@ import (
 type Options struct {
 	// Workers is the number of PackageRevisions reconciled at once.
 	Workers int
+	// Shard is the share of PackageRevisions this replica reconciles
+	// (a PackageRevision carries its Repository's shard).
+	Shard reconciler.Shard
 }
 
 // Reconciler reconciles PackageRevisions.
@@ -62,7 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagerevision").
-		For(&porchv1alpha1.PackageRevision{}, builder.WithPredicates(predicate.Or(
+		For(&porchv1alpha1.PackageRevision{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: conditionsChanged},
 		))).
@@ -120,7 +123,7 @@ type scope struct {
 // spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pr := &porchv1alpha1.PackageRevision{}
-	if err := r.Get(ctx, req.NamespacedName, pr); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, pr); err != nil || !r.Options.Shard.Owns(pr) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{pr: pr}

@@ -42,6 +42,8 @@ const publishConcurrency = 16
 type Options struct {
 	// Workers is the number of PackageRollouts reconciled at once.
 	Workers int
+	// Shard is the share of PackageRollouts this replica reconciles.
+	Shard reconciler.Shard
 }
 
 // Reconciler reconciles PackageRollouts.
@@ -93,7 +95,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagerollout").
-		For(&configv1alpha1.PackageRollout{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&configv1alpha1.PackageRollout{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
@@ -162,6 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Options.Shard.Owns(ro) {
+		return ctrl.Result{}, nil
 	}
 	if !ro.DeletionTimestamp.IsZero() {
 		forget(ro.Namespace, ro.Name)

@@ -3,7 +3,12 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"text/tabwriter"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,18 +38,27 @@ func benchApp(replicas int) *pkg.Package {
 	return p
 }
 
-// BenchmarkPackageVariants1000 creates 1,000 PackageVariants over 100
-// deployment repositories from nothing to all Ready, then bumps their
-// upstream revision until every draft is updated. It reports both times,
-// the peak heap of the process running the controllers, and the API
-// requests the manager made per variant.
-func BenchmarkPackageVariants1000(b *testing.B) {
+// BenchmarkPackageVariants creates N PackageVariants (SCION_BENCH_VARIANTS,
+// 1,000 by default; `make bench-scale N=...`) over N/10 deployment
+// repositories served over smart HTTP, from nothing to all Ready, then
+// bumps their upstream revision until every draft is updated. It reports
+// both times, CPU per process (the controllers, their git server, the API
+// server, etcd) and steal, the peak heap of the process running the
+// controllers, and the API requests the manager made per variant, by
+// verb and resource, as one table.
+func BenchmarkPackageVariants(b *testing.B) {
 	ctx := context.Background()
-	const repos, perRepo = 100, 10
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("SCION_BENCH_VARIANTS")); err == nil && v >= 10 {
+		n = v
+	}
+	const perRepo = 10
+	repos := n / perRepo
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := env.Namespace(b, "scale")
 		root := b.TempDir()
+		server := gitserver.NewServer(b, root)
 		catalog := gitserver.InitBare(b, root, "catalog.git")
 		publish(b, catalog, "v1", benchApp(1))
 		publish(b, catalog, "v2", benchApp(2))
@@ -56,10 +70,10 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "useast1-settings", Namespace: ns}, Data: map[string]string{"color": "green"}})
 		create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})
 		for r := 0; r < repos; r++ {
-			name := fmt.Sprintf("cluster-%03d", r)
-			bare := gitserver.InitBare(b, root, name+".git")
+			name := fmt.Sprintf("cluster-%04d", r)
+			gitserver.InitBare(b, root, name+".git")
 			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})
+				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor(name + ".git"), CreateBranch: true}}})
 		}
 		pvs := watchVariants(b, ns)
 		var peak atomic.Uint64
@@ -79,10 +93,10 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 				sem <- struct{}{}
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cluster-%03d-tenant-%d", r, t), Namespace: ns},
+					pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cluster-%04d-tenant-%d", r, t), Namespace: ns},
 						Spec: configv1alpha1.PackageVariantSpec{
 							Upstream:       &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"},
-							Downstream:     &configv1alpha1.Downstream{Repo: fmt.Sprintf("cluster-%03d", r), Package: fmt.Sprintf("tenant-%d", t)},
+							Downstream:     &configv1alpha1.Downstream{Repo: fmt.Sprintf("cluster-%04d", r), Package: fmt.Sprintf("tenant-%d", t)},
 							PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"tenant": fmt.Sprint(t)}},
 							Pipeline:       &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "set-namespace", ConfigMap: map[string]string{"namespace": fmt.Sprintf("tenant-%d", t)}}}},
 							Injectors:      []configv1alpha1.InjectionSelector{{Name: "useast1-settings"}},
@@ -98,11 +112,9 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		createTime := time.Since(start)
 		createRequests := apiRequests.Load() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
-		b.Logf("pushes: %s", pushSummary(pushesBefore))
-		requestKinds.Range(func(k, v any) bool {
-			b.Logf("%-40s %6d", k, v.(*atomic.Int64).Load())
-			return true
-		})
+		createKinds := snapshotKinds()
+		createPushes := pushSummary(pushesBefore)
+		requestsBefore, cpuBefore, pushesBefore = apiRequests.Load(), cpustat.Read(), pushCounts()
 
 		// Bump every variant to revision 2.
 		start = time.Now()
@@ -126,11 +138,19 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		wg.Wait()
 		waitAllReady(b, pvs, ns, repos*perRepo)
 		updateTime := time.Since(start)
+		updateRequests := apiRequests.Load() - requestsBefore
+		updateCPU := cpustat.Read().Sub(cpuBefore)
+		updateKinds := snapshotKinds()
 		stop()
+		// Printed, not logged: a benchmark's log is cut after a few lines.
+		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
+			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
+			[2]string{createPushes, pushSummary(pushesBefore)}, peak.Load()))
 		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
 		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(createRequests)/float64(repos*perRepo), "create-requests/pv")
+		b.ReportMetric(float64(updateRequests)/float64(repos*perRepo), "update-requests/pv")
 		// Where the two cores went while creating: the process running
 		// the controllers, its git subprocesses, the API server and etcd.
 		b.ReportMetric(createCPU.Self.Seconds(), "create-cpu-manager-s")
@@ -139,6 +159,60 @@ func BenchmarkPackageVariants1000(b *testing.B) {
 		b.ReportMetric(createCPU.Etcd.Seconds(), "create-cpu-etcd-s")
 		b.ReportMetric(createCPU.Steal.Seconds(), "create-steal-s")
 	}
+}
+
+// snapshotKinds copies the manager's request counts by kind.
+func snapshotKinds() map[string]int64 {
+	out := map[string]int64{}
+	requestKinds.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+func subtract(a, b map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range a {
+		if d := v - b[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// scaleTable renders the figures of both phases as one table.
+func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, peak uint64) string {
+	var sb strings.Builder
+	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (smart HTTP), peak heap of the controllers' process %.0f MiB\n", n, repos, float64(peak)/(1<<20))
+	fmt.Fprintln(tw, "\tcreate\tupstream bump\t")
+	row := func(name string, f func(i int) string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, f(0), f(1))
+	}
+	row("wall time (all Ready)", func(i int) string { return wall[i].Round(100 * time.Millisecond).String() })
+	row("CPU controllers", func(i int) string { return cpu[i].Self.Round(100 * time.Millisecond).String() })
+	row("CPU git server", func(i int) string { return cpu[i].Children.Round(100 * time.Millisecond).String() })
+	row("CPU kube-apiserver", func(i int) string { return cpu[i].APIServer.Round(100 * time.Millisecond).String() })
+	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })
+	row("steal", func(i int) string { return cpu[i].Steal.Round(100 * time.Millisecond).String() })
+	row("git pushes", func(i int) string { return pushes[i] })
+	row("API requests per variant", func(i int) string { return fmt.Sprintf("%.2f", float64(requests[i])/float64(n)) })
+	var names []string
+	for k := range kinds[0] {
+		names = append(names, k)
+	}
+	for k := range kinds[1] {
+		if _, ok := kinds[0][k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		row("  "+k, func(i int) string { return fmt.Sprintf("%.2f", float64(kinds[i][k])/float64(n)) })
+	}
+	_ = tw.Flush()
+	return sb.String()
 }
 
 // waitAllReady waits until n variants of ns are Ready at their

@@ -70,6 +70,8 @@ type Options struct {
 	// whether the tag moved (a move changes no PackageRevision, so no
 	// event says so). One minute when 0.
 	TagPollPeriod time.Duration
+	// Shard is the share of PackageVariants this replica reconciles.
+	Shard reconciler.Shard
 }
 
 // Reconciler reconciles PackageVariants.
@@ -122,7 +124,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariant").
-		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
@@ -185,7 +187,7 @@ type scope struct {
 // Reconcile keeps a PackageVariant's downstream draft.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pv := &configv1alpha1.PackageVariant{}
-	if err := r.Get(ctx, req.NamespacedName, pv); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, pv); err != nil || !r.Options.Shard.Owns(pv) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{pv: pv}

@@ -20,7 +20,7 @@ import (
 // BenchmarkPackageVariantSet1000 applies a set selecting 1,000 Repositories
 // by label, with three CEL expressions per variant, and measures the time
 // until all 1,000 PackageVariants exist and the set reports them (the
-// variants' own drafts are BenchmarkPackageVariants1000's business: the
+// variants' own drafts are BenchmarkPackageVariants's business: the
 // downstream repositories here do not exist, so the variant controller
 // stops early on each).
 func BenchmarkPackageVariantSet1000(b *testing.B) {

@@ -70,6 +70,9 @@ const AnyRepository = "*"
 // Options configure the Reconciler.
 type Options struct {
 	Workers int
+	// Shard is the share of PackageVariantSets this replica reconciles;
+	// the variants a set generates carry its shard.
+	Shard reconciler.Shard
 }
 
 // Reconciler reconciles PackageVariantSets.
@@ -128,7 +131,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariantset").
-		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&configv1alpha1.PackageVariant{}, builder.WithPredicates(variantChanged{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)
@@ -242,7 +245,7 @@ type scope struct {
 // Reconcile makes a set's PackageVariants match its targets.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pvs := &configv1alpha2.PackageVariantSet{}
-	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{pvs: pvs}
@@ -427,7 +430,8 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			mu.Unlock()
 			continue
 		}
-		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) {
+		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) &&
+			cur.Labels[configv1alpha1.ShardLabel] == want.Labels[configv1alpha1.ShardLabel] {
 			if isReady(cur) {
 				sum.Ready++
 			} else {
@@ -443,6 +447,11 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 				cur.Labels = map[string]string{}
 			}
 			cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
+			if shard := want.Labels[configv1alpha1.ShardLabel]; shard != "" {
+				cur.Labels[configv1alpha1.ShardLabel] = shard
+			} else {
+				delete(cur.Labels, configv1alpha1.ShardLabel)
+			}
 			if err := r.Patch(ctx, cur, patch); err != nil {
 				return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
 			}

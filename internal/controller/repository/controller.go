@@ -40,6 +40,8 @@ type Options struct {
 	SyncPeriod time.Duration
 	// Workers is the number of Repositories reconciled at once.
 	Workers int
+	// Shard is the share of Repositories this replica reconciles.
+	Shard reconciler.Shard
 }
 
 // Reconciler reconciles Repositories.
@@ -72,7 +74,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
-		For(&configv1alpha1.Repository{}, builder.WithPredicates(predicate.Or(
+		For(&configv1alpha1.Repository{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			syncRequested,
 		))).
@@ -98,7 +100,7 @@ type scope struct {
 // Reconcile syncs one Repository.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	repo := &configv1alpha1.Repository{}
-	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, repo); err != nil || !r.Options.Shard.Owns(repo) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{repo: repo}
