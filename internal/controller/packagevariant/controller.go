@@ -369,7 +369,12 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	s.target = &written
-	r.Recorder.Eventf(s.pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
+	if d.Draft != nil || d.Published != nil {
+		// A change of what exists. A variant's first draft is announced
+		// by its Ready condition and downstreamTargets: no event, one
+		// request less per variant when a fleet is created.
+		r.Recorder.Eventf(s.pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -146,7 +146,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
-	return nil
+	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr, r.Options.Workers)
 }
 
 func indexRepositories(o client.Object) []string {
@@ -191,15 +191,16 @@ func kindKey(gvk schema.GroupVersionKind) string {
 	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
 }
 
-// variantChanged passes the PackageVariant events a set cares about:
-// creation, deletion, spec changes (someone edited a generated variant) and
-// Ready transitions (the set counts ready variants).
+// variantChanged passes the PackageVariant events that change a set's
+// structure: creation, deletion, spec changes (someone edited a generated
+// variant). Ready transitions only change its count: the readiness
+// reconciler handles them without expanding the targets.
 type variantChanged struct{ predicate.Funcs }
 
 // Update implements predicate.Predicate.
 func (variantChanged) Update(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld.(*configv1alpha1.PackageVariant), e.ObjectNew.(*configv1alpha1.PackageVariant)
-	return o.Generation != n.Generation || !n.DeletionTimestamp.IsZero() || isReady(o) != isReady(n)
+	return o.Generation != n.Generation || !n.DeletionTimestamp.IsZero()
 }
 
 // revisionChanged passes PackageRevision events that can change what a

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -633,4 +634,54 @@ func TestSet_upstreamAheadOfObjects(t *testing.T) {
 		byPair, _ := variants(g, pvs)
 		g.Expect(byPair["cluster-01/foo"].Spec.Upstream.Revision).To(BeEquivalentTo("2"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// reconciles reads the manager's reconcile count of a controller.
+func reconciles(g Gomega, controller string) float64 {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// Variants becoming Ready are counted without expanding the set again:
+// the set's own reconciler does not run for them, its readiness
+// reconciler does, and VariantsReady ends True.
+func TestSet_readyFlipsDoNotReexpand(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t)
+	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "flips", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}, {Name: "cluster-02"}, {Name: "cluster-03"}, {Name: "cluster-04"}}}},
+	}}
+	var before float64
+	g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha2.PackageVariantSet{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+		g.Expect(got.Status.Summary).NotTo(BeNil())
+		g.Expect(got.Status.Summary.Desired).To(Equal(4))
+		before = reconciles(g, "packagevariantset")
+	}, timeout, interval).Should(Succeed())
+	readinessBefore := reconciles(g, "packagevariantset-readiness")
+	g.Eventually(func(g Gomega) {
+		c := condition(g, pvs, configv1alpha2.VariantsReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, timeout, interval).Should(Succeed())
+	after := reconciles(g, "packagevariantset")
+	g.Expect(reconciles(g, "packagevariantset-readiness")).To(BeNumerically(">", readinessBefore), "the readiness reconciler counted the flips")
+	g.Expect(after - before).To(BeNumerically("<=", 1), "Ready flips do not expand the set again")
 }
