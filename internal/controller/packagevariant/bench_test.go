@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"sync/atomic"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"

@@ -683,5 +683,5 @@ func TestSet_readyFlipsDoNotReexpand(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	after := reconciles(g, "packagevariantset")
 	g.Expect(reconciles(g, "packagevariantset-readiness")).To(BeNumerically(">", readinessBefore), "the readiness reconciler counted the flips")
-	g.Expect(after - before).To(BeNumerically("<=", 1), "Ready flips do not expand the set again")
+	g.Expect(after-before).To(BeNumerically("<=", 1), "Ready flips do not expand the set again")
 }
