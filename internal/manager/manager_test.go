@@ -102,21 +102,28 @@ func TestSharding(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	// The default shard runs here; shard b is another process, as replicas
-	// are: scion controller --shard b.
-	ctxDefault, cancelDefault := context.WithCancel(context.Background())
-	doneDefault := make(chan error, 1)
-	go func() {
-		doneDefault <- Run(ctxDefault, env.Config, Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: t.TempDir(), SyncPeriod: time.Minute,
-			AllowFileRepositories: true, RepositoryWorkers: 2, PackageRevisionWorkers: 2, PackageVariantWorkers: 2})
-	}()
-	defer func() { cancelDefault(); g.Expect(<-doneDefault).To(Succeed()) }()
+	// Each shard is a process of its own, as replicas are: scion
+	// controller [--shard b].
 	bin := filepath.Join(t.TempDir(), "scion")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/scion").CombinedOutput(); err != nil {
 		t.Fatalf("building scion: %v\n%s", err, out)
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(env.WriteKubeconfig(kubeconfig, "shard-b")).To(Succeed())
+	g.Expect(env.WriteKubeconfig(kubeconfig, "replica")).To(Succeed())
+	start := func(shard string) (*strings.Builder, func()) {
+		var log strings.Builder
+		args := []string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+			"--cache-dir", t.TempDir(), "--allow-file-repositories", "--sync-period", "1m", "--leader-election-namespace", "default"}
+		if shard != "" {
+			args = append(args, "--shard", shard)
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		g.Expect(cmd.Start()).To(Succeed())
+		return &log, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	}
+	logDefault, stopDefault := start("")
+	defer stopDefault()
 
 	root := t.TempDir()
 	labelB := map[string]string{configv1alpha1.ShardLabel: "b"}
@@ -171,15 +178,11 @@ func TestSharding(t *testing.T) {
 				g.Expect(readyPV(g, v.name)).To(BeTrue(), v.name)
 			}
 		}
-	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed(), func() string { return logDefault.String() })
 	g.Consistently(untouched, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 
-	var logB strings.Builder
-	shardB := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--shard", "b", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--cache-dir", t.TempDir(), "--allow-file-repositories", "--sync-period", "1m", "--leader-election-namespace", "default")
-	shardB.Stdout, shardB.Stderr = &logB, &logB
-	g.Expect(shardB.Start()).To(Succeed())
-	defer func() { _ = shardB.Process.Kill(); _ = shardB.Wait() }()
+	logB, stopB := start("b")
+	defer stopB()
 	g.Eventually(func(g Gomega) {
 		for _, v := range variants {
 			g.Expect(readyPV(g, v.name)).To(BeTrue(), v.name)
