@@ -1,6 +1,7 @@
 package variant
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,6 +142,20 @@ func conditionsOf(o Outcome) []metav1.Condition {
 func SameContent(a, b *pkg.Package) bool {
 	if a == nil || b == nil {
 		return a == b
+	}
+	if a.Equal(b) {
+		return true // the usual answer for a variant that changed nothing
+	}
+	// Only a Kptfile that differs can be the same content: compare the
+	// other files first, without parsing anything.
+	af, bf := a.Files(), b.Files()
+	if len(af) != len(bf) {
+		return false
+	}
+	for name, data := range af {
+		if other, ok := bf[name]; !ok || (name != kptfilev1.KptFileName && !bytes.Equal(data, other)) {
+			return false
+		}
 	}
 	strip := func(p *pkg.Package) *pkg.Package {
 		c := p.DeepCopy()
