@@ -37,6 +37,15 @@ type RepositorySpec struct {
 	// +optional
 	Deployment bool `json:"deployment,omitempty"`
 
+	// RevisionHistoryLimit keeps, per package, that many published
+	// revisions and deletes older ones from git (their commits stay in the
+	// branch's history). Never deleted: the latest revision, one a floating
+	// tag points at, one a PackageVariant of the namespace names as its
+	// upstream revision. Not set: keep every revision.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
 	// Sync controls how often the repository is re-read from git.
 	// +optional
 	Sync *RepositorySync `json:"sync,omitempty"`

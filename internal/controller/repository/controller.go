@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
@@ -61,6 +63,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/sync,verbs=update
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: Repositories, reconciled on
@@ -107,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !repo.DeletionTimestamp.IsZero() {
 		return reconciler.Run(ctx, s, r.reconcileDelete).Return(nil)
 	}
-	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileOpen, r.reconcileSync)
+	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileOpen, r.reconcileHistory, r.reconcileSync)
 	return out.Return(r.patchStatus(ctx, s, out))
 }
 
@@ -158,6 +161,47 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	s.store = st
 	return ctrl.Result{}, nil
+}
+
+// reconcileHistory deletes, with spec.revisionHistoryLimit, the
+// published revisions beyond the limit that nothing references (a
+// floating tag, a PackageVariant's upstream revision); the sync that
+// follows removes their objects.
+func (r *Reconciler) reconcileHistory(ctx context.Context, s *scope) (ctrl.Result, error) {
+	limit := s.repo.Spec.RevisionHistoryLimit
+	if limit == nil || *limit < 1 {
+		return ctrl.Result{}, nil
+	}
+	deleted, err := r.Service.PruneHistory(ctx, s.store, int(*limit), func(rev store.Revision) bool {
+		return r.variantNames(ctx, s.repo, rev)
+	})
+	if len(deleted) > 0 {
+		var names []string
+		for _, d := range deleted {
+			names = append(names, fmt.Sprintf("%s v%d", d.Package, d.Revision))
+		}
+		r.Recorder.Eventf(s.repo, nil, "Normal", "HistoryPruned", "Sync", "revisionHistoryLimit %d: deleted %s", *limit, strings.Join(names, ", "))
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("pruning the revision history: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// variantNames says whether a PackageVariant of the Repository's
+// namespace names the revision as its upstream (found through the
+// variants' upstream index); a failed read keeps the revision.
+func (r *Reconciler) variantNames(ctx context.Context, repo *configv1alpha1.Repository, rev store.Revision) bool {
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{packagevariant.UpstreamIndex: repo.Name + "/" + rev.Package}); err != nil {
+		return true
+	}
+	for _, pv := range list.Items {
+		if n, err := pv.Spec.Upstream.Revision.Number(); err == nil && pv.Spec.Upstream.Revision != "" && n == rev.Revision {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileSync projects the revisions as PackageRevisions; it records the

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -281,4 +282,55 @@ func TestRepository_missingBranch(t *testing.T) {
 		g.Expect(readyCondition(g, key).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "log", "--format=%s", "main")).To(Equal("Initialize branch main"))
+}
+
+// revisionHistoryLimit deletes the published revisions beyond the limit,
+// except the latest, one a floating tag points at and one a
+// PackageVariant names; their objects go with them.
+func TestRepository_revisionHistoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := gitserver.InitBare(t, t.TempDir(), "catalog.git")
+	gitserver.SeedRevisions(t, bare, 1, 5, 1) // pkg-0000 v1..v5 and a draft
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.SetFloatingTag(ctx, "pkg-0000", "stable", 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "pkg-0000", Revision: "v2"},
+		Downstream: &configv1alpha1.Downstream{Repo: "nowhere", Package: "app"},
+	}})).To(Succeed())
+	repo := newRepository(ns, "catalog", "file://"+bare, "")
+	repo.Spec.Deployment = false
+	repo.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	published := func(g Gomega) []int {
+		var out []int
+		for _, pr := range listRevisions(g, ns) {
+			if pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished {
+				out = append(out, pr.Spec.Revision)
+			}
+		}
+		return out
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(published(g)).To(ConsistOf(2, 3, 5), "v1 and v4 deleted; v2 (a variant's), v3 (stable), v5 (the latest) kept")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(st.Fetch(ctx)).To(Succeed())
+	_, err = st.Get(ctx, "pkg-0000", "", 1)
+	g.Expect(err).To(MatchError(store.ErrNotFound), "gone from git")
+	_, err = st.Get(ctx, "pkg-0000", "", 5)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Reason == "HistoryPruned" {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement("revisionHistoryLimit 1: deleted pkg-0000 v1, pkg-0000 v4"))
+	}, timeout, interval).Should(Succeed())
 }
