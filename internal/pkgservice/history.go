@@ -38,29 +38,31 @@ func HistoryBeyond(revs []store.Revision, limit int, keep func(store.Revision) b
 
 // PruneHistory deletes from git the published revisions beyond a
 // Repository's revisionHistoryLimit (HistoryBeyond), keeping those a
-// floating tag points at and those referenced says are referenced. It
-// returns what it deleted.
+// floating tag points at and those referenced says are referenced. The
+// tags are read only for packages with revisions beyond the limit, so a
+// sync with nothing to prune costs one list of the revisions. It returns
+// what it deleted.
 func (s *Service) PruneHistory(ctx context.Context, st *store.Repository, limit int, referenced func(store.Revision) bool) ([]store.Revision, error) {
 	revs, err := st.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	tagged := map[string]map[int]bool{}
-	for _, r := range revs {
-		if _, ok := tagged[r.Package]; ok {
+	var deleted []store.Revision
+	for _, r := range HistoryBeyond(revs, limit, referenced) {
+		if _, ok := tagged[r.Package]; !ok {
+			tags, err := st.FloatingTags(ctx, r.Package)
+			if err != nil {
+				return deleted, err
+			}
+			tagged[r.Package] = map[int]bool{}
+			for _, n := range tags {
+				tagged[r.Package][n] = true
+			}
+		}
+		if tagged[r.Package][r.Revision] {
 			continue
 		}
-		tags, err := st.FloatingTags(ctx, r.Package)
-		if err != nil {
-			return nil, err
-		}
-		tagged[r.Package] = map[int]bool{}
-		for _, n := range tags {
-			tagged[r.Package][n] = true
-		}
-	}
-	var deleted []store.Revision
-	for _, r := range HistoryBeyond(revs, limit, func(r store.Revision) bool { return tagged[r.Package][r.Revision] || referenced(r) }) {
 		if err := s.Delete(ctx, st, r); err != nil {
 			return deleted, err
 		}

@@ -40,26 +40,26 @@ func WaitForRepository(name string, err error) error {
 const upstreamMaxAge = time.Second
 
 // FindUpstream opens an upstream's Repository (read with reader, opened
-// through cache) and resolves the revision it names: the one way
+// through cache; both returned) and resolves the revision it names: the one way
 // PackageVariants and PackageVariantSets find their upstream, so the two
 // never disagree. A Repository that cannot be opened is waited for
 // (WaitForRepository); a revision git does not have stalls the caller
 // with reason and a message naming the field and what the package has
 // instead.
-func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, u *configv1alpha1.Upstream, reason string) (*store.Repository, store.Revision, error) {
-	_, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
+func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, *store.Repository, store.Revision, error) {
+	repoObj, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
 	if err != nil {
-		return nil, store.Revision{}, WaitForRepository(u.Repo, err)
+		return nil, nil, store.Revision{}, WaitForRepository(u.Repo, err)
 	}
 	rev, err := ResolveUpstream(ctx, st, u, upstreamMaxAge)
 	if errors.Is(err, store.ErrNotFound) {
 		msg, merr := UpstreamNotFound(ctx, st, u, err)
 		if merr != nil {
-			return nil, store.Revision{}, merr
+			return nil, nil, store.Revision{}, merr
 		}
-		return nil, store.Revision{}, reconciler.Stall(reason, "%s", msg)
+		return nil, nil, store.Revision{}, reconciler.Stall(reason, "%s", msg)
 	}
-	return st, rev, err
+	return repoObj, st, rev, err
 }
 
 // ResolveUpstream is how PackageVariants and PackageVariantSets find the

@@ -240,13 +240,12 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 func count(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *configv1alpha1.RolloutHealth, deadline time.Duration, now time.Time, d *Decision) []string {
 	w.Targets = int32(len(w.Revisions))
 	w.Published, w.Healthy, w.Failed = 0, 0, 0
-	dropped := int32(0)
-	var waiting []string
+	var waiting, dropped []string
 	for _, name := range w.Revisions {
 		r, ok := revs[name]
 		published := ok && r.Exists && (r.Lifecycle == porchv1alpha1.LifecyclePublished || r.Lifecycle == porchv1alpha1.LifecycleDeletionProposed)
 		if !published && (!ok || !r.Exists || r.Lifecycle == porchv1alpha1.LifecycleDraft || r.Lifecycle == "") {
-			dropped++
+			dropped = append(dropped, name)
 			continue
 		}
 		target := r.Repository
@@ -260,26 +259,27 @@ func count(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *confi
 			w.Healthy++
 			continue
 		}
-		since := r.PublishedAt
-		if w.StartedAt != nil && w.StartedAt.After(since) {
-			since = w.StartedAt.Time
-		}
-		if now.Sub(since) > deadline {
+		if now.Sub(deadlineFrom(w, r)) > deadline {
 			w.Failed++
 			d.Failed = append(d.Failed, target+" ("+why+")")
 			continue // counted against the budget, not waited on
 		}
 		waiting = append(waiting, target+" "+why)
 	}
-	if dropped > w.Dropped {
-		for _, name := range w.Revisions {
-			if r, ok := revs[name]; !ok || !r.Exists || r.Lifecycle == porchv1alpha1.LifecycleDraft || r.Lifecycle == "" {
-				d.Dropped = append(d.Dropped, name)
-			}
-		}
+	if int32(len(dropped)) > w.Dropped {
+		d.Dropped = append(d.Dropped, dropped...)
 	}
-	w.Dropped = dropped
+	w.Dropped = int32(len(dropped))
 	return waiting
+}
+
+// deadlineFrom is when a published target's progress deadline starts: its
+// publish, or its wave's start if later (a wave resumed after a failure).
+func deadlineFrom(w *configv1alpha1.WaveStatus, r Revision) time.Time {
+	if w.StartedAt != nil && w.StartedAt.After(r.PublishedAt) {
+		return w.StartedAt.Time
+	}
+	return r.PublishedAt
 }
 
 // isHealthy says whether a published revision is healthy on itself: its
@@ -318,11 +318,7 @@ func nextDeadline(w *configv1alpha1.WaveStatus, revs map[string]Revision, deadli
 		if r.PublishedAt.IsZero() {
 			continue
 		}
-		since := r.PublishedAt
-		if w.StartedAt != nil && w.StartedAt.After(since) {
-			since = w.StartedAt.Time
-		}
-		if left := since.Add(deadline).Sub(now); left > 0 && left < next {
+		if left := deadlineFrom(w, r).Add(deadline).Sub(now); left > 0 && left < next {
 			next = left
 		}
 	}

@@ -341,21 +341,8 @@ func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alph
 	if err != nil {
 		return nil, err
 	}
-	now := metav1.Now()
 	_, err = c.service().WriteStatus(ctx, pr, func(pr *porchv1alpha1.PackageRevision) bool {
-		set := cond
-		set.LastTransitionTime = &now
-		for i := range pr.Status.Conditions {
-			if pr.Status.Conditions[i].Type == set.Type {
-				if pr.Status.Conditions[i].Status == set.Status {
-					set.LastTransitionTime = pr.Status.Conditions[i].LastTransitionTime
-				}
-				pr.Status.Conditions[i] = set
-				return true
-			}
-		}
-		pr.Status.Conditions = append(pr.Status.Conditions, set)
-		return true
+		return pkgservice.SetConditions(&pr.Status.Conditions, cond)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -148,8 +148,10 @@ type scope struct {
 	// started is set when this reconcile froze the targets into waves.
 	started bool
 	waves   []configv1alpha1.WaveStatus
-	// revs is what the cluster shows of the rollout's revisions.
-	revs map[string]rollout.Revision
+	// revs is what the cluster shows of the rollout's revisions, and
+	// objects their PackageRevisions (those that exist).
+	revs    map[string]rollout.Revision
+	objects map[string]*porchv1alpha1.PackageRevision
 	// decision is what the rollout does now.
 	decision *rollout.Decision
 	// rolledBack counts, by wave, the targets rolled back so far.
@@ -241,7 +243,7 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Resul
 	if s.started {
 		return ctrl.Result{}, nil
 	}
-	s.revs = map[string]rollout.Revision{}
+	s.revs, s.objects = map[string]rollout.Revision{}, map[string]*porchv1alpha1.PackageRevision{}
 	for _, w := range s.ro.Status.Waves {
 		for _, name := range w.Revisions {
 			pr := &porchv1alpha1.PackageRevision{}
@@ -253,6 +255,7 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Resul
 			if err != nil {
 				return ctrl.Result{}, err
 			}
+			s.objects[name] = pr
 			rev := observed(pr, s.ro.Spec.Health)
 			if rev.Lifecycle == porchv1alpha1.LifecyclePublished && s.ro.Spec.Health != nil && s.ro.Spec.Health.Expr != "" {
 				if rev.Health, err = r.healthByExpr(ctx, s, pr); err != nil {
@@ -384,7 +387,7 @@ func (r *Reconciler) reconcilePublish(ctx context.Context, s *scope) (ctrl.Resul
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errs <- r.publish(ctx, s.ro, name, by)
+			errs <- r.publish(ctx, s.ro, s.objects[name], by)
 		}()
 	}
 	for range cap(sem) {
@@ -409,17 +412,14 @@ func approver(ro *configv1alpha1.PackageRollout) string {
 	return "scion-rollout/" + ro.Namespace + "/" + ro.Name
 }
 
-// publish moves one Proposed revision to Published, with an optimistic
-// lock: a revision someone changed since it was read is not published
-// (the next reconcile sees what they did).
-func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRollout, name, by string) error {
-	pr := &porchv1alpha1.PackageRevision{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, pr); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
+// publish moves one Proposed revision, as reconcileObserve read it, to
+// Published with an optimistic lock: a revision someone changed since it
+// was read is not published (the next reconcile sees what they did).
+func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision, by string) error {
+	if pr == nil || pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
 		return nil
 	}
+	pr = pr.DeepCopy()
 	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
 	if pr.Annotations == nil {
@@ -431,7 +431,7 @@ func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRoll
 	}
 	pr.Labels[configv1alpha1.PackageRolloutLabel] = ro.Name
 	if err := r.Patch(ctx, pr, patch); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("publishing %s: %w", name, client.IgnoreNotFound(err))
+		return fmt.Errorf("publishing %s: %w", pr.Name, client.IgnoreNotFound(err))
 	}
 	return nil
 }
@@ -450,7 +450,7 @@ func (r *Reconciler) reconcileRollback(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		for _, name := range w.Revisions {
-			done, err := r.rollBack(ctx, s.ro, name)
+			done, err := r.rollBack(ctx, s.ro, s.objects[name])
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -476,13 +476,14 @@ func (r *Reconciler) reconcileStopped(_ context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// rollBack rolls back one revision if this rollout published it; it
-// reports whether the revision is rolled back (now or before).
-func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, name string) (bool, error) {
-	pr := &porchv1alpha1.PackageRevision{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, pr); err != nil {
-		return false, client.IgnoreNotFound(err)
+// rollBack rolls back one revision (as reconcileObserve read it) if this
+// rollout published it; it reports whether the revision is rolled back
+// (now or before).
+func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (bool, error) {
+	if pr == nil {
+		return false, nil
 	}
+	name := pr.Name
 	if pr.Labels[configv1alpha1.PackageRolloutLabel] != ro.Name || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || pr.Status.ObservedGeneration != pr.Generation {
 		return false, nil // not published by this rollout (yet): left as it is
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/rolloutctl"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
@@ -169,11 +169,11 @@ func (f *fleet) reporter(t *testing.T, sick ...string) (stop func()) {
 }
 
 // watcher records, through the whole rollout, every time a published v2
-// is seen outside the waves the rollout's status says started.
+// is seen outside the waves the rollout's status says started, or in a
+// wave started before the one ahead of it was healthy.
 type watcher struct {
 	mu         sync.Mutex
 	violations []string
-	maxSeen    int
 }
 
 func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher, func()) {
@@ -185,44 +185,24 @@ func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher
 		defer close(done)
 		for ctx.Err() == nil {
 			// The rollout first, then the revisions: a revision published
-			// after the read belongs to a wave started before it.
+			// after the read may belong to a wave started after it, so a
+			// suspect is checked against the status read again.
 			cur := &configv1alpha1.PackageRollout{}
-			if err := k8sClient.Get(ctx, key, cur); err != nil {
+			list := &porchv1alpha1.PackageRevisionList{}
+			if k8sClient.Get(ctx, key, cur) != nil || k8sClient.List(ctx, list, client.InNamespace(f.ns)) != nil {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			started := map[string]bool{}
-			for _, wave := range cur.Status.Waves {
-				if wave.StartedAt != nil {
-					for _, r := range wave.Revisions {
-						started[r] = true
-					}
+			for _, pr := range list.Items {
+				if pr.Spec.WorkspaceName != "v2" || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || mayPublish(cur, pr.Name) {
+					continue
 				}
-			}
-			list := &porchv1alpha1.PackageRevisionList{}
-			if err := k8sClient.List(ctx, list, client.InNamespace(f.ns)); err == nil {
-				n := 0
-				for _, pr := range list.Items {
-					if pr.Spec.WorkspaceName != "v2" || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished {
-						continue
-					}
-					n++
-					// Published in git (not only asked for) and not in a
-					// started wave of a status read before: a violation,
-					// unless the status was read before the wave started
-					// and the revision published after: re-read to tell.
-					if !started[pr.Name] {
-						again := &configv1alpha1.PackageRollout{}
-						if err := k8sClient.Get(ctx, key, again); err == nil && !waveStarted(again, pr.Name) {
-							w.mu.Lock()
-							w.violations = append(w.violations, pr.Name)
-							w.mu.Unlock()
-						}
-					}
+				again := &configv1alpha1.PackageRollout{}
+				if err := k8sClient.Get(ctx, key, again); err == nil && !mayPublish(again, pr.Name) {
+					w.mu.Lock()
+					w.violations = append(w.violations, pr.Name)
+					w.mu.Unlock()
 				}
-				w.mu.Lock()
-				w.maxSeen = max(w.maxSeen, n)
-				w.mu.Unlock()
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -230,10 +210,12 @@ func (f *fleet) watch(t *testing.T, ro *configv1alpha1.PackageRollout) (*watcher
 	return w, func() { cancel(); <-done }
 }
 
-func waveStarted(ro *configv1alpha1.PackageRollout, name string) bool {
-	for _, w := range ro.Status.Waves {
-		if w.StartedAt != nil && slices.Contains(w.Revisions, name) {
-			return true
+// mayPublish says whether the rollout's status lets the revision be
+// published: its wave started, and the wave before it was healthy.
+func mayPublish(ro *configv1alpha1.PackageRollout, name string) bool {
+	for i, w := range ro.Status.Waves {
+		if slices.Contains(w.Revisions, name) {
+			return w.StartedAt != nil && (i == 0 || ro.Status.Waves[i-1].HealthyAt != nil)
 		}
 	}
 	return false
@@ -291,18 +273,14 @@ func TestRollout_threeWaves(t *testing.T) {
 		}
 	}, 2*timeout, interval).Should(Succeed())
 	stopWatch()
-	g.Expect(w.violations).To(BeEmpty(), "published only within started waves")
+	g.Expect(w.violations).To(BeEmpty(), "published only within started waves, each after the one before was healthy")
 	g.Expect(published(g, f)).To(HaveLen(12))
 
-	// Each wave's revisions were published after the one before was
-	// healthy: compare publish times with the waves' health times.
+	// Approved as the rollout, recorded on each revision.
 	cur := get(g, ro)
-	for i := 1; i < len(cur.Status.Waves); i++ {
-		healthyAt := cur.Status.Waves[i-1].HealthyAt.Time
-		for _, name := range cur.Status.Waves[i].Revisions {
-			repo := strings.SplitN(name, ".", 2)[0]
-			pr := f.revision(g, repo, "v2")
-			g.Expect(pr.Status.PublishTimestamp.Time.Add(time.Second).After(healthyAt)).To(BeTrue(), "%s published before wave %s was healthy", name, cur.Status.Waves[i-1].Name)
+	for _, wave := range cur.Status.Waves {
+		for _, name := range wave.Revisions {
+			pr := f.revision(g, strings.SplitN(name, ".", 2)[0], "v2")
 			g.Expect(pr.Annotations[porchv1alpha1.ApprovedByAnnotation]).To(Equal("scion-rollout/" + f.ns + "/v2"))
 		}
 	}
@@ -380,19 +358,9 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Expect(published(g, f)).To(BeEmpty())
 
-	me := whoami(g)
-	approve := func(wave string) {
-		g.Eventually(func() error {
-			cur := get(g, ro)
-			patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			cur.Spec.ApprovedWaves = append(cur.Spec.ApprovedWaves, wave)
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations[configv1alpha1.WaveApprovedByAnnotation] = me
-			return k8sClient.Patch(ctx, cur, patch)
-		}, timeout, interval).Should(Succeed())
-	}
+	// What scion rollout approve|pause|resume|abort do.
+	ctl := &rolloutctl.Client{Client: k8sClient, Namespace: f.ns}
+	approve := func(wave string) { g.Expect(ctl.Approve(ctx, ro.Name, wave)).To(Succeed()) }
 	// Approving as someone else is refused by the API server.
 	cur := get(g, ro)
 	patch := client.MergeFrom(cur.DeepCopy())
@@ -406,15 +374,7 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave second awaits approval"))
 	}, timeout, interval).Should(Succeed())
 
-	setSpec := func(mut func(*configv1alpha1.PackageRolloutSpec)) {
-		g.Eventually(func() error {
-			cur := get(g, ro)
-			patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			mut(&cur.Spec)
-			return k8sClient.Patch(ctx, cur, patch)
-		}, timeout, interval).Should(Succeed())
-	}
-	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Paused = true })
+	g.Expect(ctl.Pause(ctx, ro.Name)).To(Succeed())
 	approve("second")
 	g.Eventually(func(g Gomega) {
 		cur := get(g, ro)
@@ -423,13 +383,13 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(1)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 
-	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Paused = false })
+	g.Expect(ctl.Resume(ctx, ro.Name)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(published(g, f)).To(Equal([]string{"cluster-01", "cluster-02"}))
 		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave remainder awaits approval"))
 	}, timeout, interval).Should(Succeed())
 
-	setSpec(func(s *configv1alpha1.PackageRolloutSpec) { s.Aborted = true })
+	g.Expect(ctl.Abort(ctx, ro.Name)).To(Succeed())
 	approve("remainder")
 	g.Eventually(func(g Gomega) {
 		cur := get(g, ro)
@@ -437,12 +397,6 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 		g.Expect(condition(cur, "Stalled").Reason).To(Equal(configv1alpha1.AbortedReason))
 	}, timeout, interval).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(2)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed(), "aborted: nothing more")
-}
-
-func whoami(g Gomega) string {
-	review := &authenticationv1.SelfSubjectReview{}
-	g.Expect(k8sClient.Create(context.Background(), review)).To(Succeed())
-	return review.Status.UserInfo.Username
 }
 
 // The controller dies (its connection to the API server is cut) again and

@@ -229,7 +229,7 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 // upstream store and revision. A missing upstream stalls the variant (a
 // PackageRevision event brings it back).
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
+	_, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

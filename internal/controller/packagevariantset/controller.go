@@ -288,7 +288,7 @@ const upstreamRetry = 5 * time.Second
 // PackageRevision that shows it, whose metadata templates read.
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
 	u := s.pvs.Spec.Upstream
-	_, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha2.UpstreamNotFoundReason)
+	repo, _, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha2.UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -297,11 +297,8 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: name}, pr); apierrors.IsNotFound(err) {
 		// Git is ahead of the objects (published by a writer outside the
 		// Repository's sync): ask it to sync rather than wait a period.
-		repo := &configv1alpha1.Repository{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: u.Repo}, repo); err == nil {
-			if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
-				return ctrl.Result{}, err
-			}
+		if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha2.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", name, u.Repo)
 	} else if err != nil {

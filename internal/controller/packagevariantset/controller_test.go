@@ -634,6 +634,9 @@ func TestSet_upstreamAheadOfObjects(t *testing.T) {
 		byPair, _ := variants(g, pvs)
 		g.Expect(byPair["cluster-01/foo"].Spec.Upstream.Revision).To(BeEquivalentTo("2"))
 	}, timeout, interval).Should(Succeed())
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "example-repo"}, repo)).To(Succeed())
+	g.Expect(repo.Annotations).To(HaveKey(configv1alpha1.SyncRequestedAnnotation), "the set asked the Repository to sync, rather than wait for its period")
 }
 
 // reconciles reads the manager's reconcile count of a controller.
