@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -382,29 +383,32 @@ func (r *Reconciler) reconcilePublish(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	by := approver(s.ro)
 	sem := make(chan struct{}, publishConcurrency)
-	errs := make(chan error, len(s.decision.Publish))
+	var mu sync.Mutex
+	var errs []error
+	approved := 0
 	for _, name := range s.decision.Publish {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errs <- r.publish(ctx, s.ro, s.objects[name], by)
+			did, err := r.publish(ctx, s.ro, s.objects[name], by)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if did {
+				approved++
+			}
 		}()
 	}
 	for range cap(sem) {
 		sem <- struct{}{}
 	}
-	close(errs)
-	var all []error
-	for err := range errs {
-		if err != nil {
-			all = append(all, err)
-		}
+	if approved > 0 {
+		// Revisions asked for already (the PackageRevision controller has
+		// not published them yet) are not counted again.
+		r.Recorder.Eventf(s.ro, nil, "Normal", "Publishing", "Rollout", "wave %s: approved %d revisions", s.decision.Current, approved)
 	}
-	if len(all) > 0 {
-		return ctrl.Result{}, errors.Join(all...)
-	}
-	r.Recorder.Eventf(s.ro, nil, "Normal", "Publishing", "Rollout", "wave %s: approved %d revisions", s.decision.Current, len(s.decision.Publish))
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // approver is who a rollout's approvals are recorded as.
@@ -413,11 +417,11 @@ func approver(ro *configv1alpha1.PackageRollout) string {
 }
 
 // publish moves one Proposed revision, as reconcileObserve read it, to
-// Published with an optimistic lock: a revision someone changed since it
+// Published with an optimistic lock, and says whether it did: a revision someone changed since it
 // was read is not published (the next reconcile sees what they did).
-func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision, by string) error {
+func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision, by string) (bool, error) {
 	if pr == nil || pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
-		return nil
+		return false, nil
 	}
 	pr = pr.DeepCopy()
 	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -430,10 +434,13 @@ func (r *Reconciler) publish(ctx context.Context, ro *configv1alpha1.PackageRoll
 		pr.Labels = map[string]string{}
 	}
 	pr.Labels[configv1alpha1.PackageRolloutLabel] = ro.Name
-	if err := r.Patch(ctx, pr, patch); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("publishing %s: %w", pr.Name, client.IgnoreNotFound(err))
+	switch err := r.Patch(ctx, pr, patch); {
+	case apierrors.IsConflict(err):
+		return false, nil // changed meanwhile: the next reconcile decides again
+	case err != nil:
+		return false, fmt.Errorf("publishing %s: %w", pr.Name, client.IgnoreNotFound(err))
 	}
-	return nil
+	return true, nil
 }
 
 // reconcileRollback rolls back, when the decision asks, every target the
