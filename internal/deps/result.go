@@ -164,6 +164,7 @@ func (s *solver) reached(owner *Revision, req *Requirement, prefix string, shown
 		}
 		return s.reached(owner, c.alt, prefix+"for "+req.String()+": ", shown)
 	default:
+		req = s.effective(req)
 		why := "required"
 		if req.RangeText != "" {
 			why += " in range " + req.RangeText

@@ -42,6 +42,11 @@ type Problem struct {
 	Prerelease bool
 	// MaxSteps bounds the search; 0 means DefaultMaxSteps.
 	MaxSteps int
+	// Overrides replace, by package, the range every declaration asks
+	// for that package (in requirements and alternatives alike): a
+	// range ("" for any) the deployer chooses instead of the packages'
+	// authors. Requests keep their own ranges.
+	Overrides map[string]string
 }
 
 // UnsatisfiableError is a resolution that has no solution, with the
@@ -148,6 +153,8 @@ type solver struct {
 	// decisions and conflicts count the search's work (Result.Stats).
 	decisions, conflicts int
 
+	overrides map[string]*Requirement // Problem.Overrides, parsed
+
 	installed map[string]*Installed // onePerRepository packages by name
 	instances map[string][]*Installed
 	preNamed  map[string]bool     // packages a requested or installed range names a pre-release of
@@ -174,6 +181,9 @@ func Resolve(p Problem) (*Result, error) {
 	if err := s.indexInstalled(); err != nil {
 		return nil, err
 	}
+	if err := s.parseOverrides(); err != nil {
+		return nil, err
+	}
 	s.root = s.variable("", rootVar, "", func() []cand { return []cand{{}} })
 	if err := s.addRootFacts(); err != nil {
 		return nil, err
@@ -190,6 +200,38 @@ func Resolve(p Problem) (*Result, error) {
 		}
 		next = v
 	}
+}
+
+// parseOverrides reads Problem.Overrides; an override reads as a
+// requirement does, and its range shows in explanations as
+// "(overridden)".
+func (s *solver) parseOverrides() error {
+	for name, rng := range s.p.Overrides {
+		req, err := NewPackageRequirement(name, rng)
+		if err != nil {
+			return fmt.Errorf("override of %s: %w", name, err)
+		}
+		if req.RangeText != "" {
+			req.RangeText += " (overridden)"
+		} else {
+			req.RangeText = "(any version, overridden)"
+		}
+		if s.overrides == nil {
+			s.overrides = map[string]*Requirement{}
+		}
+		s.overrides[name] = &req
+	}
+	return nil
+}
+
+// effective is a package requirement with its range overridden, when
+// Problem.Overrides names the package.
+func (s *solver) effective(req *Requirement) *Requirement {
+	o := s.overrides[req.Package]
+	if o == nil || req.Package == "" {
+		return req
+	}
+	return &Requirement{Package: req.Package, Range: o.Range, RangeText: o.RangeText, Optional: req.Optional}
 }
 
 func (s *solver) indexInstalled() error {
@@ -346,6 +388,9 @@ func (s *solver) match(v *variable, c *semver.Constraints) bitset {
 // which.
 func (s *solver) preOK(name string) bool {
 	if s.p.Prerelease || s.p.Catalog.namesPrerelease(name) {
+		return true
+	}
+	if o := s.overrides[name]; o != nil && rangeNamesPrerelease(s.p.Overrides[name]) {
 		return true
 	}
 	if s.preNamed == nil {
@@ -807,6 +852,8 @@ func (s *solver) requirement(me term, owner *Revision, req *Requirement, kind ca
 		a.owner = owner
 		in.target, in.targetSet = a, fullBitset(len(a.cands))
 	default:
+		req = s.effective(req)
+		in.req = req
 		t := s.targetOf(req.Package, req.RangeText)
 		in.target, in.targetSet = t, s.match(t, req.Range)
 		if req.Optional {

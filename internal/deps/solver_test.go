@@ -371,3 +371,33 @@ func TestResolve_bounded(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Plan).To(HaveLen(6))
 }
+
+// An override replaces the range every declaration asks for a package,
+// in requirements and alternatives, and shows in explanations.
+func TestResolve_overrides(t *testing.T) {
+	g := NewWithT(t)
+	cat := catalogOf(t,
+		mkRev(t, "app", "1.0.0", requires(pkgReq(t, "lib", "^1"))),
+		mkRev(t, "lib", "1.5.0"), mkRev(t, "lib", "2.0.0"), mkRev(t, "lib", "3.0.0-rc.1"))
+	res, err := Resolve(Problem{Catalog: cat, Requests: requests(t, "app")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planText(res)).To(Equal("app 1.0.0 install\nlib 1.5.0 install"))
+
+	res, err = Resolve(Problem{Catalog: cat, Requests: requests(t, "app"), Overrides: map[string]string{"lib": ">=2.0.0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planText(res)).To(Equal("app 1.0.0 install\nlib 2.0.0 install"))
+	g.Expect(check([]*Revision{cat.Revisions("app")[0]}, nil, nil, false, false, res)).NotTo(Succeed(), "the override is not what app declares")
+
+	// An override naming a pre-release admits it.
+	res, err = Resolve(Problem{Catalog: cat, Requests: requests(t, "app"), Overrides: map[string]string{"lib": ">=3.0.0-rc.0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planText(res)).To(Equal("app 1.0.0 install\nlib 3.0.0-rc.1 install"))
+
+	_, err = Resolve(Problem{Catalog: cat, Requests: requests(t, "app"), Overrides: map[string]string{"lib": ">=4.0.0"}})
+	var unsat *UnsatisfiableError
+	g.Expect(errors.As(err, &unsat)).To(BeTrue(), "%v", err)
+	g.Expect(unsat.Explanation).To(Equal("app 1.0.0 requires lib >=4.0.0 (overridden), but no version of lib matches >=4.0.0 (overridden) (available: 1.5.0, 2.0.0, 3.0.0-rc.1); so no version of app can be chosen (available: 1.0.0)"))
+
+	_, err = Resolve(Problem{Catalog: cat, Requests: requests(t, "app"), Overrides: map[string]string{"lib": ">>1"}})
+	g.Expect(err).To(MatchError(`override of lib: improper constraint: ">>1"`))
+}

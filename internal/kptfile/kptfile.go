@@ -5,6 +5,7 @@ package kptfile
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -159,4 +160,15 @@ func AddReadinessGate(kf *kptfilev1.KptFile, conditionType string) {
 		}
 	}
 	kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, kptfilev1.ReadinessGate{ConditionType: conditionType})
+}
+
+// RemoveReadinessGate removes the readiness gate and the condition of a
+// type, when the Kptfile has them.
+func RemoveReadinessGate(kf *kptfilev1.KptFile, conditionType string) {
+	if kf.Info != nil {
+		kf.Info.ReadinessGates = slices.DeleteFunc(kf.Info.ReadinessGates, func(g kptfilev1.ReadinessGate) bool { return g.ConditionType == conditionType })
+	}
+	if kf.Status != nil {
+		kf.Status.Conditions = slices.DeleteFunc(kf.Status.Conditions, func(c kptfilev1.Condition) bool { return c.Type == conditionType })
+	}
 }

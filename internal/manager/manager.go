@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/scion-dev/scion/internal/controller/packagelock"
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/packagerollout"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
@@ -26,6 +27,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/namedwatch"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -160,6 +162,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	depsReader := pkgdeps.NewReader()
 	objects := namespaceCaches(mgr, o.ReadableKinds)
 	if err := mgr.Add(objects); err != nil {
 		return nil, err
@@ -180,6 +183,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagerevision"),
+		Deps:      depsReader,
 		Options:   packagerevision.Options{Workers: o.PackageRevisionWorkers, Shard: shard},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagerevision controller: %w", err)
@@ -192,9 +196,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder:    mgr.GetEventRecorder("scion-packagevariant"),
 		Objects:     objects,
 		Definitions: named,
+		Deps:        depsReader,
 		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
+	}
+	if err := (&packagelock.Reconciler{
+		Client:   mgr.GetClient(),
+		Cache:    cache,
+		Deps:     depsReader,
+		Recorder: mgr.GetEventRecorder("scion-packagelock"),
+		Options:  packagelock.Options{Workers: o.RepositoryWorkers, Shard: shard},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the packagelock controller: %w", err)
 	}
 	evaluator, err := variantset.NewEvaluator(0)
 	if err != nil {

@@ -87,6 +87,9 @@ func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 	switch {
 	case u.Tag != "":
 		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
+	case u.VersionRange != "":
+		v, err := NewestInRange(ctx, st, u.Package, u.VersionRange)
+		return v.Revision, err
 	case u.Revision != "":
 		n, err := u.Revision.Number()
 		if err != nil {
@@ -120,16 +123,30 @@ func UpstreamNotFound(ctx context.Context, st *store.Repository, u *configv1alph
 	if lerr != nil {
 		return "", lerr
 	}
-	return UpstreamNotFoundMessage(u, revs), nil
+	var versions []string
+	if u.VersionRange != "" {
+		vs, err := PublishedVersions(ctx, st, u.Package)
+		if err != nil {
+			return "", err
+		}
+		for _, v := range vs {
+			versions = append(versions, v.Version.String())
+		}
+	}
+	return UpstreamNotFoundMessage(u, revs, versions), nil
 }
 
 // UpstreamNotFoundMessage says which upstream is missing, in the terms of
 // the spec (the Repository's name, the revision as written), and what the
-// package has instead.
-func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) string {
+// package has instead (versions: the published versions, for a
+// versionRange).
+func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision, versions []string) string {
 	field, what := "spec.upstream.workspaceName", "workspace "+u.WorkspaceName
-	if u.Revision != "" {
+	switch {
+	case u.Revision != "":
 		field, what = "spec.upstream.revision", "revision "+string(u.Revision)
+	case u.VersionRange != "":
+		field, what = "spec.upstream.versionRange", "published revision in range "+u.VersionRange
 	}
 	var numbers []int
 	var published, workspaces []string
@@ -150,8 +167,10 @@ func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision) 
 	switch {
 	case len(revs) == 0:
 		msg += " (the package is not in that repository)"
-	case u.Revision != "" && len(published) == 0:
+	case (u.Revision != "" || u.VersionRange != "") && len(published) == 0:
 		msg += " (it has no published revision yet)"
+	case u.VersionRange != "":
+		msg += " (published versions: " + strings.Join(versions, ", ") + ")"
 	case u.Revision != "":
 		msg += " (published revisions: " + strings.Join(published, ", ") + ")"
 	case len(workspaces) > 0:

@@ -3,6 +3,7 @@ package variant
 import (
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -40,6 +41,22 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 	case "", configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan:
 	default:
 		errs = append(errs, field.NotSupported(spec.Child("deletionPolicy"), s.DeletionPolicy, []string{"delete", "orphan"}))
+	}
+	if d := s.Dependencies; d != nil {
+		seen := map[string]bool{}
+		for i, o := range d.Overrides {
+			fp := spec.Child("dependencies", "overrides").Index(i)
+			errs = append(errs, ValidatePackagePath(fp.Child("name"), o.Name)...)
+			if seen[o.Name] {
+				errs = append(errs, field.Duplicate(fp.Child("name"), o.Name))
+			}
+			seen[o.Name] = true
+			if o.Version != "" {
+				if _, err := semver.NewConstraint(o.Version); err != nil {
+					errs = append(errs, field.Invalid(fp.Child("version"), o.Version, "not a semver range: "+err.Error()))
+				}
+			}
+		}
 	}
 	if pc := s.PackageContext; pc != nil {
 		errs = append(errs, ValidatePackageContext(spec.Child("packageContext"), pc.Data, pc.RemoveKeys)...)
@@ -108,13 +125,24 @@ func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList
 	}
 	errs = append(errs, ValidatePackagePath(p.Child("package"), u.Package)...)
 	set := 0
-	for _, v := range []string{string(u.Revision), u.WorkspaceName, u.Tag} {
+	for _, v := range []string{string(u.Revision), u.WorkspaceName, u.Tag, u.VersionRange} {
 		if v != "" {
 			set++
 		}
 	}
 	if set != 1 {
-		errs = append(errs, field.Invalid(p, "", "exactly one of revision, workspaceName and tag must be set"))
+		errs = append(errs, field.Invalid(p, "", "exactly one of revision, workspaceName, tag and versionRange must be set"))
+	}
+	if u.VersionRange != "" {
+		if _, err := semver.NewConstraint(u.VersionRange); err != nil {
+			errs = append(errs, field.Invalid(p.Child("versionRange"), u.VersionRange, "not a semver range: "+err.Error()))
+		}
+	}
+	switch {
+	case u.UpdatePolicy != "" && u.VersionRange == "":
+		errs = append(errs, field.Invalid(p.Child("updatePolicy"), u.UpdatePolicy, "updatePolicy applies to versionRange only"))
+	case u.UpdatePolicy != "" && u.UpdatePolicy != configv1alpha1.UpdatePolicyAutomatic && u.UpdatePolicy != configv1alpha1.UpdatePolicyManual:
+		errs = append(errs, field.NotSupported(p.Child("updatePolicy"), u.UpdatePolicy, []string{"Automatic", "Manual"}))
 	}
 	if _, err := u.Revision.Number(); u.Revision != "" && err != nil {
 		errs = append(errs, field.Invalid(p.Child("revision"), string(u.Revision), `must be a revision number from 0 to 999999999, such as 3 or "v3"`))

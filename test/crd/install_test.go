@@ -60,7 +60,7 @@ func TestInstallManifests(t *testing.T) {
 			g.Expect(u.GetNamespace()).To(Equal("scion-system"))
 		}
 	}
-	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 5, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1, "Deployment": 1,
+	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 6, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1, "Deployment": 1,
 		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2}))
 }
 
@@ -95,8 +95,8 @@ func checkLeastPrivilege(g Gomega, role *unstructured.Unstructured) {
 func TestReferenceExamples(t *testing.T) {
 	ctx := context.Background()
 	paths, err := filepath.Glob(filepath.Join("..", "..", "docs", "reference", "examples", "*.yaml"))
-	if err != nil || len(paths) != 5 {
-		t.Fatalf("want the 5 examples, got %v (%v)", paths, err)
+	if err != nil || len(paths) != 6 {
+		t.Fatalf("want the 6 examples, got %v (%v)", paths, err)
 	}
 	for _, p := range paths {
 		u, _ := fixture(t, p)
@@ -135,7 +135,7 @@ func TestShortNamesCollideWithNothing(t *testing.T) {
 		}
 	}
 	g.Expect(taken).To(HaveKey("pv"), "discovery lists the built-in resources")
-	g.Expect(ours).To(HaveLen(5))
+	g.Expect(ours).To(HaveLen(6))
 	for res, shorts := range ours {
 		g.Expect(shorts).NotTo(BeEmpty(), res)
 		for _, s := range shorts {

@@ -39,6 +39,15 @@ const (
 	// PackageVariantLabel, on a PackageRevision, names the PackageVariant
 	// that owns it.
 	PackageVariantLabel = "config.porch.kpt.dev/packagevariant"
+	// DependenciesReadinessGate is the readiness gate on the downstream
+	// drafts of a variant with spec.dependencies: True once every
+	// dependency is satisfied by revisions Published in the downstream
+	// repository.
+	DependenciesReadinessGate = "config.porch.kpt.dev/dependencies"
+	// DependencyLabel marks a PackageVariant that Scion made to install a
+	// dependency; its value is the downstream Repository. Removing it
+	// adopts the variant: Scion then never changes nor deletes it.
+	DependencyLabel = "config.porch.kpt.dev/dependency-of"
 )
 
 // Condition types of a PackageVariant, in addition to Ready, Reconciling and
@@ -53,6 +62,32 @@ const (
 	ContextInjectedCondition = "ContextInjected"
 	// ConfigInjectedCondition reports configuration injection.
 	ConfigInjectedCondition = "ConfigInjected"
+	// DependenciesReadyCondition is True when every dependency of the
+	// variant's package is satisfied by revisions Published in the
+	// downstream repository (set only with spec.dependencies).
+	DependenciesReadyCondition = "DependenciesReady"
+	// UpdateAvailableCondition is True when a newer upstream revision in
+	// spec.upstream.versionRange is published and updatePolicy is Manual.
+	UpdateAvailableCondition = "UpdateAvailable"
+	// PackageConflictCondition is True when the variant's downstream
+	// package provides a kind another package in the repository provides
+	// (from the repository's PackageLock).
+	PackageConflictCondition = "PackageConflict"
+)
+
+// UpdatePolicy says how a variant whose upstream is a version range moves
+// to new upstream revisions.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type UpdatePolicy string
+
+// Update policies.
+const (
+	// UpdatePolicyAutomatic drafts the newest published revision in range
+	// as soon as it appears.
+	UpdatePolicyAutomatic UpdatePolicy = "Automatic"
+	// UpdatePolicyManual reports a newer revision in range
+	// (UpdateAvailable) and stays.
+	UpdatePolicyManual UpdatePolicy = "Manual"
 )
 
 // PackageVariantSpec defines a downstream variant of an upstream package.
@@ -104,11 +139,59 @@ type PackageVariantSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Injectors []InjectionSelector `json:"injectors,omitempty"`
+
+	// Dependencies, when set, checks (and with install: true installs)
+	// what the variant's package requires in the downstream repository,
+	// and gates its drafts on config.porch.kpt.dev/dependencies.
+	// +optional
+	Dependencies *Dependencies `json:"dependencies,omitempty"`
+}
+
+// Dependencies says how a variant's package dependencies are handled.
+type Dependencies struct {
+	// Install: false (default) only checks that the dependencies are in
+	// the downstream repository; true installs each missing one as a
+	// PackageVariant into the same repository, shared by every variant
+	// that needs it.
+	// +optional
+	Install bool `json:"install,omitempty"`
+
+	// Overrides replace, by package, the range the packages' declarations
+	// ask for.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Overrides []DependencyOverride `json:"overrides,omitempty"`
+
+	// AllowDowngrade lets a package in the repository move to a lower
+	// version.
+	// +optional
+	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+
+	// Prerelease lets pre-release versions be chosen where no range names
+	// one.
+	// +optional
+	Prerelease bool `json:"prerelease,omitempty"`
+}
+
+// DependencyOverride replaces the range asked for a package.
+type DependencyOverride struct {
+	// Name is the package's path in its upstream repository.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
+	Name string `json:"name"`
+	// Version is a semver range ("" or absent: any version).
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // Upstream names an upstream package revision by exactly one of revision,
-// workspace name or floating tag.
-// +kubebuilder:validation:XValidation:rule="[has(self.revision), has(self.workspaceName), has(self.tag)].exists_one(x, x)",message="exactly one of revision, workspaceName and tag must be set"
+// workspace name, floating tag or version range.
+// +kubebuilder:validation:XValidation:rule="[has(self.revision), has(self.workspaceName), has(self.tag), has(self.versionRange)].exists_one(x, x)",message="exactly one of revision, workspaceName, tag and versionRange must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.updatePolicy) || has(self.versionRange)",message="updatePolicy applies to versionRange only"
 type Upstream struct {
 	// Repo is the name of the upstream Repository in this namespace.
 	// +kubebuilder:validation:MinLength=1
@@ -137,6 +220,20 @@ type Upstream struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
 	// +optional
 	Tag string `json:"tag,omitempty"`
+
+	// VersionRange is a semver range: the variant follows the newest
+	// published revision in it (a revision's version is its semver
+	// floating tag, such as v1.4.0, else its revision number N as N.0.0).
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	VersionRange string `json:"versionRange,omitempty"`
+
+	// UpdatePolicy, with versionRange: Automatic (default) drafts the
+	// newest revision in range as soon as it is published; Manual stays on
+	// the revision the downstream has and reports a newer one in the
+	// UpdateAvailable condition.
+	// +optional
+	UpdatePolicy UpdatePolicy `json:"updatePolicy,omitempty"`
 }
 
 // Downstream is the repository and package name of the variant.
@@ -206,6 +303,56 @@ type PackageVariantStatus struct {
 	// DownstreamTargets are the package revisions this variant manages.
 	// +optional
 	DownstreamTargets []DownstreamTarget `json:"downstreamTargets,omitempty"`
+
+	// UpstreamVersion is the version of the upstream revision the variant
+	// follows, when its upstream is a versionRange.
+	// +optional
+	UpstreamVersion string `json:"upstreamVersion,omitempty"`
+
+	// Dependencies are the packages the variant's package needs in the
+	// downstream repository (at most 100 are shown), with spec.dependencies.
+	// +optional
+	Dependencies []DependencyStatus `json:"dependencies,omitempty"`
+}
+
+// DependencyState says whether a dependency is satisfied.
+type DependencyState string
+
+// Dependency states.
+const (
+	// DependencySatisfied: Published in the repository at the version
+	// chosen.
+	DependencySatisfied DependencyState = "Satisfied"
+	// DependencyPending: in the repository as a draft or proposal, or
+	// being installed: publishing it satisfies it.
+	DependencyPending DependencyState = "Pending"
+	// DependencyMissing: not in the repository, and not installed by Scion
+	// (spec.dependencies.install is false).
+	DependencyMissing DependencyState = "Missing"
+	// DependencyConflict: in the repository at another version, put there
+	// by someone else than Scion's dependency installation.
+	DependencyConflict DependencyState = "Conflict"
+)
+
+// DependencyStatus is one dependency of a variant's package.
+type DependencyStatus struct {
+	// Package is the dependency's path in its upstream repository.
+	Package string `json:"package"`
+	// Version is the version the resolution chose.
+	Version string `json:"version"`
+	// State is Satisfied, Pending, Missing or Conflict.
+	State DependencyState `json:"state"`
+	// SatisfiedBy is where it is in the downstream repository:
+	// "<package path> (<lifecycle> <version>)".
+	// +optional
+	SatisfiedBy string `json:"satisfiedBy,omitempty"`
+	// InstalledBy is the PackageVariant that installs it, when Scion does.
+	// +optional
+	InstalledBy string `json:"installedBy,omitempty"`
+	// Installed is true when this variant is one of those that had it
+	// installed.
+	// +optional
+	Installed bool `json:"installed,omitempty"`
 }
 
 // DownstreamTarget is one downstream package revision of a variant.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +24,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -45,9 +48,13 @@ type Reconciler struct {
 	Cache     *repocache.Cache
 	Service   *pkgservice.Service
 	Recorder  recorder.EventRecorder
-	Options   Options
+	// Deps reads the kinds packages provide, to refuse a publication
+	// that would give a kind two providers in a deployment repository.
+	Deps    *pkgdeps.Reader
+	Options Options
 }
 
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagelocks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/finalizers,verbs=update
@@ -228,6 +235,16 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	before := s.rev.Lifecycle
+	if s.pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && before == porchv1alpha1.LifecycleProposed && s.repoObj.Spec.Deployment {
+		msg, err := r.publishConflict(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if msg != "" {
+			r.Recorder.Eventf(s.pr, nil, "Warning", pkgdeps.PackageConflictReason, "Publish", "%s", msg)
+			return ctrl.Result{}, reconciler.Wait(conflictRetry, pkgdeps.PackageConflictReason, "%s", msg)
+		}
+	}
 	moved, err := r.Service.Move(ctx, s.store, s.repoObj.Name, s.repoObj.Spec.Deployment, s.pr, s.rev)
 	var gates *pkgservice.GatesError
 	switch {
@@ -242,6 +259,48 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 	}
 	s.rev = moved
 	return ctrl.Result{}, nil
+}
+
+// conflictRetry is how often a publication refused for a kind another
+// package provides is looked at again (the other package's removal is
+// not an event of this revision).
+const conflictRetry = time.Minute
+
+// publishConflict says why a proposal of a deployment repository may not
+// be published because of the kinds it provides: a kind a Published
+// package of the repository provides already (read from git now), or a
+// conflict of the repository's PackageLock this package does not hold.
+func (r *Reconciler) publishConflict(ctx context.Context, s *scope) (string, error) {
+	decl, err := r.Deps.Declaration(ctx, s.store, s.rev)
+	if err != nil || decl == nil || len(decl.Provides) == 0 {
+		return "", nil // a declaration that does not read provides nothing we can check; the render reports it
+	}
+	installed, err := r.Deps.Installed(ctx, s.store, nil)
+	if err != nil {
+		return "", err
+	}
+	var msgs []string
+	for _, in := range installed {
+		if in.Dir == s.rev.Package || in.Published == nil || in.Published.Decl == nil {
+			continue
+		}
+		for _, g := range decl.Provides {
+			if slices.Contains(in.Published.Decl.Provides, g) {
+				msgs = append(msgs, fmt.Sprintf("kind %s is provided by %s, Published in this repository, and a kind has one provider per repository: publishing %s is refused while %s provides it", g, in.Dir, s.rev.Package, in.Dir))
+			}
+		}
+	}
+	lock := &configv1alpha1.PackageLock{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pr.Namespace, Name: s.repoObj.Name}, lock); err == nil && len(msgs) == 0 {
+		for _, p := range lock.Packages {
+			if p.Directory == s.rev.Package {
+				for _, c := range pkgdeps.ConflictFor(lock.Conflicts, p.Name) {
+					msgs = append(msgs, c.Message)
+				}
+			}
+		}
+	}
+	return strings.Join(msgs, "; "), nil
 }
 
 // reconcileAutoPropose proposes a draft annotated for it once

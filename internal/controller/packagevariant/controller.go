@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -61,6 +63,9 @@ const (
 	// variant has changes for it, written once it is published or
 	// rejected.
 	ProposalPendingReason = "ProposalPending"
+	// UpdateAvailableReason: a newer upstream revision is published in
+	// the range of a variant with updatePolicy Manual.
+	UpdateAvailableReason = "NewerRevisionInRange"
 )
 
 // Options configure the Reconciler.
@@ -88,11 +93,14 @@ type Reconciler struct {
 	// Definitions reads the CRDs of injected kinds (a namedwatch.Reader:
 	// one watch per CRD an injection point names).
 	Definitions client.Reader
+	// Deps reads package declarations for dependency resolution.
+	Deps *pkgdeps.Reader
 
 	watches *injectionWatches
 }
 
-// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagelocks,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -101,8 +109,24 @@ type Reconciler struct {
 // changes; PackageRevisions mapped to the variant that owns them and to
 // the variants deriving from their package (through UpstreamIndex).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil {
-		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Objects, Service and Recorder are required")
+	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil || r.Deps == nil {
+		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Deps, Objects, Service and Recorder are required")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamIndex, func(o client.Object) []string {
+		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil {
+			return []string{pv.Spec.Downstream.Repo}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantIndex, func(o client.Object) []string {
+		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil && pv.Spec.Dependencies != nil {
+			return []string{pv.Spec.Downstream.Repo}
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, UpstreamIndex, func(o client.Object) []string {
 		pv := o.(*configv1alpha1.PackageVariant)
@@ -126,6 +150,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("packagevariant").
 		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
+		Watches(&configv1alpha1.PackageLock{}, handler.EnqueueRequestsFromMapFunc(r.requestsForLock)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
 	if err != nil {
@@ -135,8 +160,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return nil
 }
 
-// requestsForRevision maps a PackageRevision to its owning variant and to
-// the variants whose upstream is its package.
+// requestsForRevision maps a PackageRevision to its owning variant, to
+// the variants whose upstream is its package, and to the variants with
+// dependencies writing into its repository (a dependency's lifecycle
+// moves their gate).
 func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) []reconcile.Request {
 	pr := o.(*porchv1alpha1.PackageRevision)
 	var out []reconcile.Request
@@ -149,6 +176,12 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
 		}
 	}
+	dependants := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, dependants, client.InNamespace(pr.Namespace), client.MatchingFields{DependantIndex: pr.Spec.Repository}); err == nil {
+		for _, pv := range dependants.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
+		}
+	}
 	return out
 }
 
@@ -157,9 +190,21 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 type scope struct {
 	pv *configv1alpha1.PackageVariant
 
-	// Recorded by reconcileUpstream.
-	upStore *store.Repository
-	upRev   store.Revision
+	// Recorded by reconcileUpstream: the upstream store and revision, and
+	// for a versionRange the package's published versions and the
+	// revision's.
+	upStore    *store.Repository
+	upRev      store.Revision
+	upVersions []pkgservice.Versioned
+	upVersion  string
+	// updateAvailable names a newer revision in range a Manual variant
+	// does not take (recorded by reconcileDownstream).
+	updateAvailable string
+	// Recorded by reconcileDependencies (nil without spec.dependencies).
+	deps *depsFacts
+	// conflict is what the repository's lock says of the variant's
+	// package (recorded by reconcileShow).
+	conflict string
 	// Recorded by reconcileDownstream.
 	downObj   *configv1alpha1.Repository
 	downStore *store.Repository
@@ -195,7 +240,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
 		return out.Return(r.patchStatus(ctx, s, out))
 	}
-	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileDownstream, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
+	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
 	out := reconciler.Run(ctx, s, steps...)
 	if errors.Is(out.Err, store.ErrConflict) {
 		// Someone else wrote to git meanwhile, and the mirror has
@@ -234,7 +279,49 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	s.upStore, s.upRev = st, rev
+	if s.pv.Spec.Upstream.VersionRange != "" {
+		if s.upVersions, err = pkgservice.PublishedVersions(ctx, st, rev.Package); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.upVersion = versionOf(s.upVersions, rev.Commit)
+	}
 	return ctrl.Result{}, nil
+}
+
+// versionOf is the version of the published revision at commit ("": none).
+func versionOf(vs []pkgservice.Versioned, commit string) string {
+	for _, v := range vs {
+		if v.Revision.Commit == commit {
+			return v.Version.String()
+		}
+	}
+	return ""
+}
+
+// holdManual keeps a variant with updatePolicy Manual on the upstream
+// revision its downstream was made from, while that revision is still in
+// range; the newest one in range is recorded as available.
+func (r *Reconciler) holdManual(ctx context.Context, s *scope, lock string) error {
+	u := s.pv.Spec.Upstream
+	if u.VersionRange == "" || u.UpdatePolicy != configv1alpha1.UpdatePolicyManual || lock == "" || lock == s.upRev.Commit {
+		return nil
+	}
+	c, err := semver.NewConstraint(u.VersionRange)
+	if err != nil {
+		return nil // reported by reconcileValid
+	}
+	for _, v := range s.upVersions {
+		if v.Revision.Commit != lock || !c.Check(v.Version) {
+			continue
+		}
+		s.updateAvailable = fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
+			u.Package, s.upVersion, s.upRev.Revision, u.VersionRange, v.Version)
+		s.upRev, s.upVersion = v.Revision, v.Version.String()
+		s.in.Upstream, err = s.upStore.Read(ctx, s.upRev)
+		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
+		return err
+	}
+	return nil
 }
 
 // reconcileDownstream reads what git has of the variant's downstream
@@ -283,6 +370,9 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if s.base, err = downStore.Read(ctx, *from); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.holdManual(ctx, s, lockedCommit(s.base)); err != nil {
+		return ctrl.Result{}, err
+	}
 	if from == d.Draft && d.Published != nil {
 		merged, rebased, err := pkgservice.OntoPublished(ctx, downStore, *d.Draft, s.base, *d.Published)
 		if err != nil {
@@ -328,6 +418,16 @@ func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, err
 	case err != nil && !errors.As(err, &renderErr):
 		return ctrl.Result{}, err
+	}
+	var ready *bool
+	var reason, message string
+	if s.deps != nil {
+		c := s.deps.condition()
+		s.conditions = append(s.conditions, c)
+		ready, reason, message = ptr.To(c.Status == metav1.ConditionTrue), c.Reason, c.Message
+	}
+	if gerr := pkgdeps.ApplyGate(out.Package, ready, reason, message); gerr != nil {
+		return ctrl.Result{}, gerr
 	}
 	return ctrl.Result{}, nil // a render failure is written, then reported by reconcileShow
 }
@@ -381,7 +481,9 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 // reconcileShow makes the target revision's PackageRevision show it
 // (owned by the variant while it is a draft); it records the downstream
 // targets. A proposal's object is the approver's and the PackageRevision
-// controller's: the variant leaves it alone, status included. A render
+// controller's: the variant leaves it alone, status included, but for the
+// dependencies condition (set on the object like any writer's, and
+// written into git by the PackageRevision controller). A render
 // failure, written to the draft for people to see, stalls the variant
 // until it or its upstream changes (the functions are deterministic).
 func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -389,7 +491,8 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	name := pkgservice.ObjectName(s.downObj.Name, t.Package, t.Workspace)
 	if t == s.down.Proposal {
 		s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.base)}}
-		return ctrl.Result{}, nil
+		s.conflict = r.packageConflict(ctx, s)
+		return ctrl.Result{}, r.proposalGate(ctx, s, t)
 	}
 	cur, err := r.currentObject(ctx, s.pv.Namespace, s.pv.Spec.Downstream.Repo, t.Package, t.Workspace)
 	if err != nil {
@@ -399,7 +502,7 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	// injection point) are shown from git. The object's spec is not the
 	// variant's to handle: a lifecycle change someone asked for (propose,
 	// approve) stays for the PackageRevision controller.
-	opts := pkgservice.ShowOptions{GitConditions: []string{configv1alpha1.PackageVariantReadinessGate}}
+	opts := pkgservice.ShowOptions{GitConditions: []string{configv1alpha1.PackageVariantReadinessGate, configv1alpha1.DependenciesReadinessGate}}
 	for _, pt := range s.produced.Outcome.Injection.Points {
 		opts.GitConditions = append(opts.GitConditions, pt.ConditionType)
 	}
@@ -413,14 +516,41 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.produced.Package)}}
 	var res ctrl.Result
-	if s.pv.Spec.Upstream.Tag != "" {
-		// A tag's move changes no PackageRevision: no event says so.
+	if s.pv.Spec.Upstream.Tag != "" || s.pv.Spec.Upstream.VersionRange != "" {
+		// A tag's move changes no PackageRevision: no event says so (a
+		// version range reads semver tags too).
 		res.RequeueAfter = r.tagPollPeriod()
 	}
 	if c := meta.FindStatusCondition(s.produced.Conditions, configv1alpha1.DownstreamEnsuredCondition); c != nil && c.Reason == variant.RenderFailedReason {
 		return res, reconciler.Stall(variant.RenderFailedReason, "%s", c.Message)
 	}
+	s.conflict = r.packageConflict(ctx, s)
+	if s.deps != nil && s.deps.stalls() {
+		c := s.deps.condition()
+		stall := reconciler.Stall(c.Reason, "%s", c.Message)
+		stall.Retry = dependenciesRetry
+		return res, stall
+	}
 	return res, nil
+}
+
+// proposalGate sets the dependencies condition on the object of the
+// variant's proposal when it says otherwise (a proposal's content is
+// frozen, but its gate moves as its dependencies are published).
+func (r *Reconciler) proposalGate(ctx context.Context, s *scope, t *store.Revision) error {
+	if s.deps == nil {
+		return nil
+	}
+	cur, err := r.currentObject(ctx, s.pv.Namespace, s.pv.Spec.Downstream.Repo, t.Package, t.Workspace)
+	if err != nil || cur == nil {
+		return err
+	}
+	c := s.deps.condition()
+	want := porchv1alpha1.Condition{Type: configv1alpha1.DependenciesReadinessGate, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
+	_, err = r.Service.WriteStatus(ctx, cur, func(pr *porchv1alpha1.PackageRevision) bool {
+		return pkgservice.SetConditions(&pr.Status.Conditions, want)
+	})
+	return err
 }
 
 func (r *Reconciler) tagPollPeriod() time.Duration {
@@ -476,6 +606,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	pv := s.pv
 	if !controllerutil.ContainsFinalizer(pv, configv1alpha1.PackageVariantFinalizer) {
 		return ctrl.Result{}, nil
+	}
+	if err := r.releaseDependencies(ctx, pv, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	list := &porchv1alpha1.PackageRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/reconciler"
 )
 
@@ -23,6 +24,12 @@ func variantConditions(s *scope) []metav1.Condition {
 	}
 	if s.proposalPending != "" {
 		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: s.proposalPending})
+	}
+	if s.updateAvailable != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: UpdateAvailableReason, Message: s.updateAvailable})
+	}
+	if s.conflict != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.PackageConflictCondition, Status: metav1.ConditionTrue, Reason: pkgdeps.PackageConflictReason, Message: s.conflict})
 	}
 	return out
 }
@@ -56,6 +63,24 @@ func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome
 		if s.targets != nil {
 			pv.Status.DownstreamTargets = s.targets
 		}
+		// Conditions of facts no longer true leave with a complete
+		// reconcile.
+		if pv.Spec.Dependencies == nil {
+			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.DependenciesReadyCondition)
+			pv.Status.Dependencies = nil
+		}
+		if s.updateAvailable == "" {
+			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.UpdateAvailableCondition)
+		}
+		if s.conflict == "" {
+			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.PackageConflictCondition)
+		}
+		pv.Status.UpstreamVersion = s.upVersion
+	}
+	if s.deps != nil && s.deps.assessment != nil {
+		pv.Status.Dependencies = s.deps.assessment.Status
+	} else if s.deps != nil {
+		pv.Status.Dependencies = nil
 	}
 }
 

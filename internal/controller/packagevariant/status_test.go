@@ -25,18 +25,23 @@ func TestUpstreamNotFoundMessage(t *testing.T) { // pkgservice.UpstreamNotFoundM
 	for _, tc := range []struct {
 		upstream configv1alpha1.Upstream
 		revs     []store.Revision
+		versions []string
 		want     string
 	}{
-		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "7"}, []store.Revision{published(3), published(1), draft},
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", VersionRange: "^4"}, []store.Revision{published(3), published(1)}, []string{"1.0.0", "3.0.0"},
+			"spec.upstream.versionRange: Repository catalog has no published revision in range ^4 of package app (published versions: 1.0.0, 3.0.0)"},
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", VersionRange: "^4"}, []store.Revision{draft}, nil,
+			"spec.upstream.versionRange: Repository catalog has no published revision in range ^4 of package app (it has no published revision yet)"},
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "7"}, []store.Revision{published(3), published(1), draft}, nil,
 			"spec.upstream.revision: Repository catalog has no revision 7 of package app (published revisions: 1, 3)"},
-		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "v7"}, []store.Revision{draft},
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "v7"}, []store.Revision{draft}, nil,
 			"spec.upstream.revision: Repository catalog has no revision v7 of package app (it has no published revision yet)"},
-		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"}, nil,
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"}, nil, nil,
 			"spec.upstream.revision: Repository catalog has no revision 1 of package app (the package is not in that repository)"},
-		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", WorkspaceName: "ws-9"}, []store.Revision{published(1), draft},
+		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", WorkspaceName: "ws-9"}, []store.Revision{published(1), draft}, nil,
 			"spec.upstream.workspaceName: Repository catalog has no workspace ws-9 of package app (unpublished workspaces: ws-2)"},
 	} {
-		NewWithT(t).Expect(pkgservice.UpstreamNotFoundMessage(&tc.upstream, tc.revs)).To(Equal(tc.want))
+		NewWithT(t).Expect(pkgservice.UpstreamNotFoundMessage(&tc.upstream, tc.revs, tc.versions)).To(Equal(tc.want))
 	}
 }
 

@@ -1,0 +1,149 @@
+// Package pkgdeps resolves package dependencies in the cluster: the
+// catalog of the namespace's upstream repositories, what a deployment
+// repository holds, one variant's resolution, and the repository's lock.
+// It reads git through the store and never writes; the controllers act on
+// what it finds.
+package pkgdeps
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/scion-dev/scion/internal/deps"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Source is an upstream repository of the catalog.
+type Source struct {
+	// Name is the Repository's name.
+	Name  string
+	Store *store.Repository
+}
+
+// Location is where a catalog revision is: a Repository and a published
+// revision in it.
+type Location struct {
+	Repo     string
+	Revision store.Revision
+}
+
+// Catalog is the catalog of a namespace, with where each revision is.
+type Catalog struct {
+	*deps.Catalog
+	where    map[string]Location
+	byCommit map[string]*deps.Revision
+}
+
+// Location returns where a package's version is published.
+func (c *Catalog) Location(pkgPath string, v *semver.Version) (Location, bool) {
+	if c == nil || v == nil {
+		return Location{}, false
+	}
+	l, ok := c.where[pkgPath+"\x00"+v.String()]
+	return l, ok
+}
+
+// Reader reads declarations from git, caching them by commit (a commit's
+// content never changes). It is safe for concurrent use.
+type Reader struct {
+	mu    sync.Mutex
+	decls map[string]declared
+}
+
+type declared struct {
+	decl *deps.Declaration
+	err  error
+	// origin is the upstream commit the package records (its Kptfile's
+	// upstreamLock), for packages of deployment repositories.
+	origin string
+}
+
+// maxDecls bounds the declaration cache; it starts over when full.
+const maxDecls = 50000
+
+// NewReader returns a Reader.
+func NewReader() *Reader { return &Reader{decls: map[string]declared{}} }
+
+// declaration reads (or recalls) the declaration of a revision and the
+// upstream commit it records.
+func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev store.Revision) (declared, error) {
+	key := st.URL() + "\x00" + rev.Package + "\x00" + rev.Commit
+	r.mu.Lock()
+	d, ok := r.decls[key]
+	r.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	p, err := st.Read(ctx, rev)
+	if err != nil {
+		return declared{}, err
+	}
+	d.decl, d.err = deps.ParsePackage(p)
+	d.origin = upstreamCommit(p)
+	r.mu.Lock()
+	if len(r.decls) >= maxDecls {
+		r.decls = map[string]declared{}
+	}
+	r.decls[key] = d
+	r.mu.Unlock()
+	return d, nil
+}
+
+// upstreamCommit is the upstream commit a package's Kptfile records.
+func upstreamCommit(p *pkg.Package) string {
+	kf, err := p.Kptfile()
+	if err != nil || kf.UpstreamLock == nil || kf.UpstreamLock.Git == nil {
+		return ""
+	}
+	return kf.UpstreamLock.Git.Commit
+}
+
+// Catalog reads every published revision of the sources' packages, with
+// its version (pkgservice.PublishedVersions) and its declaration. A
+// package in two sources is taken from the first by name; a revision
+// whose declaration does not read is kept, unusable, with its error.
+func (r *Reader) Catalog(ctx context.Context, sources []Source) (*Catalog, error) {
+	sources = append([]Source(nil), sources...)
+	sort.Slice(sources, func(i, j int) bool { return sources[i].Name < sources[j].Name })
+	c := &Catalog{Catalog: deps.NewCatalog(), where: map[string]Location{}, byCommit: map[string]*deps.Revision{}}
+	seen := map[string]string{}
+	for _, src := range sources {
+		revs, err := src.Store.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", src.Name, err)
+		}
+		pkgs := map[string]bool{}
+		for _, rev := range revs {
+			pkgs[rev.Package] = true
+		}
+		for p := range pkgs {
+			if owner, ok := seen[p]; ok && owner != src.Name {
+				continue
+			}
+			vs, err := pkgservice.PublishedVersions(ctx, src.Store, p)
+			if err != nil {
+				return nil, fmt.Errorf("repository %s: %w", src.Name, err)
+			}
+			for _, v := range vs {
+				d, err := r.declaration(ctx, src.Store, v.Revision)
+				if err != nil {
+					return nil, fmt.Errorf("repository %s: %s v%d: %w", src.Name, p, v.Revision.Revision, err)
+				}
+				dr := &deps.Revision{Package: p, Version: v.Version, Decl: d.decl, Err: d.err}
+				if err := c.Add(dr); err != nil {
+					return nil, err
+				}
+				seen[p] = src.Name
+				c.where[p+"\x00"+v.Version.String()] = Location{Repo: src.Name, Revision: v.Revision}
+				c.byCommit[v.Revision.Commit] = dr
+			}
+		}
+	}
+	return c, nil
+}

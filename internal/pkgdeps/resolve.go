@@ -1,0 +1,198 @@
+package pkgdeps
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/Masterminds/semver/v3"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/deps"
+)
+
+// Variant is one variant's resolution problem: its package, in its
+// downstream repository, with the namespace's catalog.
+type Variant struct {
+	Catalog   *Catalog
+	Installed []Package
+	// Self is the variant's downstream folder. What is there now is not
+	// counted as installed: the variant decides what it becomes.
+	Self string
+	// Package and Version are the variant's upstream package and version;
+	// Version is nil when the upstream revision is not in the catalog (a
+	// draft), and Decl is then its declaration.
+	Package string
+	Version *semver.Version
+	Decl    *deps.Declaration
+	// Spec is the variant's spec.dependencies.
+	Spec configv1alpha1.Dependencies
+	// Planned are the packages other variants are installing into the
+	// repository (the lock's Planned entries).
+	Planned []configv1alpha1.LockedPackage
+}
+
+// Need is one dependency of a resolved variant.
+type Need struct {
+	deps.Step
+	// In is the repository's package that holds it (nil: none).
+	In *Package
+	// PlannedBy are the variants installing it, when another one is.
+	PlannedBy []string
+	// Location is where the chosen version is published.
+	Location Location
+}
+
+// Resolution is a variant's resolved dependencies.
+type Resolution struct {
+	Result *deps.Result
+	// Needs are the variant's package's dependencies, direct and
+	// indirect, by package.
+	Needs []Need
+}
+
+// Resolve resolves a variant's dependencies. The error is a
+// *deps.UnsatisfiableError with the explanation, or a problem with the
+// input.
+func Resolve(v Variant) (*Resolution, error) {
+	p := deps.Problem{Catalog: v.Catalog.Catalog, AllowDowngrade: v.Spec.AllowDowngrade, Prerelease: v.Spec.Prerelease}
+	if len(v.Spec.Overrides) > 0 {
+		p.Overrides = map[string]string{}
+		for _, o := range v.Spec.Overrides {
+			p.Overrides[o.Name] = o.Version
+		}
+	}
+	byName := map[string]*Package{}
+	for i := range v.Installed {
+		in := &v.Installed[i]
+		if in.Dir == v.Self {
+			continue
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: in.Rev})
+		byName[in.Rev.Package] = in
+	}
+	planned := map[string][]string{}
+	for _, pl := range v.Planned {
+		planned[pl.Name] = pl.PlannedBy
+		if pl.State != configv1alpha1.LockedPlanned || byName[pl.Name] != nil || pl.Name == v.Package {
+			continue
+		}
+		pv, err := semver.NewVersion(pl.Version)
+		if err != nil {
+			continue
+		}
+		rev := revisionOf(v.Catalog, pl.Name, pv)
+		if rev == nil {
+			continue // no longer in the catalog: the planner will see
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: "(planned by " + joinNames(pl.PlannedBy) + ")", Revision: rev})
+	}
+	if v.Version != nil {
+		p.Requests = []deps.Request{{Package: v.Package, Range: "=" + v.Version.String()}}
+	} else {
+		decl := v.Decl
+		if decl == nil {
+			decl = &deps.Declaration{}
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: v.Self, Revision: &deps.Revision{Package: v.Package, Decl: decl}})
+	}
+	res, err := deps.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	out := &Resolution{Result: res}
+	for _, st := range reachable(res, v.Package) {
+		n := Need{Step: st, In: byName[st.Package], PlannedBy: planned[st.Package]}
+		if ver, err := semver.NewVersion(st.Version); err == nil {
+			n.Location, _ = v.Catalog.Location(st.Package, ver)
+		}
+		out.Needs = append(out.Needs, n)
+	}
+	return out, nil
+}
+
+// revisionOf is the catalog's revision of a package's version (nil: none).
+func revisionOf(c *Catalog, name string, v *semver.Version) *deps.Revision {
+	for _, r := range c.Revisions(name) {
+		if r.Version != nil && r.Version.Equal(v) {
+			return r
+		}
+	}
+	return nil
+}
+
+func sortSteps(steps []deps.Step) {
+	sort.Slice(steps, func(i, j int) bool {
+		if steps[i].Package != steps[j].Package {
+			return steps[i].Package < steps[j].Package
+		}
+		return steps[i].Version < steps[j].Version
+	})
+}
+
+// reachable lists the packages a package's node reaches in a solution's
+// tree of reasons (not the package itself), each once, by package.
+func reachable(res *deps.Result, self string) []deps.Step {
+	full := map[string]*deps.Node{}
+	var index func(n *deps.Node)
+	index = func(n *deps.Node) {
+		if !n.Seen {
+			full[n.Package+"\x00"+n.Version] = n
+		}
+		for _, c := range n.Children {
+			index(c)
+		}
+	}
+	for _, n := range res.Why {
+		index(n)
+	}
+	var start *deps.Node
+	for _, n := range res.Why {
+		if n.Package == self {
+			start = full[n.Package+"\x00"+n.Version]
+			break
+		}
+	}
+	if start == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []deps.Step
+	var walk func(n *deps.Node)
+	walk = func(n *deps.Node) {
+		if f := full[n.Package+"\x00"+n.Version]; f != nil {
+			n = f
+		}
+		for _, c := range n.Children {
+			key := c.Package + "\x00" + c.Version
+			if seen[key] || c.Package == self {
+				continue
+			}
+			seen[key] = true
+			out = append(out, c.Step)
+			walk(c)
+		}
+	}
+	walk(start)
+	sortSteps(out)
+	return out
+}
+
+func joinNames(names []string) string {
+	if len(names) == 0 {
+		return "a variant"
+	}
+	s := names[0]
+	for _, n := range names[1:] {
+		s += ", " + n
+	}
+	return s
+}
+
+// Explain is the text of a resolution's failure: the explanation of an
+// unsatisfiable one, else the error.
+func Explain(err error) string {
+	if u, ok := err.(*deps.UnsatisfiableError); ok {
+		return u.Explanation
+	}
+	return fmt.Sprint(err)
+}

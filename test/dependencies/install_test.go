@@ -1,0 +1,111 @@
+package dependencies
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
+)
+
+// A variant of app (app needs lib, lib needs base) with install: true
+// installs lib and base into its repository as PackageVariants it owns;
+// its draft carries the dependencies gate, False until both are
+// Published there, and cannot be published before; the lock lists the
+// three packages and their dependants.
+func TestInstall_chain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("base", "", nil)
+	cat.publish("lib", "", []requires{{"base", ">=1.0.0"}})
+	cat.publish("app", "", []requires{{"lib", "^1"}})
+
+	pv := variant(ns, "app", "app", "1", &configv1alpha1.Dependencies{Install: true})
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+
+	libPV, basePV := pkgdeps.DependencyVariantName("cluster-01", "lib"), pkgdeps.DependencyVariantName("cluster-01", "base")
+	g.Eventually(func(g Gomega) {
+		got := getPV(g, ns, "app")
+		g.Expect(got.Status.Dependencies).To(ConsistOf(
+			configv1alpha1.DependencyStatus{Package: "base", Version: "1.0.0", State: configv1alpha1.DependencyPending, SatisfiedBy: "base (Draft 1.0.0)", InstalledBy: basePV, Installed: true},
+			configv1alpha1.DependencyStatus{Package: "lib", Version: "1.0.0", State: configv1alpha1.DependencyPending, SatisfiedBy: "lib (Draft 1.0.0)", InstalledBy: libPV, Installed: true},
+		))
+		c := condition(g, got, configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(pkgdeps.DependencyPendingReason))
+		g.Expect(c.Message).To(ContainSubstring("lib 1.0.0 in lib is draft: publish it"))
+		// The variant itself did its job: its draft is there, gated.
+		g.Expect(condition(g, got, configv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		gate := prCondition(draftOf(g, ns, "app"), configv1alpha1.DependenciesReadinessGate)
+		g.Expect(gate).NotTo(BeNil())
+		g.Expect(gate.Status).To(Equal(porchv1alpha1.ConditionStatus("False")))
+	}, timeout, interval).Should(Succeed())
+
+	// The installed variants: owned by app (not as controller), labelled,
+	// pinned to the revision chosen; lib checks its own dependency.
+	for _, name := range []string{libPV, basePV} {
+		dep := getPV(g, ns, name)
+		g.Expect(dep.Labels).To(HaveKeyWithValue(configv1alpha1.DependencyLabel, "cluster-01"))
+		g.Expect(dep.OwnerReferences).To(HaveLen(1))
+		g.Expect(dep.OwnerReferences[0].UID).To(Equal(getPV(g, ns, "app").UID))
+		g.Expect(dep.OwnerReferences[0].Controller).To(BeNil())
+		g.Expect(string(dep.Spec.Upstream.Revision)).To(Equal("1"))
+		g.Expect(dep.Spec.Dependencies).NotTo(BeNil())
+		g.Expect(dep.Spec.Dependencies.Install).To(BeFalse())
+	}
+
+	// Publishing app before its dependencies is refused by its gate.
+	appDraft := ""
+	g.Eventually(func(g Gomega) { appDraft = draftOf(g, ns, "app").Name }, timeout, interval).Should(Succeed())
+	setLifecycle(g, ns, appDraft, porchv1alpha1.LifecycleProposed)
+	setLifecycle(g, ns, appDraft, porchv1alpha1.LifecyclePublished)
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: appDraft}, pr)).To(Succeed())
+		ready := prCondition(pr, configv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(porchv1alpha1.ReadinessGatesNotMetReason))
+		g.Expect(ready.Message).To(ContainSubstring(configv1alpha1.DependenciesReadinessGate))
+		g.Expect(pr.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(porchv1alpha1.LifecycleProposed)))
+	}, timeout, interval).Should(Succeed())
+
+	// lib waits for base (its own gate), so base goes first.
+	g.Eventually(func(g Gomega) {
+		c := condition(g, getPV(g, ns, libPV), configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Reason).To(Equal(pkgdeps.DependencyPendingReason))
+	}, timeout, interval).Should(Succeed())
+	publishVariant(t, ns, basePV)
+	publishVariant(t, ns, libPV)
+
+	// Now the proposal's gate turns True (set on the proposal, which is
+	// frozen) and the publication asked for above goes through.
+	g.Eventually(func(g Gomega) {
+		got := getPV(g, ns, "app")
+		c := condition(g, got, configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		for _, d := range got.Status.Dependencies {
+			g.Expect(d.State).To(Equal(configv1alpha1.DependencySatisfied))
+		}
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: appDraft}, pr)).To(Succeed())
+		g.Expect(pr.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(porchv1alpha1.LifecyclePublished)))
+	}, timeout, interval).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		l := lock(g, ns, "cluster-01")
+		g.Expect(l.Packages).To(ConsistOf(
+			configv1alpha1.LockedPackage{Name: "app", Version: "1.0.0", Directory: "app", State: configv1alpha1.LockedPublished},
+			configv1alpha1.LockedPackage{Name: "base", Version: "1.0.0", Directory: "base", State: configv1alpha1.LockedPublished, Dependants: []string{"lib"}},
+			configv1alpha1.LockedPackage{Name: "lib", Version: "1.0.0", Directory: "lib", State: configv1alpha1.LockedPublished, Dependants: []string{"app"}},
+		))
+		g.Expect(l.Conflicts).To(BeEmpty())
+		g.Expect(l.OwnerReferences).To(HaveLen(1))
+		g.Expect(l.OwnerReferences[0].Kind).To(Equal("Repository"))
+	}, timeout, interval).Should(Succeed())
+}
