@@ -141,4 +141,3 @@ func (r *Reconciler) live(ctx context.Context, ns string, planned []configv1alph
 	}
 	return slices.DeleteFunc(planned, func(p configv1alpha1.LockedPackage) bool { return len(p.PlannedBy) == 0 }), nil
 }
-
