@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,4 +109,83 @@ func TestInstall_chain(t *testing.T) {
 		g.Expect(l.OwnerReferences).To(HaveLen(1))
 		g.Expect(l.OwnerReferences[0].Kind).To(Equal("Repository"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// A dependency two variants need is installed once, owned by both; it
+// stays while one of them does, and is removed with the last.
+func TestInstall_shared(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, cluster := setup(t)
+	cat.publish("lib", "", nil)
+	cat.publish("app", "", []requires{{"lib", ">=1.0.0"}})
+	cat.publish("web", "", []requires{{"lib", "^1"}})
+
+	app := variant(ns, "app", "app", "1", &configv1alpha1.Dependencies{Install: true})
+	web := variant(ns, "web", "web", "1", &configv1alpha1.Dependencies{Install: true})
+	g.Expect(k8sClient.Create(ctx, app)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, web)).To(Succeed())
+	libPV := pkgdeps.DependencyVariantName("cluster-01", "lib")
+	g.Eventually(func(g Gomega) {
+		dep := getPV(g, ns, libPV)
+		var owners []string
+		for _, ref := range dep.OwnerReferences {
+			owners = append(owners, ref.Name)
+		}
+		g.Expect(owners).To(ConsistOf("app", "web"))
+		for _, name := range []string{"app", "web"} {
+			st := getPV(g, ns, name).Status.Dependencies
+			g.Expect(st).To(HaveLen(1))
+			g.Expect(st[0].InstalledBy).To(Equal(libPV))
+			g.Expect(st[0].Installed).To(BeTrue())
+		}
+	}, timeout, interval).Should(Succeed())
+	list := &configv1alpha1.PackageVariantList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.HasLabels{configv1alpha1.DependencyLabel})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1), "one PackageVariant per package per repository")
+
+	g.Expect(k8sClient.Delete(ctx, app)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		dep := getPV(g, ns, libPV)
+		g.Expect(dep.OwnerReferences).To(HaveLen(1))
+		g.Expect(dep.OwnerReferences[0].Name).To(Equal("web"))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) { getPV(g, ns, libPV) }, "2s", interval).Should(Succeed())
+
+	g.Expect(k8sClient.Delete(ctx, web)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: libPV}, &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		g.Expect(drafts(t, cluster)).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+}
+
+// A dependency someone adopted (the label removed) is never changed nor
+// deleted by Scion.
+func TestInstall_adopted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("lib", "", nil)
+	cat.publish("app", "", []requires{{"lib", ""}})
+	app := variant(ns, "app", "app", "1", &configv1alpha1.Dependencies{Install: true})
+	g.Expect(k8sClient.Create(ctx, app)).To(Succeed())
+	libPV := pkgdeps.DependencyVariantName("cluster-01", "lib")
+	g.Eventually(func(g Gomega) { getPV(g, ns, libPV) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		dep := getPV(g, ns, libPV)
+		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		delete(dep.Labels, configv1alpha1.DependencyLabel)
+		dep.OwnerReferences = nil
+		g.Expect(k8sClient.Patch(ctx, dep, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, app)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(app), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		dep := getPV(g, ns, libPV)
+		g.Expect(dep.DeletionTimestamp).To(BeNil())
+	}, "2s", interval).Should(Succeed())
 }

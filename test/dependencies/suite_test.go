@@ -213,3 +213,8 @@ func lock(g Gomega, ns, repo string) *configv1alpha1.PackageLock {
 	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: repo}, l)).To(Succeed())
 	return l
 }
+
+// drafts lists the draft branches of a bare repository.
+func drafts(t *testing.T, bare string) []string {
+	return strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/"))
+}

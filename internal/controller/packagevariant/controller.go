@@ -621,7 +621,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			continue
 		}
 		orphan := pv.Spec.DeletionPolicy == configv1alpha1.DeletionPolicyOrphan
-		if !orphan && (pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed || pr.Spec.Lifecycle == "") {
+		// What git has decides, not what the spec asks: a proposal whose
+		// publication is asked for but refused (a gate, a conflict) is
+		// still a proposal, deleted as one.
+		lc := actualLifecycle(pr)
+		if !orphan && (lc == porchv1alpha1.LifecycleDraft || lc == porchv1alpha1.LifecycleProposed || lc == "") {
 			others, err := r.othersCommits(ctx, pv, pr)
 			if err != nil {
 				errs = append(errs, err)
@@ -647,10 +651,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			pr.OwnerReferences = refs
 			delete(pr.Labels, configv1alpha1.PackageVariantLabel)
 			errs = append(errs, client.IgnoreNotFound(r.Patch(ctx, pr, patch)))
-		case pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished:
+		case lc == porchv1alpha1.LifecyclePublished:
 			pr.Spec.Lifecycle = porchv1alpha1.LifecycleDeletionProposed
 			errs = append(errs, client.IgnoreNotFound(r.Patch(ctx, pr, patch)))
-		case pr.Spec.Lifecycle == porchv1alpha1.LifecycleDeletionProposed:
+		case lc == porchv1alpha1.LifecycleDeletionProposed:
 		default:
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, pr)))
 		}
@@ -664,7 +668,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		// say what holds them when their deletion fails.
 		for i := range list.Items {
 			pr := &list.Items[i]
-			if !metav1.IsControlledBy(pr, pv) || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft && pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
+			if lc := actualLifecycle(pr); !metav1.IsControlledBy(pr, pv) || lc != porchv1alpha1.LifecycleDraft && lc != porchv1alpha1.LifecycleProposed {
 				continue
 			}
 			cur := &porchv1alpha1.PackageRevision{}
@@ -689,6 +693,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pv, configv1alpha1.PackageVariantFinalizer)
+}
+
+// actualLifecycle is the lifecycle git has (the object's lifecycle
+// label), or the spec's before the object was shown.
+func actualLifecycle(pr *porchv1alpha1.PackageRevision) porchv1alpha1.Lifecycle {
+	if lc := pr.Labels[porchv1alpha1.LifecycleLabel]; lc != "" {
+		return porchv1alpha1.Lifecycle(lc)
+	}
+	return pr.Spec.Lifecycle
 }
 
 // othersCommits lists the commits of a draft (or proposal) of the variant
