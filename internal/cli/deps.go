@@ -1,20 +1,25 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/scion-dev/scion/internal/deps"
+	"github.com/scion-dev/scion/internal/rpkg"
 )
 
 // NewCmdDeps returns `scion deps`, package dependency tools.
 func NewCmdDeps(streams Streams) *cobra.Command {
-	cmd := &cobra.Command{Use: "deps", Short: "Package dependency tools that work offline"}
-	cmd.AddCommand(NewCmdDepsResolve(streams))
+	cmd := &cobra.Command{Use: "deps", Short: "Package dependency tools: resolve offline, explain on a cluster"}
+	cmd.AddCommand(NewCmdDepsResolve(streams), NewCmdDepsExplain(streams))
 	return cmd
 }
 
@@ -106,15 +111,21 @@ func (o *DepsResolveOptions) Run() error {
 	}
 	res, err := deps.Resolve(deps.Problem{Catalog: catalog, Installed: installed, Requests: o.Requests,
 		AllowDowngrade: o.AllowDowngrade, Prerelease: o.Prerelease})
+	return writeResolution(o.Out, o.Output, res, err)
+}
+
+// writeResolution prints a resolution (or why there is none) as text,
+// yaml or json; no solution ends the command with exit code 1.
+func writeResolution(w io.Writer, output string, res *deps.Result, err error) error {
 	var unsat *deps.UnsatisfiableError
 	if err != nil && !errors.As(err, &unsat) {
 		return err
 	}
-	if o.Output == "text" {
+	if output == "text" {
 		if unsat != nil {
 			return fmt.Errorf("cannot resolve: %s", unsat.Explanation)
 		}
-		return deps.WriteText(o.Out, res)
+		return deps.WriteText(w, res)
 	}
 	doc := depsDocument{Resolved: unsat == nil}
 	if unsat != nil {
@@ -125,15 +136,15 @@ func (o *DepsResolveOptions) Run() error {
 			doc.Plan = []deps.Step{}
 		}
 	}
-	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
+	if output == "json" {
+		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(doc)
 	} else {
 		var out []byte
 		if out, err = yaml.Marshal(doc); err == nil {
-			_, err = o.Out.Write(out)
+			_, err = w.Write(out)
 		}
 	}
 	if err != nil {
@@ -150,3 +161,85 @@ func (o *DepsResolveOptions) Run() error {
 type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// DepsExplainOptions are the options of `scion deps explain`.
+type DepsExplainOptions struct {
+	Streams
+	Kube                       KubeFlags
+	Output                     string
+	AllowDowngrade, Prerelease bool
+	Overrides                  []string
+	Timeout                    time.Duration
+}
+
+// NewCmdDepsExplain returns `scion deps explain`.
+func NewCmdDepsExplain(streams Streams) *cobra.Command {
+	o := &DepsExplainOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "explain REPOSITORY PACKAGE[@RANGE]...",
+		Short: "Resolve packages for a deployment Repository of the cluster, as the controller does",
+		Long: `Resolve what installing the given packages into a deployment Repository
+takes, from what the cluster has: the catalog is every Repository of the
+namespace that is not a deployment repository (their published revisions),
+what is installed is read from the Repository's git (drafts and proposals
+included), and what PackageVariants are installing comes from its
+PackageLock. The output is the one of scion deps resolve: the plan, or why
+there is none (exit code 1).
+
+Git is read directly, with your own credentials (SCION_GIT_USERNAME and
+SCION_GIT_PASSWORD, or SCION_GIT_TOKEN), as scion rpkg pull does.`,
+		Example: `  scion deps explain cluster-01 app
+  scion deps explain cluster-01 app@^2 --override lib=">=2.0.0" -o json`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.Run(cmd.Context(), args)
+		},
+	}
+	f := cmd.Flags()
+	o.Kube.AddFlags(f)
+	f.BoolVar(&o.AllowDowngrade, "allow-downgrade", false, "let an installed package move to a lower version")
+	f.BoolVar(&o.Prerelease, "prerelease", false, "let pre-release versions be chosen where a range does not name one")
+	f.StringArrayVar(&o.Overrides, "override", nil, "PACKAGE=RANGE: the range every declaration asks for PACKAGE, replaced (as spec.dependencies.overrides)")
+	f.StringVarP(&o.Output, "output", "o", "text", "text, yaml or json")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long reading the repositories may take")
+	return cmd
+}
+
+// Run resolves on the cluster and prints.
+func (o *DepsExplainOptions) Run(ctx context.Context, args []string) error {
+	if o.Output != "text" && o.Output != "yaml" && o.Output != "json" {
+		return fmt.Errorf("--output must be text, yaml or json, not %q", o.Output)
+	}
+	p := deps.Problem{AllowDowngrade: o.AllowDowngrade, Prerelease: o.Prerelease}
+	for _, a := range args[1:] {
+		r, err := deps.ParseRequest(a)
+		if err != nil {
+			return err
+		}
+		p.Requests = append(p.Requests, r)
+	}
+	for _, ov := range o.Overrides {
+		name, rng, ok := strings.Cut(ov, "=")
+		if !ok {
+			return fmt.Errorf("--override %q: want PACKAGE=RANGE", ov)
+		}
+		if _, err := deps.NewPackageRequirement(name, rng); err != nil {
+			return fmt.Errorf("--override %q: %w", ov, err)
+		}
+		if p.Overrides == nil {
+			p.Overrides = map[string]string{}
+		}
+		p.Overrides[name] = rng
+	}
+	c, ns, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	res, err := (&rpkg.Client{Client: c, Namespace: ns}).Resolve(ctx, args[0], p, gitCredentials())
+	return writeResolution(o.Out, o.Output, res, err)
+}

@@ -7,12 +7,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/deps"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/variant"
 )
 
@@ -27,6 +31,7 @@ func NewCmdPv(streams Streams) *cobra.Command {
 type PvRenderOptions struct {
 	Streams
 	File, Upstream, Downstream, Origin, OutDir string
+	Catalog, Installed                         string
 	Objects                                    []string
 	Deployment, AllowExec                      bool
 }
@@ -44,7 +49,15 @@ with --downstream, the variant is applied to that existing package, after a
 path). The YAML objects of --objects stand in for the in-cluster objects of
 configuration injection. Prints the status conditions the PackageVariant
 would get; exits non-zero when the variant is invalid or its downstream not
-ensured.`,
+ensured.
+
+With --catalog (a folder of published revisions, as scion deps resolve
+reads it) the variant's dependencies are checked as the controller checks
+them (with spec.dependencies, or as a check only without it): the
+DependenciesReady condition is printed, the package gets the
+config.porch.kpt.dev/dependencies gate, and the command exits non-zero when
+the dependencies have no solution or conflict with what --installed (a
+checkout of the downstream repository) holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -62,6 +75,8 @@ ensured.`,
 	f.BoolVar(&o.Deployment, "deployment", false, "the downstream repository is a deployment repository (clone with a package context)")
 	f.BoolVar(&o.AllowExec, "allow-exec", false, "allow exec functions in the pipeline")
 	f.StringVar(&o.OutDir, "out", "", "folder to write the resulting package to (required)")
+	f.StringVar(&o.Catalog, "catalog", "", "folder of published revisions, <package path>/<version>/: check the variant's dependencies")
+	f.StringVar(&o.Installed, "installed", "", "with --catalog: checkout of the downstream repository")
 	return cmd
 }
 
@@ -75,6 +90,9 @@ func (o *PvRenderOptions) Validate() error {
 	}
 	if o.Origin != "" && o.Downstream == "" {
 		errs = append(errs, errors.New("--origin needs --downstream"))
+	}
+	if o.Installed != "" && o.Catalog == "" {
+		errs = append(errs, errors.New("--installed needs --catalog"))
 	}
 	if err := stdinOnce(append([]string{o.File}, o.Objects...)...); err != nil {
 		errs = append(errs, err)
@@ -145,6 +163,18 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	in.Runtime = rt
 	ctx := cmdContext(cmd)
 	out, produceErr := variant.Produce(ctx, in)
+	var depsCond *metav1.Condition
+	if o.Catalog != "" && out.Package != nil {
+		c, err := o.checkDependencies(pv, up)
+		if err != nil {
+			return err
+		}
+		depsCond = &c
+		out.Conditions = append(out.Conditions, c)
+		if err := pkgdeps.ApplyGate(out.Package, ptr.To(c.Status == metav1.ConditionTrue), c.Reason, c.Message); err != nil {
+			return err
+		}
+	}
 	if out.Package != nil {
 		if err := out.Package.WriteDir(o.OutDir); err != nil {
 			return err
@@ -175,7 +205,54 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 			return fmt.Errorf("the downstream is not ensured: %s", c.Message)
 		}
 	}
+	if depsCond != nil && (depsCond.Reason == pkgdeps.DependenciesUnsatisfiableReason || depsCond.Reason == pkgdeps.DependencyConflictReason) {
+		return fmt.Errorf("the dependencies cannot be met: %s", depsCond.Message)
+	}
 	return nil
+}
+
+// checkDependencies resolves the variant's package (the upstream folder,
+// with its own declaration) into --installed with --catalog, and returns
+// the DependenciesReady condition the controller would set.
+func (o *PvRenderOptions) checkDependencies(pv *configv1alpha1.PackageVariant, up *pkg.Package) (metav1.Condition, error) {
+	cond := metav1.Condition{Type: configv1alpha1.DependenciesReadyCondition, Status: metav1.ConditionFalse, Reason: pkgdeps.DependenciesUnsatisfiableReason}
+	catalog, err := deps.LoadCatalog(o.Catalog)
+	if err != nil {
+		return cond, fmt.Errorf("--catalog: %w", err)
+	}
+	var installed []deps.Installed
+	if o.Installed != "" {
+		if installed, err = deps.LoadInstalled(o.Installed); err != nil {
+			return cond, fmt.Errorf("--installed: %w", err)
+		}
+	}
+	decl, err := deps.ParsePackage(up)
+	if err != nil {
+		cond.Message = fmt.Sprintf("the upstream package cannot be read: %v", err)
+		return cond, nil
+	}
+	spec := configv1alpha1.Dependencies{}
+	if pv.Spec.Dependencies != nil {
+		spec = *pv.Spec.Dependencies
+	}
+	v := pkgdeps.Variant{Catalog: pkgdeps.OfflineCatalog(catalog), Installed: pkgdeps.OfflineInstalled(installed), Spec: spec, Decl: decl}
+	if pv.Spec.Upstream != nil {
+		v.Package = pv.Spec.Upstream.Package
+	}
+	if pv.Spec.Downstream != nil {
+		v.Self = pv.Spec.Downstream.Package
+	}
+	res, err := pkgdeps.Resolve(v)
+	if err != nil {
+		cond.Message = pkgdeps.Explain(err)
+		return cond, nil
+	}
+	a := pkgdeps.Assess(res.Needs, spec.Install, nil)
+	cond.Reason, cond.Message = a.Reason, a.Message
+	if a.Ready {
+		cond.Status = metav1.ConditionTrue
+	}
+	return cond, nil
 }
 
 // upstreamRef is the git ref a PackageVariant's upstream names.
@@ -185,6 +262,8 @@ func upstreamRef(u *configv1alpha1.Upstream) string {
 		return u.Package + "/" + u.Revision.Ref()
 	case u.Tag != "":
 		return u.Package + "/" + u.Tag
+	case u.VersionRange != "":
+		return u.Package + "@" + u.VersionRange
 	default:
 		return "drafts/" + u.Package + "/" + u.WorkspaceName
 	}

@@ -87,7 +87,7 @@ func TestPvRender(t *testing.T) {
 	bad := strings.Replace(pvYAML, "revision: v1", "revision: v1, tag: stable", 1)
 	g.Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644)).To(Succeed())
 	out, err = runIn(t, dir, "pv", "render", "-f", "bad.yaml", "--upstream", "v1", "--out", "bad")
-	g.Expect(err).To(MatchError(ContainSubstring("spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName and tag must be set")))
+	g.Expect(err).To(MatchError(ContainSubstring("spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName, tag and versionRange must be set")))
 	g.Expect(out).To(ContainSubstring("reason: ValidationError"))
 }
 
@@ -136,4 +136,41 @@ func runStreamsIn(t *testing.T, dir string, args ...string) (string, string, err
 	}
 	defer func() { _ = os.Chdir(wd) }()
 	return runStreams(args...)
+}
+
+// With --catalog the preview checks the variant's dependencies as the
+// controller does, gates the package, and fails when they cannot be met.
+func TestPvRenderDependencies(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	examples := filepath.Join("..", "..", "examples", "deps")
+	pv := "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageVariant\nmetadata:\n  name: app\nspec:\n  upstream: {repo: catalog, package: app, revision: v1}\n  downstream: {repo: cluster-01, package: app}\n  dependencies: {install: true}\n"
+	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(pv), 0o644)).To(Succeed())
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		return a
+	}
+	catalog, cluster := abs(filepath.Join(examples, "catalog")), abs(filepath.Join(examples, "cluster-01"))
+
+	// app 1.0.0 needs lib ^1.4.0, which cluster-01 has.
+	out, err := runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", filepath.Join(catalog, "app", "1.0.0"), "--catalog", catalog, "--installed", cluster, "--out", "ok")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("message: 1 dependencies Published in the repository\n  reason: DependenciesSatisfied\n  status: \"True\"\n  type: DependenciesReady"))
+	kf, err := os.ReadFile(filepath.Join(dir, "ok", "Kptfile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(kf)).To(ContainSubstring("conditionType: config.porch.kpt.dev/dependencies"))
+
+	// app 2.1.0 needs lib >=2.0.0, which web there cannot live with.
+	out, err = runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", filepath.Join(catalog, "app", "2.1.0"), "--catalog", catalog, "--installed", cluster, "--out", "bad")
+	g.Expect(err).To(MatchError(ContainSubstring("the dependencies cannot be met: web 1.3.0 (installed) requires lib <2.0.0; app (installed) requires lib >=2.0.0")), out)
+	g.Expect(out).To(ContainSubstring("reason: DependenciesUnsatisfiable"))
+
+	// Into an empty repository everything is to be installed.
+	out, err = runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", filepath.Join(catalog, "app", "2.1.0"), "--catalog", catalog, "--out", "empty")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("lib 2.0.0 is being installed; widget-operator 2.0.0 is being installed"))
+
+	_, err = runIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", filepath.Join(catalog, "app", "2.1.0"), "--installed", cluster, "--out", "x")
+	g.Expect(err).To(MatchError(ContainSubstring("--installed needs --catalog")))
 }

@@ -63,7 +63,7 @@ spec:
 `})
 	_, err = run("pvs", "expand", "-f", filepath.Join(dir, "bad.yaml"))
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.Error()).To(ContainSubstring("PackageVariantSet bad is invalid: [spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName and tag must be set, spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \"repository.labels[\": ERROR: <input>:1:19: Syntax error"))
+	g.Expect(err.Error()).To(ContainSubstring("PackageVariantSet bad is invalid: [spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName, tag and versionRange must be set, spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \"repository.labels[\": ERROR: <input>:1:19: Syntax error"))
 }
 
 // pvs expand and pv render take objects as people have them: a file with

@@ -13,6 +13,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/deps"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -146,4 +147,20 @@ func (r *Reader) Catalog(ctx context.Context, sources []Source) (*Catalog, error
 		}
 	}
 	return c, nil
+}
+
+// OfflineCatalog wraps a catalog read from folders (deps.LoadCatalog):
+// its revisions have no location in the cluster.
+func OfflineCatalog(c *deps.Catalog) *Catalog {
+	return &Catalog{Catalog: c, where: map[string]Location{}, byCommit: map[string]*deps.Revision{}}
+}
+
+// OfflineInstalled wraps packages read from a checkout
+// (deps.LoadInstalled): each counts as Published at its version.
+func OfflineInstalled(in []deps.Installed) []Package {
+	out := make([]Package, 0, len(in))
+	for _, i := range in {
+		out = append(out, Package{Dir: i.Dir, Rev: i.Revision, Lifecycle: porchv1alpha1.LifecyclePublished, Published: i.Revision})
+	}
+	return out
 }

@@ -54,37 +54,13 @@ type Resolution struct {
 // *deps.UnsatisfiableError with the explanation, or a problem with the
 // input.
 func Resolve(v Variant) (*Resolution, error) {
-	p := deps.Problem{Catalog: v.Catalog.Catalog, AllowDowngrade: v.Spec.AllowDowngrade, Prerelease: v.Spec.Prerelease}
+	p, byName, planned := problem(v.Catalog, v.Installed, v.Planned, v.Self, v.Package)
+	p.AllowDowngrade, p.Prerelease = v.Spec.AllowDowngrade, v.Spec.Prerelease
 	if len(v.Spec.Overrides) > 0 {
 		p.Overrides = map[string]string{}
 		for _, o := range v.Spec.Overrides {
 			p.Overrides[o.Name] = o.Version
 		}
-	}
-	byName := map[string]*Package{}
-	for i := range v.Installed {
-		in := &v.Installed[i]
-		if in.Dir == v.Self {
-			continue
-		}
-		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: in.Rev})
-		byName[in.Rev.Package] = in
-	}
-	planned := map[string][]string{}
-	for _, pl := range v.Planned {
-		planned[pl.Name] = pl.PlannedBy
-		if pl.State != configv1alpha1.LockedPlanned || byName[pl.Name] != nil || pl.Name == v.Package {
-			continue
-		}
-		pv, err := semver.NewVersion(pl.Version)
-		if err != nil {
-			continue
-		}
-		rev := revisionOf(v.Catalog, pl.Name, pv)
-		if rev == nil {
-			continue // no longer in the catalog: the planner will see
-		}
-		p.Installed = append(p.Installed, deps.Installed{Dir: "(planned by " + joinNames(pl.PlannedBy) + ")", Revision: rev})
 	}
 	if v.Version != nil {
 		p.Requests = []deps.Request{{Package: v.Package, Range: "=" + v.Version.String()}}
@@ -108,6 +84,48 @@ func Resolve(v Variant) (*Resolution, error) {
 		out.Needs = append(out.Needs, n)
 	}
 	return out, nil
+}
+
+// RepositoryProblem is the resolution problem of a deployment
+// repository, without requests: its catalog, what it holds and what
+// variants are installing into it (the lock's planned packages), as the
+// controller sees it.
+func RepositoryProblem(cat *Catalog, installed []Package, planned []configv1alpha1.LockedPackage) deps.Problem {
+	p, _, _ := problem(cat, installed, planned, "", "")
+	return p
+}
+
+// problem builds a repository's problem, leaving out the folder self and
+// planned packages named selfPkg; it returns the repository's packages by
+// name and who plans each planned package.
+func problem(cat *Catalog, installed []Package, plannedPkgs []configv1alpha1.LockedPackage, self, selfPkg string) (deps.Problem, map[string]*Package, map[string][]string) {
+	p := deps.Problem{Catalog: cat.Catalog}
+	byName := map[string]*Package{}
+	for i := range installed {
+		in := &installed[i]
+		if self != "" && in.Dir == self {
+			continue
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: in.Rev})
+		byName[in.Rev.Package] = in
+	}
+	planned := map[string][]string{}
+	for _, pl := range plannedPkgs {
+		planned[pl.Name] = pl.PlannedBy
+		if pl.State != configv1alpha1.LockedPlanned || byName[pl.Name] != nil || pl.Name == selfPkg {
+			continue
+		}
+		pv, err := semver.NewVersion(pl.Version)
+		if err != nil {
+			continue
+		}
+		rev := revisionOf(cat, pl.Name, pv)
+		if rev == nil {
+			continue // no longer in the catalog: the planner will see
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: "(planned by " + joinNames(pl.PlannedBy) + ")", Revision: rev})
+	}
+	return p, byName, planned
 }
 
 // revisionOf is the catalog's revision of a package's version (nil: none).

@@ -281,7 +281,7 @@ func TestValidate(t *testing.T) {
 		msgs = append(msgs, e.Error())
 	}
 	g.Expect(msgs).To(ConsistOf(
-		`spec.upstream: Invalid value: "": exactly one of revision, workspaceName and tag must be set`,
+		`spec.upstream: Invalid value: "": exactly one of revision, workspaceName, tag and versionRange must be set`,
 		`spec.upstream.revision: Invalid value: "latest": must be a revision number from 0 to 999999999, such as 3 or "v3"`,
 		`spec.downstream.package: Required value`,
 		`spec.deletionPolicy: Unsupported value: "keep": supported values: "delete", "orphan"`,

@@ -27,7 +27,7 @@ func TestValidate(t *testing.T) {
 		{"upstream missing", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream = nil }, []string{"spec.upstream: Required value"}},
 		{"upstream package missing", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream.Package = "" }, []string{"spec.upstream.package: Required value"}},
 		{"upstream repo missing", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream.Repo = "" }, []string{"spec.upstream.repo: Required value"}},
-		{"no revision, workspace or tag", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream.Revision = "" }, []string{"spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName and tag must be set"}},
+		{"no revision, workspace or tag", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream.Revision = "" }, []string{"spec.upstream: Invalid value: \"\": exactly one of revision, workspaceName, tag and versionRange must be set"}},
 		{"no targets", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets = nil }, []string{"spec.targets: Required value: at least one target"}},
 		{"two selector kinds", func(s *configv1alpha2.PackageVariantSet) {
 			s.Spec.Targets[0].RepositorySelector = &configv1alpha2.RepositorySelector{}

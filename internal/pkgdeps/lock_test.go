@@ -1,0 +1,110 @@
+package pkgdeps
+
+import (
+	"testing"
+
+	"github.com/Masterminds/semver/v3"
+	. "github.com/onsi/gomega"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/deps"
+)
+
+func rev(t *testing.T, name, version string, provides []string, requires ...string) *deps.Revision {
+	t.Helper()
+	d := &deps.Declaration{Provides: provides}
+	for _, r := range requires {
+		req, err := deps.NewPackageRequirement(r, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Requires = append(d.Requires, req)
+	}
+	r := &deps.Revision{Package: name, Decl: d}
+	if version != "" {
+		r.Version = semver.MustParse(version)
+	}
+	return r
+}
+
+func TestLock(t *testing.T) {
+	g := NewWithT(t)
+	const widget = "example.com/v1/Widget"
+	cat := &Catalog{Catalog: deps.NewCatalog(), where: map[string]Location{}, byCommit: map[string]*deps.Revision{}}
+	g.Expect(cat.Add(rev(t, "community", "1.0.0", []string{widget}))).To(Succeed())
+	installed := []Package{
+		{Dir: "app", Rev: rev(t, "app", "2.0.0", nil, "lib", "operator"), Lifecycle: porchv1alpha1.LifecyclePublished},
+		{Dir: "lib", Rev: rev(t, "lib", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "operator", Rev: rev(t, "operator", "1.0.0", []string{widget}), Lifecycle: porchv1alpha1.LifecyclePublished},
+	}
+	planned := []configv1alpha1.LockedPackage{
+		{Name: "community", Version: "1.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"b", "a"}},
+		{Name: "lib", Version: "2.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"c"}}, // git has it: git's entry wins
+		{Name: "gone", Version: "1.0.0", State: configv1alpha1.LockedPlanned},                          // nobody plans it
+	}
+	pkgs, conflicts := Lock(installed, planned, cat)
+	g.Expect(pkgs).To(Equal([]configv1alpha1.LockedPackage{
+		{Name: "app", Version: "2.0.0", Directory: "app", State: configv1alpha1.LockedPublished},
+		{Name: "community", Version: "1.0.0", State: configv1alpha1.LockedPlanned, Provides: []string{widget}, PlannedBy: []string{"a", "b"}},
+		{Name: "lib", Version: "1.0.0", Directory: "lib", State: configv1alpha1.LockedDraft, Dependants: []string{"app"}},
+		{Name: "operator", Version: "1.0.0", Directory: "operator", State: configv1alpha1.LockedPublished, Provides: []string{widget}, Dependants: []string{"app"}},
+	}))
+	g.Expect(conflicts).To(Equal([]configv1alpha1.LockConflict{{Kind: widget, Packages: []string{"operator", "community"},
+		Message: "kind example.com/v1/Widget is provided by operator 1.0.0 (published in operator) and community 1.0.0 (planned by a, b), and a kind has one provider per repository: operator holds it, and publishing community is refused while the conflict stands"}}))
+	g.Expect(ConflictFor(conflicts, "community")).To(HaveLen(1))
+	g.Expect(ConflictFor(conflicts, "operator")).To(BeEmpty(), "the holder may publish")
+}
+
+func TestWithPlan(t *testing.T) {
+	g := NewWithT(t)
+	planned := []configv1alpha1.LockedPackage{
+		{Name: "lib", Version: "1.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"a", "b"}},
+		{Name: "base", Version: "1.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"a"}},
+		{Name: "app", Version: "1.0.0", State: configv1alpha1.LockedPublished, Directory: "app"},
+	}
+	// a no longer needs base; it needs lib at 2.0.0 (moved for b too) and
+	// a new one.
+	out := WithPlan(planned, "a", []Need{{Step: deps.Step{Package: "lib", Version: "2.0.0"}}, {Step: deps.Step{Package: "extra", Version: "1.0.0"}}})
+	g.Expect(out).To(Equal([]configv1alpha1.LockedPackage{
+		{Name: "lib", Version: "2.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"a", "b"}},
+		{Name: "extra", Version: "1.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"a"}},
+	}))
+	g.Expect(WithPlan(out, "a", nil)).To(Equal([]configv1alpha1.LockedPackage{
+		{Name: "lib", Version: "2.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"b"}},
+	}))
+}
+
+func TestAssess(t *testing.T) {
+	g := NewWithT(t)
+	published := &Package{Dir: "lib", Rev: rev(t, "lib", "1.0.0", nil), Published: rev(t, "lib", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecyclePublished}
+	draft := &Package{Dir: "base", Rev: rev(t, "base", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecycleDraft}
+	old := &Package{Dir: "web", Rev: rev(t, "web", "1.0.0", nil), Published: rev(t, "web", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecyclePublished}
+	need := func(name, version string, in *Package) Need {
+		return Need{Step: deps.Step{Package: name, Version: version}, In: in}
+	}
+	installers := map[string]Installer{
+		"base": {Name: "cluster.base.dependency", Dependency: true, Dependant: true},
+		"web":  {Name: "team-web"},
+	}
+
+	a := Assess([]Need{need("lib", "1.0.0", published)}, false, nil)
+	g.Expect(a.Ready).To(BeTrue())
+	g.Expect(a.Reason).To(Equal(DependenciesSatisfiedReason))
+	g.Expect(a.Status).To(Equal([]configv1alpha1.DependencyStatus{{Package: "lib", Version: "1.0.0", State: configv1alpha1.DependencySatisfied, SatisfiedBy: "lib (Published 1.0.0)"}}))
+
+	a = Assess([]Need{need("lib", "1.0.0", published), need("base", "1.0.0", draft), need("new", "1.0.0", nil)}, true, installers)
+	g.Expect(a.Ready).To(BeFalse())
+	g.Expect(a.Reason).To(Equal(DependencyPendingReason))
+	g.Expect(a.Message).To(Equal("base 1.0.0 in base is draft: publish it; new 1.0.0 is being installed"))
+	g.Expect(a.Install).To(HaveLen(2), "base (shared: owned too) and new")
+
+	a = Assess([]Need{need("new", "1.0.0", nil), need("web", "2.0.0", old)}, false, installers)
+	g.Expect(a.Reason).To(Equal(DependencyConflictReason), "a conflict outranks a missing one")
+	g.Expect(a.Message).To(Equal("new 1.0.0 is not in the repository: install it, or set spec.dependencies.install: true; web is at 1.0.0 in web, put there by PackageVariant team-web, and this variant needs 2.0.0: Scion changes only the dependencies it installed; move it yourself, or override the range in spec.dependencies.overrides"))
+	g.Expect(a.Install).To(BeEmpty())
+
+	a = Assess(nil, true, nil)
+	g.Expect(a.Ready).To(BeTrue())
+	g.Expect(a.Message).To(Equal("the package has no dependencies"))
+}
