@@ -34,7 +34,6 @@ func commitOf(t *testing.T, c *catalog, revision int) string {
 	return rev.Commit
 }
 
-
 // Automatic: the variant follows the newest published revision in its
 // range, by semver tag; a newer one outside the range is not taken.
 func TestActivation_automatic(t *testing.T) {
