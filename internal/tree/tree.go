@@ -1,7 +1,8 @@
 // Package tree shows what a PackageVariantSet or PackageVariant made: the
-// set, its PackageVariants and their PackageRevisions, with lifecycle,
-// readiness and readiness gates, one line each (as clusterctl describe
-// does for clusters); and a PackageRollout with its waves.
+// set, its PackageVariants, their PackageRevisions and their dependencies,
+// with lifecycle, readiness and readiness gates, one line each (as
+// clusterctl describe does for clusters); and a PackageRollout with its
+// waves.
 package tree
 
 import (
@@ -36,7 +37,9 @@ type Node struct {
 	Lifecycle string `json:"lifecycle,omitempty"`
 	// Gates of a PackageRevision: condition type to status.
 	Gates []Gate `json:"gates,omitempty"`
-	// Summary of a PackageVariantSet ("3/3 ready").
+	// Summary of a PackageVariantSet ("3/3 ready"), of a variant's
+	// dependencies ("dependencies 1/2 satisfied"), of a dependency
+	// ("1.0.0 Pending in lib (Draft 1.0.0)").
 	Summary  string  `json:"summary,omitempty"`
 	Children []*Node `json:"children,omitempty"`
 }
@@ -161,7 +164,38 @@ func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.Packag
 		}
 		n.Children = append(n.Children, rn)
 	}
+	addDependencies(n, pv)
 	return n, nil
+}
+
+// addDependencies shows a variant's dependencies (status.dependencies)
+// under it, and how many are satisfied.
+func addDependencies(n *Node, pv *configv1alpha1.PackageVariant) {
+	if pv.Spec.Dependencies == nil {
+		return
+	}
+	satisfied := 0
+	for _, d := range pv.Status.Dependencies {
+		dn := &Node{Kind: "Dependency", Name: d.Package, Ready: "Unknown", Summary: d.Version + " " + string(d.State)}
+		switch d.State {
+		case configv1alpha1.DependencySatisfied:
+			dn.Ready = "True"
+			satisfied++
+		case configv1alpha1.DependencyMissing, configv1alpha1.DependencyConflict:
+			dn.Ready = "False"
+		}
+		if d.SatisfiedBy != "" {
+			dn.Summary += " in " + d.SatisfiedBy
+		}
+		if d.InstalledBy != "" {
+			dn.Summary += ", installed by PackageVariant/" + d.InstalledBy
+		}
+		n.Children = append(n.Children, dn)
+	}
+	n.Summary = fmt.Sprintf("dependencies %d/%d satisfied", satisfied, len(pv.Status.Dependencies))
+	if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DependenciesReadyCondition); c != nil && len(pv.Status.Dependencies) == 0 && c.Status != metav1.ConditionTrue {
+		n.Summary = "dependencies: " + c.Reason
+	}
 }
 
 // setReady fills the node's readiness from a Ready condition that

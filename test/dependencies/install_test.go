@@ -2,6 +2,7 @@ package dependencies
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgdeps"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // A variant of app (app needs lib, lib needs base) with install: true
@@ -60,6 +62,15 @@ func TestInstall_chain(t *testing.T) {
 		g.Expect(dep.Spec.Dependencies).NotTo(BeNil())
 		g.Expect(dep.Spec.Dependencies.Install).To(BeFalse())
 	}
+
+	// scion tree shows them under the variant.
+	n, err := tree.Build(ctx, k8sClient, ns, "pvar", "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	var b strings.Builder
+	g.Expect(tree.Print(&b, n, false)).To(Succeed())
+	g.Expect(b.String()).To(ContainSubstring("PackageVariant/app  Ready=True  dependencies 0/2 satisfied\n"))
+	g.Expect(b.String()).To(ContainSubstring("gate config.porch.kpt.dev/dependencies=False"))
+	g.Expect(b.String()).To(ContainSubstring("└─Dependency/lib  Ready=Unknown  1.0.0 Pending in lib (Draft 1.0.0), installed by PackageVariant/" + libPV + "\n"))
 
 	// Publishing app before its dependencies is refused by its gate.
 	appDraft := ""
