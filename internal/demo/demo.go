@@ -46,7 +46,8 @@ const (
 // variants, show them, diff a draft against its upstream, move the
 // upstream and show the drafts updated with a downstream edit kept, and
 // publish a draft once its readiness gate is met, then roll the rest of
-// the fleet out in waves. Running it again works: each run publishes the
+// the fleet out in waves. On the way it shows a dependency installed into
+// every cluster and a conflict of two packages serving one kind. Running it again works: each run publishes the
 // next upstream revision.
 func (o *Options) Run(ctx context.Context) error {
 	f, err := o.Load(ctx)
@@ -59,6 +60,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if err := o.printTrees(ctx, ns); err != nil {
+		return err
+	}
+	if err := o.showDependencies(ctx, ns); err != nil {
 		return err
 	}
 	if err := o.showDiff(ctx, ns, f); err != nil {

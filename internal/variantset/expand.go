@@ -307,6 +307,9 @@ func (e *Evaluator) render(ctx context.Context, in Input, d downstream) (*config
 	if tpl.DeletionPolicy != nil {
 		spec.DeletionPolicy = *tpl.DeletionPolicy
 	}
+	if tpl.Dependencies != nil {
+		spec.Dependencies = tpl.Dependencies.DeepCopy()
+	}
 	if spec.Labels, err = e.overlay(ctx, tp.Child("labelExprs"), tpl.Labels, tpl.LabelExprs, vars); err != nil {
 		return nil, err
 	}

@@ -191,6 +191,10 @@ type PackageVariantTemplate struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Injectors []InjectionSelectorTemplate `json:"injectors,omitempty"`
+
+	// Dependencies is copied to each PackageVariant's spec.dependencies.
+	// +optional
+	Dependencies *configv1alpha1.Dependencies `json:"dependencies,omitempty"`
 }
 
 // DownstreamTemplate sets the downstream repository and package, statically
