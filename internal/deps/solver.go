@@ -234,6 +234,14 @@ func (s *solver) effective(req *Requirement) *Requirement {
 	return &Requirement{Package: req.Package, Range: o.Range, RangeText: o.RangeText, Optional: req.Optional}
 }
 
+// sameVersion says whether two versions (nil: unversioned) are equal.
+func sameVersion(a, b *semver.Version) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(b)
+}
+
 func (s *solver) indexInstalled() error {
 	for i := range s.p.Installed {
 		in := &s.p.Installed[i]
@@ -249,7 +257,13 @@ func (s *solver) indexInstalled() error {
 			continue
 		}
 		if o := s.installed[r.Package]; o != nil {
-			return fmt.Errorf("package %s is installed twice (%s at %s, %s at %s), and it allows one copy per repository",
+			if sameVersion(o.Revision.Version, r.Version) {
+				// Another copy of the same version (two tenants of one
+				// blueprint): one version in the repository, as
+				// onePerRepository asks; the first copy stands for both.
+				continue
+			}
+			return fmt.Errorf("package %s is installed twice at different versions (%s at %s, %s at %s), and it allows one version per repository",
 				r.Package, o.Dir, o.Revision.VersionString(), in.Dir, r.VersionString())
 		}
 		s.installed[r.Package] = in
@@ -421,9 +435,12 @@ func (s *solver) addRootFacts() error {
 	for _, in := range s.p.Installed {
 		name := in.Revision.Package
 		var v *variable
-		if s.installed[name] != nil && s.installed[name].Dir == in.Dir {
+		switch first := s.installed[name]; {
+		case first != nil && first.Dir == in.Dir:
 			v = s.packageVar(name)
-		} else {
+		case first != nil:
+			continue // another copy of the same version: the first stands for it
+		default:
 			inst := in
 			v = s.variable(name+"#"+in.Dir, packageVar, name, func() []cand { return []cand{{rev: inst.Revision, installed: true}} })
 		}

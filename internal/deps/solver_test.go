@@ -341,7 +341,15 @@ func TestResolve_inputErrors(t *testing.T) {
 	_, err := Resolve(Problem{Catalog: catalogOf(t, mkRev(t, "lib", "1.0.0")),
 		Installed: []Installed{{Dir: "a/lib", Revision: mkRev(t, "lib", "1.0.0")}, {Dir: "b/lib", Revision: mkRev(t, "lib", "1.2.0")}},
 		Requests:  requests(t, "lib")})
-	g.Expect(err).To(MatchError("package lib is installed twice (a/lib at 1.0.0, b/lib at 1.2.0), and it allows one copy per repository"))
+	g.Expect(err).To(MatchError("package lib is installed twice at different versions (a/lib at 1.0.0, b/lib at 1.2.0), and it allows one version per repository"))
+
+	// Two copies of one version (two tenants of one blueprint) are one
+	// version in the repository.
+	res, err := Resolve(Problem{Catalog: catalogOf(t, mkRev(t, "lib", "1.0.0"), mkRev(t, "lib", "1.2.0")),
+		Installed: []Installed{{Dir: "a/lib", Revision: mkRev(t, "lib", "1.0.0")}, {Dir: "b/lib", Revision: mkRev(t, "lib", "1.0.0")}},
+		Requests:  requests(t, "lib")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planText(res)).To(Equal("lib 1.0.0 keep"))
 
 	_, err = Resolve(Problem{Requests: []Request{{Package: "lib", Range: ">>1"}}})
 	g.Expect(err).To(MatchError(`request lib@>>1: improper constraint: ">>1"`))

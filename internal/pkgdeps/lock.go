@@ -54,7 +54,11 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 		if e.decl != nil {
 			e.locked.Provides = append([]string(nil), e.decl.Provides...)
 			for _, g := range e.decl.Provides {
-				providers[g] = append(providers[g], e)
+				// Copies of one package (two variants of a blueprint)
+				// provide a kind once.
+				if !slices.ContainsFunc(providers[g], func(o *entry) bool { return o.locked.Name == e.locked.Name }) {
+					providers[g] = append(providers[g], e)
+				}
 			}
 		}
 	}

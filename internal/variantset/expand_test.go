@@ -384,3 +384,25 @@ func TestCostLimit(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// template.dependencies is copied to each variant, a copy of its own.
+func TestExpandDependencies(t *testing.T) {
+	set := readSet(t, "list.yaml")
+	for i := range set.Spec.Targets {
+		if set.Spec.Targets[i].Template == nil {
+			set.Spec.Targets[i].Template = &configv1alpha2.PackageVariantTemplate{}
+		}
+		set.Spec.Targets[i].Template.Dependencies = &configv1alpha1.Dependencies{Install: true, Overrides: []configv1alpha1.DependencyOverride{{Name: "lib", Version: ">=2"}}}
+	}
+	res := expand(t, set, "repositories.yaml")
+	for _, pv := range res.Variants {
+		d := pv.Spec.Dependencies
+		if d == nil || !d.Install || len(d.Overrides) != 1 || d.Overrides[0].Version != ">=2" {
+			t.Fatalf("%s: dependencies %+v", pv.Name, d)
+		}
+	}
+	res.Variants[0].Spec.Dependencies.Overrides[0].Version = "changed"
+	if res.Variants[1].Spec.Dependencies.Overrides[0].Version != ">=2" {
+		t.Fatal("the variants share the template's dependencies")
+	}
+}
