@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,6 +91,18 @@ func (o *Options) showDependencies(ctx context.Context, ns string) error {
 
 	o.say("")
 	o.say("==> a deliberate conflict: %s puts widgets-legacy, which also serves example.com/v1/Widget, into %s", conflictVariant, depsCluster)
+	legacyPV := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: conflictVariant, Namespace: ns}}
+	if err := createOrUpdate(ctx, o.Client, legacyPV, func() {
+		legacyPV.Spec.Upstream = &configv1alpha1.Upstream{Repo: "blueprints", Package: "widgets-legacy", Revision: "v1"}
+		legacyPV.Spec.Downstream = &configv1alpha1.Downstream{Repo: depsCluster, Package: "widgets-legacy"}
+	}); err != nil {
+		return err
+	}
+	if err := o.waitVariant(ctx, ns, conflictVariant, func(pv *configv1alpha1.PackageVariant) bool {
+		return meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.PackageConflictCondition)
+	}); err != nil {
+		return fmt.Errorf("%s shows no PackageConflict: %w", conflictVariant, err)
+	}
 	var conflict string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, o.timeout(), true, func(ctx context.Context) (bool, error) {
 		lock := &configv1alpha1.PackageLock{}
@@ -128,6 +141,7 @@ func (o *Options) showDependencies(ctx context.Context, ns string) error {
 		msg = msg[i:]
 	}
 	o.say("    refused: %s", msg)
+	o.say("    %s stays Ready: a draft that cannot be published does not unsettle what the cluster runs", dependant)
 	o.say("    (delete %s to end the conflict: kubectl delete pvar %s)", conflictVariant, conflictVariant)
 	return nil
 }

@@ -108,3 +108,24 @@ func TestAssess(t *testing.T) {
 	g.Expect(a.Ready).To(BeTrue())
 	g.Expect(a.Message).To(Equal("the package has no dependencies"))
 }
+
+// A draft that provides a kind a Published package provides cannot be
+// published: it is left out of resolutions.
+func TestBlocked(t *testing.T) {
+	g := NewWithT(t)
+	const widget = "example.com/v1/Widget"
+	holder := rev(t, "crds", "1.0.0", []string{widget})
+	installed := []Package{
+		{Dir: "crds", Rev: holder, Published: holder, Lifecycle: porchv1alpha1.LifecyclePublished},
+		{Dir: "legacy", Rev: rev(t, "legacy", "1.0.0", []string{widget}), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "crds-copy", Rev: rev(t, "crds", "1.0.0", []string{widget}), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "app", Rev: rev(t, "app", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecycleDraft},
+	}
+	g.Expect(Blocked(installed)).To(Equal(map[string]bool{"legacy": true}))
+	p := RepositoryProblem(OfflineCatalog(deps.NewCatalog()), installed, nil)
+	var dirs []string
+	for _, in := range p.Installed {
+		dirs = append(dirs, in.Dir)
+	}
+	g.Expect(dirs).To(Equal([]string{"crds", "crds-copy", "app"}))
+}

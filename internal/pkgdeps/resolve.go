@@ -101,9 +101,10 @@ func RepositoryProblem(cat *Catalog, installed []Package, planned []configv1alph
 func problem(cat *Catalog, installed []Package, plannedPkgs []configv1alpha1.LockedPackage, self, selfPkg string) (deps.Problem, map[string]*Package, map[string][]string) {
 	p := deps.Problem{Catalog: cat.Catalog}
 	byName := map[string]*Package{}
+	blocked := Blocked(installed)
 	for i := range installed {
 		in := &installed[i]
-		if self != "" && in.Dir == self {
+		if self != "" && in.Dir == self || blocked[in.Dir] {
 			continue
 		}
 		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: in.Rev})
@@ -126,6 +127,35 @@ func problem(cat *Catalog, installed []Package, plannedPkgs []configv1alpha1.Loc
 		p.Installed = append(p.Installed, deps.Installed{Dir: "(planned by " + joinNames(pl.PlannedBy) + ")", Revision: rev})
 	}
 	return p, byName, planned
+}
+
+// Blocked returns the folders of packages that are only drafts (or
+// proposals) and provide a kind a Published package of the repository
+// provides: their publication is refused while that one is there, so they
+// are left out of other packages' resolutions (a conflicting draft added
+// later does not unsettle what the repository runs). Their own variants
+// learn of the conflict from the lock.
+func Blocked(installed []Package) map[string]bool {
+	published := map[string]string{}
+	for _, in := range installed {
+		if in.Published != nil && in.Published.Decl != nil {
+			for _, g := range in.Published.Decl.Provides {
+				published[g] = in.Published.Package
+			}
+		}
+	}
+	out := map[string]bool{}
+	for _, in := range installed {
+		if in.Published != nil || in.Rev.Decl == nil {
+			continue
+		}
+		for _, g := range in.Rev.Decl.Provides {
+			if holder, ok := published[g]; ok && holder != in.Rev.Package {
+				out[in.Dir] = true
+			}
+		}
+	}
+	return out
 }
 
 // revisionOf is the catalog's revision of a package's version (nil: none).

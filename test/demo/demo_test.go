@@ -107,7 +107,11 @@ func TestDevDemo(t *testing.T) {
 
 	for run := 1; run <= 2; run++ {
 		out := scion("dev", "demo", "--examples", filepath.Join(root, "examples"))
-		g.Expect(out).To(ContainSubstring("12 of 12 PackageVariants ready"), "run %d", run)
+		// 12 variants, 12 of widget-app and the 12 dependencies they
+		// installed; the second run also has the conflicting one.
+		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 35+run, 35+run)), "run %d", run)
+		g.Expect(out).To(ContainSubstring("Dependency/widget-crds  Ready=True  1.0.0 Satisfied in widget-crds (Published 1.0.0), installed by PackageVariant/cluster-01.widget-crds.dependency"), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`refused: kind example.com/v1/Widget is provided by widget-crds, Published in this repository`), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/regional-app  Ready=True  6/6 ready"), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/tenants  Ready=True  3/3 ready"), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/team-sandboxes  Ready=True  2/2 ready"), "run %d", run)
