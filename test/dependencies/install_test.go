@@ -200,3 +200,37 @@ func TestInstall_adopted(t *testing.T) {
 		g.Expect(dep.DeletionTimestamp).To(BeNil())
 	}, "2s", interval).Should(Succeed())
 }
+
+// Turning dependencies off releases what the variant installed and
+// removes the gate from its draft.
+func TestInstall_turnedOff(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("lib", "", nil)
+	cat.publish("app", "", []requires{{"lib", ""}})
+	g.Expect(k8sClient.Create(ctx, variant(ns, "app", "app", "1", &configv1alpha1.Dependencies{Install: true}))).To(Succeed())
+	libPV := pkgdeps.DependencyVariantName("cluster-01", "lib")
+	g.Eventually(func(g Gomega) {
+		getPV(g, ns, libPV)
+		g.Expect(prCondition(draftOf(g, ns, "app"), configv1alpha1.DependenciesReadinessGate)).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		pv := getPV(g, ns, "app")
+		patch := client.MergeFromWithOptions(pv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pv.Spec.Dependencies = nil
+		g.Expect(k8sClient.Patch(ctx, pv, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: libPV}, &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		pv := getPV(g, ns, "app")
+		g.Expect(pv.Status.Dependencies).To(BeEmpty())
+		g.Expect(pv.Status.Conditions).NotTo(ContainElement(HaveField("Type", configv1alpha1.DependenciesReadyCondition)))
+		draft := draftOf(g, ns, "app")
+		g.Expect(prCondition(draft, configv1alpha1.DependenciesReadinessGate)).To(BeNil())
+		for _, gate := range draft.Spec.ReadinessGates {
+			g.Expect(gate.ConditionType).NotTo(Equal(configv1alpha1.DependenciesReadinessGate))
+		}
+	}, timeout, interval).Should(Succeed())
+}

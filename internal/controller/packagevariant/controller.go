@@ -120,6 +120,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantOfIndex, func(o client.Object) []string {
+		if o.GetLabels()[configv1alpha1.DependencyLabel] == "" {
+			return nil
+		}
+		var uids []string
+		for _, ref := range o.GetOwnerReferences() {
+			uids = append(uids, string(ref.UID))
+		}
+		return uids
+	}); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantIndex, func(o client.Object) []string {
 		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil && pv.Spec.Dependencies != nil {
 			return []string{pv.Spec.Downstream.Repo}

@@ -30,6 +30,11 @@ const DownstreamIndex = "spec.downstream.repo"
 // downstream Repository: a revision event in it may change their gate.
 const DependantIndex = "spec.downstream.repo+dependencies"
 
+// DependantOfIndex indexes the dependency PackageVariants (with the
+// DependencyLabel) by the UIDs of their owners: a variant finds those it
+// owns without listing the namespace.
+const DependantOfIndex = "metadata.ownerReferences.uid+dependency"
+
 // dependenciesRetry is how often a variant whose dependencies cannot be
 // resolved looks again (a newly published upstream revision may solve
 // it, and no event of its own repository says so).
@@ -75,7 +80,8 @@ func (f *depsFacts) stalls() bool {
 func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pv := s.pv
 	if pv.Spec.Dependencies == nil {
-		return ctrl.Result{}, nil
+		// Dependencies were turned off: what it installed is released.
+		return ctrl.Result{}, r.releaseDependencies(ctx, pv, nil)
 	}
 	cat, err := r.Deps.NamespaceCatalog(ctx, r.Cache, r.Client, pv.Namespace)
 	if err != nil {
@@ -234,7 +240,7 @@ func (r *Reconciler) ensureDependency(ctx context.Context, pv *configv1alpha1.Pa
 // it.
 func (r *Reconciler) releaseDependencies(ctx context.Context, pv *configv1alpha1.PackageVariant, keep map[string]bool) error {
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.HasLabels{configv1alpha1.DependencyLabel}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingFields{DependantOfIndex: string(pv.UID)}); err != nil {
 		return err
 	}
 	var errs []error
