@@ -57,6 +57,10 @@ docs: ## Regenerate docs/reference: the CLI reference and a page per CRD.
 	go test ./internal/cli -run TestCLIReference -update
 	go test ./config/crd -run TestReference -update
 
+.PHONY: bench-deps
+bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N=100) each getting a 5-package graph installed from nothing.
+	SCION_BENCH_REPOS=$(or $(N),100) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkDependencies$$' -benchtime 1x -timeout 60m ./test/dependencies/
+
 .PHONY: bench-scale
 bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures.
 	SCION_BENCH_VARIANTS=$(or $(N),1000) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/

@@ -70,6 +70,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/approval,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
 
 // SetupWithManager registers the controller: rollouts on spec changes,
 // and the PackageRevisions of their waves (through RevisionIndex).
@@ -385,19 +386,20 @@ func (r *Reconciler) reconcilePublish(ctx context.Context, s *scope) (ctrl.Resul
 	sem := make(chan struct{}, publishConcurrency)
 	var mu sync.Mutex
 	var errs []error
-	approved := 0
+	approved, dependencies := 0, 0
 	for _, name := range s.decision.Publish {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
 			did, err := r.publish(ctx, s.ro, s.objects[name], by)
+			moved, derr := r.publishDependencies(ctx, s.ro, s.objects[name], by)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else if did {
+			errs = append(errs, err, derr)
+			if did {
 				approved++
 			}
+			dependencies += moved
 		}()
 	}
 	for range cap(sem) {
@@ -408,7 +410,81 @@ func (r *Reconciler) reconcilePublish(ctx context.Context, s *scope) (ctrl.Resul
 		// not published them yet) are not counted again.
 		r.Recorder.Eventf(s.ro, nil, "Normal", "Publishing", "Rollout", "wave %s: approved %d revisions", s.decision.Current, approved)
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	var res ctrl.Result
+	if dependencies > 0 {
+		r.Recorder.Eventf(s.ro, nil, "Normal", "PublishingDependencies", "Rollout", "wave %s: moved %d dependencies of its revisions towards publication", s.decision.Current, dependencies)
+		// A proposed dependency is approved at the next look; its
+		// events are not the rollout's.
+		res.RequeueAfter = dependencyRequeue
+	}
+	return res, errors.Join(errs...)
+}
+
+// dependencyRequeue is how soon a rollout that moved dependencies looks
+// again, to approve what it proposed.
+const dependencyRequeue = 2 * time.Second
+
+// publishDependencies moves the dependencies Scion installed for a
+// target's PackageVariant (status.dependencies, Pending, installed by a
+// dependency PackageVariant) along with the target: a draft is proposed,
+// a proposal published. So a dependency is published in the same wave as
+// its dependant, whose dependencies gate holds it until then. It returns
+// how many it moved.
+func (r *Reconciler) publishDependencies(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision, by string) (int, error) {
+	if pr == nil {
+		return 0, nil
+	}
+	ref := metav1.GetControllerOf(pr)
+	if ref == nil || ref.Kind != "PackageVariant" {
+		return 0, nil
+	}
+	pv := &configv1alpha1.PackageVariant{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}, pv); err != nil || pv.Spec.Dependencies == nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	moved := 0
+	var errs []error
+	for _, d := range pv.Status.Dependencies {
+		if d.State != configv1alpha1.DependencyPending || d.InstalledBy == "" {
+			continue
+		}
+		dep := &configv1alpha1.PackageVariant{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: pv.Namespace, Name: d.InstalledBy}, dep); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		if dep.Labels[configv1alpha1.DependencyLabel] == "" || len(dep.Status.DownstreamTargets) == 0 {
+			continue // someone else's, or not written yet
+		}
+		dpr := &porchv1alpha1.PackageRevision{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: pv.Namespace, Name: dep.Status.DownstreamTargets[0].Name}, dpr); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		// Git's lifecycle decides, not the spec: a proposal is published
+		// only once git has it as one.
+		switch inGit := porchv1alpha1.Lifecycle(dpr.Labels[porchv1alpha1.LifecycleLabel]); {
+		case dpr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || dpr.Spec.Lifecycle == "":
+			patch := client.MergeFromWithOptions(dpr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			dpr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+			if dpr.Annotations == nil {
+				dpr.Annotations = map[string]string{}
+			}
+			dpr.Annotations[porchv1alpha1.ProposedByAnnotation] = by
+			if err := r.Patch(ctx, dpr, patch); err != nil && !apierrors.IsConflict(err) {
+				errs = append(errs, fmt.Errorf("proposing dependency %s: %w", dpr.Name, client.IgnoreNotFound(err)))
+				continue
+			}
+			moved++
+		case dpr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed && inGit == porchv1alpha1.LifecycleProposed:
+			did, err := r.publish(ctx, ro, dpr, by)
+			errs = append(errs, err)
+			if did {
+				moved++
+			}
+		}
+	}
+	return moved, errors.Join(errs...)
 }
 
 // approver is who a rollout's approvals are recorded as.
