@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
@@ -54,6 +55,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 	}
 	const perRepo = 10
 	repos := n / perRepo
+	// SCION_BENCH_SET=1: the variants are made by one PackageVariantSet
+	// selecting the repositories (10 targets of one package each), and
+	// the set's summary must count them all Ready.
+	asSet := os.Getenv("SCION_BENCH_SET") != ""
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := env.Namespace(b, "scale")
@@ -72,7 +77,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		for r := 0; r < repos; r++ {
 			name := fmt.Sprintf("cluster-%04d", r)
 			gitserver.InitBare(b, root, name+".git")
-			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "scale"}},
 				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor(name + ".git"), CreateBranch: true}}})
 		}
 		pvs := watchVariants(b, ns)
@@ -87,7 +92,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
-		for r := 0; r < repos; r++ {
+		if asSet {
+			createSet(b, ns, perRepo)
+		}
+		for r := 0; r < repos && !asSet; r++ {
 			for t := 0; t < perRepo; t++ {
 				wg.Add(1)
 				sem <- struct{}{}
@@ -108,7 +116,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 			}
 		}
 		wg.Wait()
-		waitAllReady(b, pvs, ns, repos*perRepo)
+		waitAllReady(b, pvs, ns, repos*perRepo, nil)
+		if asSet {
+			waitSetSummary(b, ns, repos*perRepo, "1")
+		}
 		createTime := time.Since(start)
 		createRequests := apiRequests.Load() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
@@ -116,11 +127,24 @@ func BenchmarkPackageVariants(b *testing.B) {
 		createPushes := pushSummary(pushesBefore)
 		requestsBefore, cpuBefore, pushesBefore = apiRequests.Load(), cpustat.Read(), pushCounts()
 
-		// Bump every variant to revision 2.
+		// Bump every variant to revision 2 (through the set's upstream,
+		// with a set).
 		start = time.Now()
 		list := &configv1alpha1.PackageVariantList{}
 		if err := k8sClient.List(ctx, list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
+		}
+		if asSet {
+			set := &configv1alpha2.PackageVariantSet{}
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchSet}, set); err != nil {
+				b.Fatal(err)
+			}
+			patch := client.MergeFrom(set.DeepCopy())
+			set.Spec.Upstream.Revision = "2"
+			if err := k8sClient.Patch(ctx, set, patch); err != nil {
+				b.Fatal(err)
+			}
+			list.Items = nil
 		}
 		for i := range list.Items {
 			pv := &list.Items[i]
@@ -136,7 +160,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		waitAllReady(b, pvs, ns, repos*perRepo)
+		waitAllReady(b, pvs, ns, repos*perRepo, func(pv *configv1alpha1.PackageVariant) bool { return pv.Spec.Upstream.Revision == "2" })
+		if asSet {
+			waitSetSummary(b, ns, repos*perRepo, "2")
+		}
 		updateTime := time.Since(start)
 		updateRequests := apiRequests.Load() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
@@ -220,7 +247,7 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 // 1,000 variants costs the API server and this process more than it
 // should while they are being measured, and a watch sees the last one
 // as soon as it is Ready.
-func waitAllReady(b *testing.B, pvs cache.Cache, ns string, n int) {
+func waitAllReady(b *testing.B, pvs cache.Cache, ns string, n int, want func(*configv1alpha1.PackageVariant) bool) {
 	deadline := time.Now().Add(20 * time.Minute)
 	for {
 		list := &configv1alpha1.PackageVariantList{}
@@ -229,7 +256,7 @@ func waitAllReady(b *testing.B, pvs cache.Cache, ns string, n int) {
 		}
 		ready := 0
 		for _, pv := range list.Items {
-			if pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition) {
+			if pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition) && (want == nil || want(&pv)) {
 				ready++
 			}
 		}
@@ -277,4 +304,51 @@ func pushCounts() [2]float64 {
 func pushSummary(before [2]float64) string {
 	now := pushCounts()
 	return fmt.Sprintf("%.0f pushes carried %.0f ref updates", now[0]-before[0], now[1]-before[1])
+}
+
+// benchSet is the set of the set mode.
+const benchSet = "fleet"
+
+// createSet makes the set of the set mode: every deployment Repository
+// (label bench: scale), perRepo packages in each, the same package context,
+// pipeline and injector as the variants of the variant mode.
+func createSet(b *testing.B, ns string, perRepo int) {
+	set := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: benchSet, Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"}}}
+	for t := 0; t < perRepo; t++ {
+		pkgName := fmt.Sprintf("tenant-%d", t)
+		set.Spec.Targets = append(set.Spec.Targets, configv1alpha2.Target{
+			RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"bench": "scale"}}},
+			Template: &configv1alpha2.PackageVariantTemplate{
+				Downstream:     &configv1alpha2.DownstreamTemplate{Package: &pkgName},
+				PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"tenant": fmt.Sprint(t)}},
+				Pipeline:       &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{Function: kptfilev1.Function{Image: "set-namespace", ConfigMap: map[string]string{"namespace": pkgName}}}}},
+				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Name: ptrTo("useast1-settings")}},
+			},
+		})
+	}
+	if err := k8sClient.Create(context.Background(), set); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func ptrTo(s string) *string { return &s }
+
+// waitSetSummary waits until the set's summary counts n variants Ready
+// on the upstream revision.
+func waitSetSummary(b *testing.B, ns string, n int, revision string) {
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		set := &configv1alpha2.PackageVariantSet{}
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: benchSet}, set); err != nil {
+			b.Fatal(err)
+		}
+		if sm := set.Status.Summary; sm != nil && sm.Ready == n && string(set.Spec.Upstream.Revision) == revision && set.Status.ObservedGeneration == set.Generation {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the set's summary is %+v after 20 minutes", set.Status.Summary)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
