@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +29,7 @@ type Options struct {
 	Workers int
 	// Shard is the share of Repositories this replica keeps locks of.
 	Shard reconciler.Shard
-	// MinInterval is the least time between two writes of one lock (5
+	// MinInterval is the least time between two writes of one lock (10
 	// seconds when 0): a burst of revision changes in a repository (a
 	// fleet being created) makes one write, not one per change. Variants
 	// resolve against git and their own lock writes, and publication
@@ -39,7 +38,7 @@ type Options struct {
 }
 
 // DefaultMinInterval is Options.MinInterval's default.
-const DefaultMinInterval = 5 * time.Second
+const DefaultMinInterval = 10 * time.Second
 
 // Reconciler keeps PackageLocks. It writes nothing but the lock: no
 // status of its own (the lock is the status of its Repository's
@@ -51,9 +50,7 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 	Options  Options
 
-	mu sync.Mutex
-	// looked is when each lock was last recomputed.
-	looked map[types.NamespacedName]time.Time
+	spacer reconciler.Spacer
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagelocks,verbs=get;list;watch;create;update;patch;delete
@@ -65,6 +62,10 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Cache == nil || r.Deps == nil || r.Recorder == nil {
 		return fmt.Errorf("packagelock controller: Cache, Deps and Recorder are required")
+	}
+	r.spacer.Interval = r.Options.MinInterval
+	if r.spacer.Interval <= 0 {
+		r.spacer.Interval = DefaultMinInterval
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagelock").
@@ -85,14 +86,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	repo := &configv1alpha1.Repository{}
 	if err := r.Get(ctx, req.NamespacedName, repo); err != nil || !r.Options.Shard.Owns(repo) {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.spacer.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !repo.Spec.Deployment || !repo.DeletionTimestamp.IsZero() || repo.Spec.Git == nil {
 		return ctrl.Result{}, nil // a lock is owned by its Repository and leaves with it
 	}
-	if wait := r.wait(req.NamespacedName); wait > 0 {
+	if wait := r.spacer.Wait(req.NamespacedName); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	st, err := r.Cache.Open(ctx, repo)
@@ -137,31 +138,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// wait returns how long a lock recomputed less than MinInterval ago waits
-// before the next; otherwise it records now and returns 0.
-func (r *Reconciler) wait(key types.NamespacedName) time.Duration {
-	interval := r.Options.MinInterval
-	if interval <= 0 {
-		interval = DefaultMinInterval
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.looked == nil {
-		r.looked = map[types.NamespacedName]time.Time{}
-	}
-	if since := time.Since(r.looked[key]); since < interval {
-		return interval - since
-	}
-	r.looked[key] = time.Now()
-	return 0
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.looked, key)
 }
 
 // live drops from planned packages the variants that no longer exist.

@@ -146,7 +146,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
-	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr, r.Options.Workers)
+	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Shard: r.Options.Shard, spacer: reconciler.Spacer{Interval: recountInterval}}).setup(mgr, r.Options.Workers)
 }
 
 func indexRepositories(o client.Object) []string {

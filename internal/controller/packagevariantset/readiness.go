@@ -21,14 +21,23 @@ import (
 
 // readiness keeps a set's VariantsReady condition and ready count current
 // as its variants become Ready or stop being Ready, without expanding the
-// set's targets: a Ready flip costs a count over the set's variants in the
-// cache and, when the verdict changed, one status write. The work queue
-// folds a burst of flips (a fleet becoming Ready) into few reconciles.
+// set's targets: flips cost a count over the set's variants in the cache
+// and, when the verdict changed, one status write, at most once per set
+// every recountInterval (the work queue folds the flips meanwhile into
+// the next recount), so a fleet becoming Ready costs a number of counts
+// that grows with the time it takes, not with the set's size.
 type readiness struct {
 	client.Client
 	APIReader client.Reader
 	Shard     reconciler.Shard
+	// spacer makes one recount per set every recountInterval at most: a
+	// fleet becoming Ready costs a count (and a status write) per
+	// interval, not per flip.
+	spacer reconciler.Spacer
 }
+
+// recountInterval is the least time between two recounts of one set.
+const recountInterval = 2 * time.Second
 
 // recountAfter is how soon a recount put off by the set's own reconcile
 // is tried again.
@@ -63,6 +72,7 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pvs.DeletionTimestamp.IsZero() {
+		r.spacer.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if pvs.Status.Summary == nil || pvs.Status.ObservedGeneration != pvs.Generation {
@@ -72,6 +82,9 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	if meta.IsStatusConditionTrue(pvs.Status.Conditions, configv1alpha1.StalledCondition) {
 		return ctrl.Result{}, nil
+	}
+	if wait := r.spacer.Wait(req.NamespacedName); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	list := &configv1alpha1.PackageVariantList{}
 	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
