@@ -163,6 +163,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
+	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	objects := namespaceCaches(mgr, o.ReadableKinds)
 	if err := mgr.Add(objects); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
@@ -55,7 +56,13 @@ func (c *Catalog) Location(pkgPath string, v *semver.Version) (Location, bool) {
 type Reader struct {
 	mu    sync.Mutex
 	decls map[string]declared
+	// catalogs are the catalogs built, by their sources' names, URLs and
+	// refs versions: a catalog holds while no source's refs change.
+	catalogs map[string]*Catalog
 }
+
+// maxCatalogs bounds the catalog cache; it starts over when full.
+const maxCatalogs = 256
 
 type declared struct {
 	decl *deps.Declaration
@@ -108,10 +115,37 @@ func upstreamCommit(p *pkg.Package) string {
 // Catalog reads every published revision of the sources' packages, with
 // its version (pkgservice.PublishedVersions) and its declaration. A
 // package in two sources is taken from the first by name; a revision
-// whose declaration does not read is kept, unusable, with its error.
+// whose declaration does not read is kept, unusable, with its error. The
+// catalog is kept while no source's refs change (a Catalog is read-only
+// once built), so resolutions and locks share it.
 func (r *Reader) Catalog(ctx context.Context, sources []Source) (*Catalog, error) {
 	sources = append([]Source(nil), sources...)
 	sort.Slice(sources, func(i, j int) bool { return sources[i].Name < sources[j].Name })
+	var key strings.Builder
+	for _, src := range sources {
+		fmt.Fprintf(&key, "%s\x00%s\x00%d\x00", src.Name, src.Store.URL(), src.Store.RefsVersion())
+	}
+	r.mu.Lock()
+	c, ok := r.catalogs[key.String()]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := r.buildCatalog(ctx, sources)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.catalogs == nil || len(r.catalogs) >= maxCatalogs {
+		r.catalogs = map[string]*Catalog{}
+	}
+	r.catalogs[key.String()] = c
+	r.mu.Unlock()
+	return c, nil
+}
+
+// buildCatalog reads the sources' published revisions (sorted by name).
+func (r *Reader) buildCatalog(ctx context.Context, sources []Source) (*Catalog, error) {
 	c := &Catalog{Catalog: deps.NewCatalog(), where: map[string]Location{}, byCommit: map[string]*deps.Revision{}}
 	seen := map[string]string{}
 	for _, src := range sources {

@@ -27,7 +27,7 @@ import (
 // packages and explain that wrongly).
 func (r *Reader) NamespaceCatalog(ctx context.Context, cache *repocache.Cache, c client.Reader, ns string) (*Catalog, error) {
 	list := &configv1alpha1.RepositoryList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{UpstreamIndex: "true"}); err != nil {
 		return nil, err
 	}
 	var sources []Source
@@ -43,6 +43,22 @@ func (r *Reader) NamespaceCatalog(ctx context.Context, cache *repocache.Cache, c
 		sources = append(sources, Source{Name: repo.Name, Store: st})
 	}
 	return r.Catalog(ctx, sources)
+}
+
+// UpstreamIndex indexes Repositories that are not deployment
+// repositories ("true"): a namespace's catalog is found without listing
+// its deployment repositories, however many there are. IndexRepositories
+// registers it.
+const UpstreamIndex = "spec.deployment=false"
+
+// IndexRepositories registers UpstreamIndex with a manager's cache.
+func IndexRepositories(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &configv1alpha1.Repository{}, UpstreamIndex, func(o client.Object) []string {
+		if o.(*configv1alpha1.Repository).Spec.Deployment {
+			return nil
+		}
+		return []string{"true"}
+	})
 }
 
 // Identify returns the catalog revision a commit is (nil: none).

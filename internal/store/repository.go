@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -119,6 +120,8 @@ type Repository struct {
 	// refs mirrors the local refs in memory: reloaded after every fetch
 	// and updated with every push, so reads never walk the ref files.
 	refs map[plumbing.ReferenceName]plumbing.Hash
+	// refsVersion counts the changes of refs (RefsVersion).
+	refsVersion uint64
 	// fetchedAt is when the last successful fetch started: the refs are
 	// at least that fresh.
 	fetchedAt time.Time
@@ -457,8 +460,20 @@ func (r *Repository) loadRefsLocked() error {
 	if err != nil {
 		return fmt.Errorf("reading refs of the cache: %w", err)
 	}
+	if !maps.Equal(r.refs, refs) {
+		r.refsVersion++
+	}
 	r.refs = refs
 	return nil
+}
+
+// RefsVersion changes whenever the mirror's branches or tags change (a
+// fetch that brought something, a write): what was computed from the
+// refs at one version holds while it stays.
+func (r *Repository) RefsVersion() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refsVersion
 }
 
 func (r *Repository) createBranchLocked(ctx context.Context) error {
@@ -490,12 +505,14 @@ func (r *Repository) setLocalRef(name plumbing.ReferenceName, h plumbing.Hash) e
 			return fmt.Errorf("updating local ref %s: %w", name, err)
 		}
 		delete(r.refs, name)
+		r.refsVersion++
 		return nil
 	}
 	if err := r.storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
 		return fmt.Errorf("updating local ref %s: %w", name, err)
 	}
 	r.refs[name] = h
+	r.refsVersion++
 	return nil
 }
 

@@ -813,3 +813,23 @@ func TestRepository_tarpitTimesOut(t *testing.T) {
 	_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
 	g.Expect(errors.Is(err, ErrTimeout)).To(BeTrue(), "%v", err)
 }
+
+// RefsVersion moves with every change of the refs, ours or fetched, and
+// stays when a fetch brings nothing.
+func TestRepository_refsVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	r := open(t, Options{URL: url, CreateBranch: true})
+	other := open(t, Options{URL: url})
+	v0 := r.RefsVersion()
+	_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	v1 := r.RefsVersion()
+	g.Expect(v1).NotTo(Equal(v0))
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+	g.Expect(r.RefsVersion()).To(Equal(v1), "a fetch that brings nothing")
+	before := other.RefsVersion()
+	g.Expect(other.Fetch(ctx)).To(Succeed())
+	g.Expect(other.RefsVersion()).NotTo(Equal(before), "a fetch that brings the other's draft")
+}
