@@ -26,7 +26,6 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/store"
-	"github.com/scion-dev/scion/internal/tree"
 )
 
 // The objects the walk-through works on.
@@ -157,11 +156,7 @@ func (o *Options) printTrees(ctx context.Context, ns string) error {
 	o.say("==> %s tree", o.scion())
 	for _, name := range []string{"pvar/policy-cluster-01", "pvs/tenants", "pvs/regional-app", "pvs/team-sandboxes"} {
 		kind, n, _ := strings.Cut(name, "/")
-		t, err := tree.Build(ctx, o.Client, ns, kind, n)
-		if err != nil {
-			return err
-		}
-		if err := tree.Print(o.Out, t, false); err != nil {
+		if err := o.printTree(ctx, ns, kind, n); err != nil {
 			return err
 		}
 	}

@@ -204,12 +204,10 @@ func label(p configv1alpha1.LockedPackage) string {
 	if p.Version != "" {
 		s += " " + p.Version
 	}
-	switch {
-	case p.State == configv1alpha1.LockedPlanned:
+	if p.State == configv1alpha1.LockedPlanned {
 		return s + " (planned by " + joinNames(p.PlannedBy) + ")"
-	default:
-		return s + " (" + strings.ToLower(string(p.State)) + " in " + p.Directory + ")"
 	}
+	return s + " (" + strings.ToLower(string(p.State)) + " in " + p.Directory + ")"
 }
 
 func sortedSet(names []string) []string {

@@ -3,6 +3,7 @@ package pkgdeps
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -229,11 +230,7 @@ func joinNames(names []string) string {
 	if len(names) == 0 {
 		return "a variant"
 	}
-	s := names[0]
-	for _, n := range names[1:] {
-		s += ", " + n
-	}
-	return s
+	return strings.Join(names, ", ")
 }
 
 // Explain is the text of a resolution's failure: the explanation of an

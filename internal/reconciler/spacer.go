@@ -16,6 +16,8 @@ import (
 type Spacer struct {
 	// Interval is the least time between two reconciles of one object.
 	Interval time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
 	mu   sync.Mutex
 	last map[types.NamespacedName]time.Time
@@ -29,10 +31,15 @@ func (s *Spacer) Wait(key types.NamespacedName) time.Duration {
 	if s.last == nil {
 		s.last = map[types.NamespacedName]time.Time{}
 	}
-	if since := time.Since(s.last[key]); since < s.Interval {
-		return s.Interval - since
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
 	}
-	s.last[key] = time.Now()
+	t := now()
+	if last, ok := s.last[key]; ok && t.Sub(last) < s.Interval {
+		return s.Interval - t.Sub(last)
+	}
+	s.last[key] = t
 	return 0
 }
 
