@@ -110,6 +110,10 @@ func WriteLock(ctx context.Context, c client.Client, repo *configv1alpha1.Reposi
 	switch {
 	case exists && equalLocks(read, lock):
 		return nil
+	case !exists && len(lock.Packages) == 0 && len(lock.Conflicts) == 0:
+		// No lock reads as an empty one: a repository gets its lock
+		// with its first package, not one write earlier.
+		return nil
 	case exists:
 		err = c.Update(ctx, lock)
 	default:

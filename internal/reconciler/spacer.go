@@ -9,18 +9,30 @@ import (
 
 // Spacer spaces out the reconciles of one object that recompute and
 // write something derived from many events (a lock from a repository's
-// revisions, a summary from a set's variants): the first one goes at once,
-// later ones within Interval are put off to its end, so a burst of events
-// makes one write per Interval instead of one per event. The work queue
-// folds the events that arrive meanwhile into the put-off reconcile.
+// revisions, a summary from a set's variants): the first one goes after
+// Settle (at once when 0), later ones within Interval are put off to its
+// end, so a burst of events makes one write per Interval instead of one per
+// event. The work queue folds the events that arrive meanwhile into the
+// put-off reconcile.
 type Spacer struct {
 	// Interval is the least time between two reconciles of one object.
 	Interval time.Duration
+	// Settle puts off the first reconcile after a quiet Interval, so that
+	// the events of a burst that follow its first one are folded into it
+	// (a burst shorter than Settle makes one write, not two). At most
+	// Interval.
+	Settle time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	mu    sync.Mutex
+	state map[types.NamespacedName]spacing
+}
+
+// spacing is what a Spacer knows of one object: when its last reconcile
+// went, and when the put-off one may go (zero when none is put off).
+type spacing struct {
+	last, due time.Time
 }
 
 // Wait returns how long a reconcile of key must be put off (requeue after
@@ -28,18 +40,30 @@ type Spacer struct {
 func (s *Spacer) Wait(key types.NamespacedName) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last == nil {
-		s.last = map[types.NamespacedName]time.Time{}
+	if s.state == nil {
+		s.state = map[types.NamespacedName]spacing{}
 	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	t := now()
-	if last, ok := s.last[key]; ok && t.Sub(last) < s.Interval {
-		return s.Interval - t.Sub(last)
+	st, seen := s.state[key]
+	switch {
+	case !st.due.IsZero():
+		if t.Before(st.due) {
+			return st.due.Sub(t)
+		}
+	case seen && t.Sub(st.last) < s.Interval:
+		st.due = st.last.Add(s.Interval)
+		s.state[key] = st
+		return st.due.Sub(t)
+	case s.Settle > 0:
+		st.due = t.Add(min(s.Settle, s.Interval))
+		s.state[key] = st
+		return st.due.Sub(t)
 	}
-	s.last[key] = t
+	s.state[key] = spacing{last: t}
 	return 0
 }
 
@@ -47,5 +71,5 @@ func (s *Spacer) Wait(key types.NamespacedName) time.Duration {
 func (s *Spacer) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.last, key)
+	delete(s.state, key)
 }

@@ -23,3 +23,21 @@ func TestSpacer(t *testing.T) {
 	s.Forget(a)
 	g.Expect(s.Wait(a)).To(BeZero(), "a forgotten object starts over")
 }
+
+func TestSpacerSettle(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &Spacer{Interval: 10 * time.Second, Settle: 2 * time.Second, Now: func() time.Time { return now }}
+	a := types.NamespacedName{Name: "a"}
+	g.Expect(s.Wait(a)).To(Equal(2*time.Second), "the first of a burst waits for the burst to settle")
+	now = now.Add(time.Second)
+	g.Expect(s.Wait(a)).To(Equal(time.Second), "an event of the burst is folded into the same reconcile")
+	now = now.Add(time.Second)
+	g.Expect(s.Wait(a)).To(BeZero(), "once settled it goes")
+	now = now.Add(4 * time.Second)
+	g.Expect(s.Wait(a)).To(Equal(6*time.Second), "then the interval spaces the next")
+	now = now.Add(6 * time.Second)
+	g.Expect(s.Wait(a)).To(BeZero(), "an event at the end of the interval goes at once")
+	now = now.Add(30 * time.Second)
+	g.Expect(s.Wait(a)).To(Equal(2*time.Second), "after a quiet interval the next burst settles again")
+}

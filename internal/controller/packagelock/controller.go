@@ -40,6 +40,12 @@ type Options struct {
 // DefaultMinInterval is Options.MinInterval's default.
 const DefaultMinInterval = 10 * time.Second
 
+// settle is how long the first recomputation after a quiet interval waits
+// for the rest of its burst: the drafts a batch of variants writes into one
+// repository land within a second or two of each other, and make one write
+// of the lock instead of two.
+const settle = 3 * time.Second
+
 // Reconciler keeps PackageLocks. It writes nothing but the lock: no
 // status of its own (the lock is the status of its Repository's
 // packages).
@@ -67,6 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.spacer.Interval <= 0 {
 		r.spacer.Interval = DefaultMinInterval
 	}
+	r.spacer.Settle = settle
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagelock").
 		For(&configv1alpha1.Repository{}, builder.WithPredicates(r.Options.Shard.Predicate())).

@@ -1,9 +1,11 @@
 package packagevariantset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -398,7 +400,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			}
 		}()
 	}
-	for _, want := range desired {
+	for _, want := range byDownstream(desired) {
 		cur, ok := existing[want.Name]
 		delete(existing, want.Name)
 		if !ok {
@@ -456,7 +458,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			return nil
 		})
 	}
-	for _, pv := range existing {
+	for _, pv := range byDownstream(slices.Collect(maps.Values(existing))) {
 		if !pv.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -489,6 +491,25 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	}
 	r.Recorder.Eventf(pvs, nil, "Warning", configv1alpha2.UnexpectedErrorReason, "Ensure", "%v", err)
 	return err
+}
+
+// byDownstream orders variants by downstream repository (then name), so
+// that the writes of one repository's variants go out together: their
+// drafts then reach the repository within a moment of each other and share
+// its pushes and its lock write, where a set's order (target by target)
+// would spread them over the whole expansion.
+func byDownstream(pvs []*configv1alpha1.PackageVariant) []*configv1alpha1.PackageVariant {
+	out := slices.Clone(pvs)
+	repo := func(pv *configv1alpha1.PackageVariant) string {
+		if pv.Spec.Downstream == nil {
+			return ""
+		}
+		return pv.Spec.Downstream.Repo
+	}
+	slices.SortFunc(out, func(a, b *configv1alpha1.PackageVariant) int {
+		return cmp.Or(strings.Compare(repo(a), repo(b)), strings.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // errNameTaken marks a desired PackageVariant whose name another owner
