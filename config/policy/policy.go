@@ -1,51 +1,107 @@
-// Package policy embeds the ValidatingAdmissionPolicies that enforce a
-// PackageRevision's lifecycle in the API server, so that binaries (scion
-// dev, the tests' control plane) install them without a checkout.
+// Package policy embeds the admission policies Scion installs in the API
+// server: the ValidatingAdmissionPolicies that enforce a PackageRevision's
+// lifecycle, and the MutatingAdmissionPolicy that sets the controllers'
+// finalizers on creation; binaries (scion dev, the tests' control plane)
+// install them without a checkout.
 package policy
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-//go:embed lifecycle.yaml
-var lifecycle []byte
+//go:embed lifecycle.yaml finalizers.yaml
+var files embed.FS
 
 // Objects returns the policies and their bindings.
 func Objects() ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(lifecycle), 4096)
 	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("lifecycle.yaml: %w", err)
+	for _, name := range []string{"lifecycle.yaml", "finalizers.yaml"} {
+		data, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
 		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if len(u.Object) > 0 {
+				out = append(out, u)
+			}
 		}
 	}
+	return out, nil
 }
 
 // Install creates or updates the policies and their bindings (server-side
-// apply, field manager "scion").
+// apply, field manager "scion"). The MutatingAdmissionPolicy is left out
+// on an API server that does not serve it (before Kubernetes 1.36).
 func Install(ctx context.Context, c client.Client) error {
 	objs, err := Objects()
 	if err != nil {
 		return err
 	}
+	mutating := false
 	for _, u := range objs {
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scion"), client.ForceOwnership); err != nil {
+		err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scion"), client.ForceOwnership)
+		if meta.IsNoMatchError(err) && u.GetAPIVersion() == "admissionregistration.k8s.io/v1" && strings.HasPrefix(u.GetKind(), "Mutating") {
+			// An API server before 1.36: the controllers add their
+			// finalizers themselves.
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("installing %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
+		mutating = mutating || u.GetKind() == "MutatingAdmissionPolicy"
 	}
-	return nil
+	if !mutating {
+		return nil
+	}
+	return waitApplied(ctx, c)
+}
+
+// waitApplied waits until the API server sets the finalizer on a
+// PackageVariant (a dry-run create): until it has loaded the policy and
+// the CRDs' schemas, creations of the kinds the policy matches fail with
+// "Resource kind ... not found" (503) for a few seconds.
+func waitApplied(ctx context.Context, c client.Client) error {
+	probe := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
+			"metadata": map[string]any{"name": "scion-policy-probe", "namespace": "default"},
+			"spec": map[string]any{
+				"upstream":   map[string]any{"repo": "probe", "package": "probe", "revision": "1"},
+				"downstream": map[string]any{"repo": "probe", "package": "probe"},
+			},
+		}}
+		return u
+	}
+	var last error
+	for range 300 {
+		u := probe()
+		last = c.Create(ctx, u, client.DryRunAll)
+		if last == nil && len(u.GetFinalizers()) > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the API server does not apply the MutatingAdmissionPolicy scion-finalizers after a minute (last dry run: %v)", last)
 }

@@ -36,6 +36,13 @@ var (
 		Name: "scion_repository_syncs_total",
 		Help: "Repository syncs, by result.",
 	}, []string{"result"})
+	// SetExpansions counts the expansions of each PackageVariantSet's
+	// targets: one per change of the set or of what it selects, not one
+	// per event of its variants (those are repaired one by one).
+	SetExpansions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scion_packagevariantset_expansions_total",
+		Help: "Expansions of each PackageVariantSet's targets.",
+	}, []string{"namespace", "packagevariantset"})
 	// RolloutWaves counts each PackageRollout's waves by state.
 	RolloutWaves = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scion_rollout_waves",
@@ -50,7 +57,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, RolloutWaves, RolloutTargets)
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, RolloutWaves, RolloutTargets)
 }
 
 // ObserveGit records the duration and outcome of a git operation; call it

@@ -32,6 +32,7 @@ import (
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -92,7 +93,8 @@ type Reconciler struct {
 	// and the kinds they may select.
 	Objects *kindwatch.Caches
 
-	source *clusterSource
+	source     *clusterSource
+	expansions expansions
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets,verbs=get;list;watch;update;patch
@@ -134,7 +136,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariantset").
 		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&configv1alpha1.PackageVariant{}, builder.WithPredicates(variantChanged{})).
+		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(repairRequest), builder.WithPredicates(variantChanged{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)
 			return setsFor(ctx, mgr.GetClient(), pr.Namespace, UpstreamIndex, pr.Spec.Repository+"/"+pr.Spec.PackageName)
@@ -193,16 +195,34 @@ func kindKey(gvk schema.GroupVersionKind) string {
 	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
 }
 
-// variantChanged passes the PackageVariant events that change a set's
-// structure: creation, deletion, spec changes (someone edited a generated
-// variant). Ready transitions only change its count: the readiness
-// reconciler handles them without expanding the targets.
+// variantChanged passes the events of a set's PackageVariants that may
+// need a repair: deletion, spec or label changes (someone edited a
+// generated variant, or the set did). Creations are the set's own. Ready
+// transitions only change its count: the readiness reconciler handles
+// them.
 type variantChanged struct{ predicate.Funcs }
+
+// Create implements predicate.Predicate.
+func (variantChanged) Create(event.CreateEvent) bool { return false }
 
 // Update implements predicate.Predicate.
 func (variantChanged) Update(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld.(*configv1alpha1.PackageVariant), e.ObjectNew.(*configv1alpha1.PackageVariant)
-	return o.Generation != n.Generation || !n.DeletionTimestamp.IsZero()
+	return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
+}
+
+// repairSeparator joins a set's name and one of its variants' in the
+// request of a repair ("/" is in no object name).
+const repairSeparator = "/"
+
+// repairRequest maps an event of a variant a set controls to a repair of
+// that variant alone.
+func repairRequest(_ context.Context, o client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "PackageVariantSet" || !strings.HasPrefix(ref.APIVersion, configv1alpha2.GroupVersion.Group+"/") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name + repairSeparator + o.GetName()}}}
 }
 
 // revisionChanged passes PackageRevision events that can change what a
@@ -245,8 +265,12 @@ type scope struct {
 	notReady []string
 }
 
-// Reconcile makes a set's PackageVariants match its targets.
+// Reconcile makes a set's PackageVariants match its targets; a request
+// naming one of its variants ("set/variant") repairs that variant alone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if set, variant, ok := strings.Cut(req.Name, repairSeparator); ok {
+		return r.repair(ctx, types.NamespacedName{Namespace: req.Namespace, Name: set}, variant)
+	}
 	pvs := &configv1alpha2.PackageVariantSet{}
 	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -314,6 +338,7 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 // PackageVariants. A target its author must change stalls the set; a
 // cluster read that failed is retried.
 func (r *Reconciler) reconcileExpand(ctx context.Context, s *scope) (ctrl.Result, error) {
+	metrics.SetExpansions.WithLabelValues(s.pvs.Namespace, s.pvs.Name).Inc()
 	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: s.pvs, Upstream: s.upstream, Source: r.source})
 	if err != nil {
 		reason, stalled := expandFailure(err)
@@ -330,6 +355,7 @@ func (r *Reconciler) reconcileExpand(ctx context.Context, s *scope) (ctrl.Result
 		r.Recorder.Eventf(s.pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
 	}
 	s.variants = expanded.Variants
+	r.expansions.put(s.pvs, expanded.Variants)
 	return ctrl.Result{}, nil
 }
 
@@ -374,7 +400,6 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	}
 	sum := &configv1alpha2.Summary{Desired: len(desired)}
 	s.summary = sum
-	owner := metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))
 	// The writes go out writeConcurrency at a time: a set of a thousand
 	// variants is not a thousand round trips in a row.
 	var (
@@ -405,21 +430,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		delete(existing, want.Name)
 		if !ok {
 			s.notReady = append(s.notReady, want.Name)
-			write(&sum.Created, func() error {
-				want.OwnerReferences = []metav1.OwnerReference{*owner}
-				err := r.Create(ctx, want)
-				if apierrors.IsAlreadyExists(err) {
-					if r.ownedLive(ctx, pvs, want) {
-						// Created by an earlier reconcile, not cached yet.
-						return errNothingWritten
-					}
-					err = fmt.Errorf("PackageVariant %s exists and is not owned by this set: %w", want.Name, errNameTaken)
-				}
-				if err != nil {
-					return fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
-				}
-				return nil
-			})
+			write(&sum.Created, func() error { return r.createVariant(ctx, pvs, want.DeepCopy()) })
 			continue
 		}
 		if !cur.DeletionTimestamp.IsZero() {
@@ -430,8 +441,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			mu.Unlock()
 			continue
 		}
-		if apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) &&
-			cur.Labels[configv1alpha1.ShardLabel] == want.Labels[configv1alpha1.ShardLabel] {
+		if inSync(pvs, cur, want) {
 			if isReady(cur) {
 				sum.Ready++
 			} else {
@@ -440,23 +450,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			continue
 		}
 		s.notReady = append(s.notReady, cur.Name)
-		write(&sum.Updated, func() error {
-			patch := client.MergeFrom(cur.DeepCopy())
-			cur.Spec = want.Spec
-			if cur.Labels == nil {
-				cur.Labels = map[string]string{}
-			}
-			cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
-			if shard := want.Labels[configv1alpha1.ShardLabel]; shard != "" {
-				cur.Labels[configv1alpha1.ShardLabel] = shard
-			} else {
-				delete(cur.Labels, configv1alpha1.ShardLabel)
-			}
-			if err := r.Patch(ctx, cur, patch); err != nil {
-				return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
-			}
-			return nil
-		})
+		write(&sum.Updated, func() error { return r.updateVariant(ctx, pvs, cur, want) })
 	}
 	for _, pv := range byDownstream(slices.Collect(maps.Values(existing))) {
 		if !pv.DeletionTimestamp.IsZero() {
@@ -491,6 +485,50 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	}
 	r.Recorder.Eventf(pvs, nil, "Warning", configv1alpha2.UnexpectedErrorReason, "Ensure", "%v", err)
 	return err
+}
+
+// inSync says whether cur, a variant of the set, is what the set wants.
+func inSync(pvs *configv1alpha2.PackageVariantSet, cur, want *configv1alpha1.PackageVariant) bool {
+	return apiequality.Semantic.DeepEqual(cur.Spec, want.Spec) && cur.Labels[configv1alpha2.PackageVariantSetLabel] == string(pvs.UID) &&
+		cur.Labels[configv1alpha1.ShardLabel] == want.Labels[configv1alpha1.ShardLabel]
+}
+
+// createVariant creates want, owned by the set. A variant of that name the
+// set already owns (created a moment ago, not cached yet) is
+// errNothingWritten; one it does not own is errNameTaken.
+func (r *Reconciler) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, want *configv1alpha1.PackageVariant) error {
+	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))}
+	err := r.Create(ctx, want)
+	if apierrors.IsAlreadyExists(err) {
+		if r.ownedLive(ctx, pvs, want) {
+			return errNothingWritten
+		}
+		err = fmt.Errorf("PackageVariant %s exists and is not owned by this set: %w", want.Name, errNameTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// updateVariant sets cur's spec and the set's labels to want's (a merge
+// patch). cur is changed in place: pass a copy of a cached object.
+func (r *Reconciler) updateVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, cur, want *configv1alpha1.PackageVariant) error {
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec = *want.Spec.DeepCopy()
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
+	if shard := want.Labels[configv1alpha1.ShardLabel]; shard != "" {
+		cur.Labels[configv1alpha1.ShardLabel] = shard
+	} else {
+		delete(cur.Labels, configv1alpha1.ShardLabel)
+	}
+	if err := r.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
+	}
+	return nil
 }
 
 // byDownstream orders variants by downstream repository (then name), so
@@ -530,6 +568,8 @@ func (r *Reconciler) ownedLive(ctx context.Context, pvs *configv1alpha2.PackageV
 // own deletion policy) and keeps the finalizer until they are gone.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pvs := s.pvs
+	r.expansions.forget(pvs.UID)
+	metrics.SetExpansions.DeleteLabelValues(pvs.Namespace, pvs.Name)
 	if !controllerutil.ContainsFinalizer(pvs, configv1alpha2.PackageVariantSetFinalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -666,10 +666,7 @@ func TestSet_readyFlipsDoNotReexpand(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFleet(t)
-	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "flips", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
-		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
-		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}, {Name: "cluster-02"}, {Name: "cluster-03"}, {Name: "cluster-04"}}}},
-	}}
+	pvs := fourClusterSet(f.ns, "flips")
 	var before float64
 	g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -687,4 +684,12 @@ func TestSet_readyFlipsDoNotReexpand(t *testing.T) {
 	after := reconciles(g, "packagevariantset")
 	g.Expect(reconciles(g, "packagevariantset-readiness")).To(BeNumerically(">", readinessBefore), "the readiness reconciler counted the flips")
 	g.Expect(after-before).To(BeNumerically("<=", 1), "Ready flips do not expand the set again")
+}
+
+// fourClusterSet is a set of foo revision 1 over cluster-01 to cluster-04.
+func fourClusterSet(ns, name string) *configv1alpha2.PackageVariantSet {
+	return &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "1"},
+		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}, {Name: "cluster-02"}, {Name: "cluster-03"}, {Name: "cluster-04"}}}},
+	}}
 }

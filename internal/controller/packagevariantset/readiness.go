@@ -44,10 +44,10 @@ const recountInterval = 2 * time.Second
 const recountAfter = 2 * time.Second
 
 // readyFlipped passes the updates of a variant that change whether it is
-// Ready for its generation.
+// Ready for its generation, and deletions.
 var readyFlipped = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*configv1alpha1.PackageVariant), e.ObjectNew.(*configv1alpha1.PackageVariant)
@@ -87,7 +87,9 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
+	// Read only: the cache's objects themselves, not copies of 10,000 of
+	// them every interval.
+	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	s := &scope{pvs: pvs, summary: pvs.Status.Summary.DeepCopy()}

@@ -1,0 +1,129 @@
+package packagevariantset
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+)
+
+// expansions keeps each set's last expansion (the desired variants of one
+// generation), so that an event on one of its variants costs a look at
+// that variant, not an expansion of every target: with a set of 10,000
+// variants, an expansion per deleted or edited variant (or per variant
+// the set updates itself) made the set's cost grow with its size per
+// event.
+type expansions struct {
+	mu sync.Mutex
+	m  map[types.UID]expansion
+}
+
+// expansion is the desired variants of a set's generation, by name.
+type expansion struct {
+	generation int64
+	desired    map[string]*configv1alpha1.PackageVariant
+}
+
+// put records the desired variants of pvs's generation (copies: creating
+// an object changes it).
+func (e *expansions) put(pvs *configv1alpha2.PackageVariantSet, desired []*configv1alpha1.PackageVariant) {
+	byName := make(map[string]*configv1alpha1.PackageVariant, len(desired))
+	for _, pv := range desired {
+		byName[pv.Name] = pv.DeepCopy()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[types.UID]expansion{}
+	}
+	e.m[pvs.UID] = expansion{generation: pvs.Generation, desired: byName}
+}
+
+// desired returns a copy of the variant name pvs's current generation
+// wants; ok is false when no expansion of that generation is known.
+func (e *expansions) desired(pvs *configv1alpha2.PackageVariantSet, name string) (want *configv1alpha1.PackageVariant, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x, found := e.m[pvs.UID]
+	if !found || x.generation != pvs.Generation {
+		return nil, false
+	}
+	if pv := x.desired[name]; pv != nil {
+		return pv.DeepCopy(), true
+	}
+	return nil, true
+}
+
+// forget drops a set's expansion (the set is being deleted).
+func (e *expansions) forget(uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, uid)
+}
+
+// repair makes one variant of a set what the set's last expansion wants:
+// created again when someone deleted it, set back when someone edited it.
+// Without an expansion of the set's current generation (the set changed,
+// stalled, or the process restarted) it does nothing: the set's own
+// reconcile, which those bring, looks at every variant.
+func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name string) (ctrl.Result, error) {
+	pvs := &configv1alpha2.PackageVariantSet{}
+	if err := r.Get(ctx, key, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pvs.DeletionTimestamp.IsZero() {
+		// The set's deletion waits for its variants to be gone.
+		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	}
+	want, known := r.expansions.desired(pvs, name)
+	if !known || want == nil {
+		// Unknown, or a variant the set no longer wants, which its own
+		// reconcile deletes.
+		return ctrl.Result{}, nil
+	}
+	cur := &configv1alpha1.PackageVariant{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: pvs.Namespace, Name: name}, cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = r.createVariant(ctx, pvs, want)
+		if err == nil {
+			r.Recorder.Eventf(pvs, want, "Normal", "Repaired", "Recreate", "PackageVariant %s was deleted: created again", name)
+		}
+	case err != nil:
+		return ctrl.Result{}, err
+	case !cur.DeletionTimestamp.IsZero():
+		return ctrl.Result{}, nil // created again once gone (its deletion brings it back)
+	case !ownedBy(cur, pvs):
+		return ctrl.Result{}, nil
+	case inSync(pvs, cur, want):
+		return ctrl.Result{}, nil
+	default:
+		err = r.updateVariant(ctx, pvs, cur.DeepCopy(), want)
+		if err == nil {
+			r.Recorder.Eventf(pvs, cur, "Normal", "Repaired", "Revert", "PackageVariant %s differed from the set's template: set back", name)
+		}
+	}
+	switch {
+	case errors.Is(err, errNothingWritten):
+		return ctrl.Result{}, nil
+	case errors.Is(err, errNameTaken):
+		// Someone else's variant took the name: the set's own reconcile
+		// reports it in its status.
+		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	}
+	return ctrl.Result{}, err
+}
+
+// ownedBy says whether pvs controls pv.
+func ownedBy(pv *configv1alpha1.PackageVariant, pvs *configv1alpha2.PackageVariantSet) bool {
+	ref := metav1.GetControllerOf(pv)
+	return ref != nil && ref.UID == pvs.UID
+}
