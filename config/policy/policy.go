@@ -80,7 +80,7 @@ func Install(ctx context.Context, c client.Client) error {
 // "Resource kind ... not found" (503) for a few seconds.
 func waitApplied(ctx context.Context, c client.Client) error {
 	probe := func() *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
+		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
 			"metadata": map[string]any{"name": "scion-policy-probe", "namespace": "default"},
 			"spec": map[string]any{
@@ -88,7 +88,6 @@ func waitApplied(ctx context.Context, c client.Client) error {
 				"downstream": map[string]any{"repo": "probe", "package": "probe"},
 			},
 		}}
-		return u
 	}
 	var last error
 	for range 300 {

@@ -430,7 +430,8 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		delete(existing, want.Name)
 		if !ok {
 			s.notReady = append(s.notReady, want.Name)
-			write(&sum.Created, func() error { return r.createVariant(ctx, pvs, want.DeepCopy()) })
+			// want is this reconcile's own (the kept expansion holds copies).
+			write(&sum.Created, func() error { return r.createVariant(ctx, pvs, want) })
 			continue
 		}
 		if !cur.DeletionTimestamp.IsZero() {
@@ -560,8 +561,7 @@ func (r *Reconciler) ownedLive(ctx context.Context, pvs *configv1alpha2.PackageV
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pv), live); err != nil {
 		return false
 	}
-	ref := metav1.GetControllerOf(live)
-	return ref != nil && ref.UID == pvs.UID
+	return ownedBy(live, pvs)
 }
 
 // reconcileDelete deletes the set's PackageVariants (each then applies its
