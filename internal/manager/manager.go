@@ -166,6 +166,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if err := pkgservice.IndexRevisions(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	objects := namespaceCaches(mgr, o.ReadableKinds)
 	if err := mgr.Add(objects); err != nil {
 		return nil, err

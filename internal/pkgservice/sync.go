@@ -97,6 +97,18 @@ type SyncResult struct {
 // Changed reports whether the sync wrote anything.
 func (r SyncResult) Changed() bool { return r.Created+r.Updated+r.Deleted > 0 }
 
+// RepositoryIndex indexes PackageRevisions by spec.repository, so that a
+// Repository's sync reads the objects of that repository alone.
+// IndexRevisions registers it; Sync needs it.
+const RepositoryIndex = "spec.repository"
+
+// IndexRevisions registers RepositoryIndex with a manager's cache.
+func IndexRevisions(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &porchv1alpha1.PackageRevision{}, RepositoryIndex, func(o client.Object) []string {
+		return []string{o.(*porchv1alpha1.PackageRevision).Spec.Repository}
+	})
+}
+
 // Sync makes the PackageRevision objects of a Repository match the
 // revisions in git: it creates objects for new revisions, updates those
 // whose revision changed, and deletes those whose revision is gone. It
@@ -112,12 +124,14 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	// resourceVersion the patch is conditional on). The other order would
 	// let a revision someone moved in git and showed meanwhile be shown
 	// back in its old lifecycle, undoing their move.
-	// Every object of the namespace, not only those labelled with the
-	// repository: an object a user created is labelled once shown, and
-	// one whose first write went to git but was never shown must be found
-	// here, not duplicated.
+	// Every object naming the repository in its spec, not only those
+	// labelled with it: an object a user created is labelled once shown,
+	// and one whose first write went to git but was never shown must be
+	// found here, not duplicated. Through RepositoryIndex, not the whole
+	// namespace: with 1,000 repositories of 20 revisions in a namespace, a
+	// sync reads its 20 objects, not 20,000.
 	existing := &porchv1alpha1.PackageRevisionList{}
-	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace)); err != nil {
+	if err := s.Client.List(ctx, existing, client.InNamespace(repoObj.Namespace), client.MatchingFields{RepositoryIndex: repoObj.Name}); err != nil {
 		return SyncResult{}, fmt.Errorf("listing the PackageRevisions of %s: %w", repoObj.Name, err)
 	}
 	start := time.Now()
@@ -132,9 +146,7 @@ func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, 
 	current := map[string]*porchv1alpha1.PackageRevision{}
 	for i := range existing.Items {
 		pr := &existing.Items[i]
-		if pr.Spec.Repository == repoObj.Name {
-			current[Identity(pr.Spec.PackageName, pr.Spec.WorkspaceName)] = pr
-		}
+		current[Identity(pr.Spec.PackageName, pr.Spec.WorkspaceName)] = pr
 	}
 	res := SyncResult{Revisions: len(revs)}
 	packages := map[string]bool{}

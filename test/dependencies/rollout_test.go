@@ -54,7 +54,11 @@ func TestRollout_publishesDependencies(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue(), "%v", cur.Status.Conditions)
 		appPR := &porchv1alpha1.PackageRevision{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, appPR)).To(Succeed())
-		g.Expect(appPR.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(porchv1alpha1.LifecyclePublished)))
+		// On failure, say what the rollout counted and what the object
+		// asked for and showed.
+		g.Expect(appPR.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(porchv1alpha1.LifecyclePublished)),
+			"rollout waves %+v; %s spec.lifecycle %s, generation %d, observed %d, conditions %+v",
+			cur.Status.Waves, app, appPR.Spec.Lifecycle, appPR.Generation, appPR.Status.ObservedGeneration, appPR.Status.Conditions)
 		// It was published through its gate: its dependencies first.
 		gate := prCondition(appPR, configv1alpha1.DependenciesReadinessGate)
 		g.Expect(gate).NotTo(BeNil())
