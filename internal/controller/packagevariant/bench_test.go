@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -196,7 +197,9 @@ func BenchmarkPackageVariants(b *testing.B) {
 
 // profilePhase writes a CPU profile of one phase of the scenario to
 // $SCION_BENCH_PROFILE-<phase>.pprof when that is set (`make bench-scale
-// PROFILE=/tmp/scale`), for `go tool pprof`; it returns what ends it.
+// PROFILE=/tmp/scale`), for `go tool pprof`, and the heap in use at its
+// end to $SCION_BENCH_PROFILE-<phase>-heap.pprof; it returns what ends
+// it.
 func profilePhase(b *testing.B, phase string) func() {
 	prefix := os.Getenv("SCION_BENCH_PROFILE")
 	if prefix == "" {
@@ -212,6 +215,15 @@ func profilePhase(b *testing.B, phase string) func() {
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+		h, err := os.Create(prefix + "-" + phase + "-heap.pprof")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		runtime.GC() // the heap in use, not what the last cycle left
+		if err := pprof.WriteHeapProfile(h); err != nil {
 			b.Error(err)
 		}
 	}
@@ -248,6 +260,9 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	}
 	row("wall time (all Ready)", func(i int) string { return wall[i].Round(100 * time.Millisecond).String() })
 	row("CPU controllers", func(i int) string { return cpu[i].Self.Round(100 * time.Millisecond).String() })
+	row("  of which GC (marking on idle processors)", func(i int) string {
+		return fmt.Sprintf("%s (%s)", cpu[i].GC.Round(100*time.Millisecond), cpu[i].GCIdle.Round(100*time.Millisecond))
+	})
 	row("CPU git server", func(i int) string { return cpu[i].Children.Round(100 * time.Millisecond).String() })
 	row("CPU kube-apiserver", func(i int) string { return cpu[i].APIServer.Round(100 * time.Millisecond).String() })
 	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })

@@ -6,6 +6,7 @@ package cpustat
 import (
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,13 +17,19 @@ import (
 // children (the git subprocesses) and by the control plane's processes,
 // and the time the machine's virtual processors waited for the host
 // (steal): on a shared host, what the same work takes varies with it.
+// GC and GCIdle are the Go runtime's estimate of how much of Self its
+// garbage collector took, and of that how much marked on processors this
+// process had nothing else to run on (idle-priority marking, which grows
+// with the heap in use however little the process allocates).
 type CPU struct {
 	Self, Children, APIServer, Etcd, Steal time.Duration
+	GC, GCIdle                             time.Duration
 }
 
 // Sub returns the CPU time used between o and c.
 func (c CPU) Sub(o CPU) CPU {
-	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal}
+	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal,
+		GC: c.GC - o.GC, GCIdle: c.GCIdle - o.GCIdle}
 }
 
 // Read samples the processor time of this process, of its finished
@@ -37,6 +44,7 @@ func Read() CPU {
 		c.Children = rusageTime(ru)
 	}
 	c.Steal = steal()
+	c.GC, c.GCIdle = gc()
 	self := strconv.Itoa(os.Getpid())
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -85,4 +93,18 @@ func steal() time.Duration {
 	}
 	n, _ := strconv.ParseInt(fields[8], 10, 64)
 	return time.Duration(n) * time.Second / 100
+}
+
+// gc reads the runtime's estimate of the CPU its garbage collector used,
+// in all and marking on idle processors.
+func gc() (total, idle time.Duration) {
+	samples := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	metrics.Read(samples)
+	seconds := func(s metrics.Sample) time.Duration {
+		if s.Value.Kind() != metrics.KindFloat64 {
+			return 0
+		}
+		return time.Duration(s.Value.Float64() * float64(time.Second))
+	}
+	return seconds(samples[0]), seconds(samples[1])
 }
