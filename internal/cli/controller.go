@@ -54,7 +54,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.IntVar(&o.Manager.PackageVariantWorkers, "packagevariant-workers", 8, "PackageVariants reconciled at once")
 	f.IntVar(&o.Manager.PackageVariantSetWorkers, "packagevariantset-workers", 2, "PackageVariantSets reconciled at once")
 	f.IntVar(&o.Manager.PackageRolloutWorkers, "packagerollout-workers", 2, "PackageRollouts reconciled at once")
-	f.StringVar(&o.Manager.Shard, "shard", "", "reconcile only objects labelled config.porch.kpt.dev/shard=SHARD (default: only those without the label); each shard elects its own leader")
+	f.StringVar(&o.Manager.Shard, "shard", "", "reconcile only objects labelled config.porch.kpt.dev/shard=SHARD, a DNS label (default: only those without the label); each shard elects its own leader")
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")

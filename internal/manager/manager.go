@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/controller/packagelock"
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/packagerollout"
@@ -140,6 +143,12 @@ func leaderElectionID(shard string) string {
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.CacheDir == "" {
 		return nil, errors.New("a cache directory is required")
+	}
+	if errs := validation.IsDNS1123Label(o.Shard); o.Shard != "" && len(errs) > 0 {
+		// The shard is a label value and names the shard's lease: a name
+		// that cannot be both would leave the replica idle, or fail later
+		// at leader election without saying why.
+		return nil, fmt.Errorf("shard %q: %s (the shard is the value of the label %s and names its leader election lease)", o.Shard, strings.Join(errs, "; "), configv1alpha1.ShardLabel)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -207,6 +208,17 @@ func TestSharding(t *testing.T) {
 			if v.down == down {
 				g.Expect(strings.Count(log, "Create from PackageVariant "+v.name+"\n")).To(Equal(1), "%s in %s", v.name, down)
 			}
+		}
+	}
+}
+
+// A shard that cannot be a label value and a lease name is refused when
+// the manager is built, naming it, before anything connects.
+func TestShardName(t *testing.T) {
+	for _, shard := range []string{"Blue", "a b", "tenant_a", "a.b", strings.Repeat("a", 64)} {
+		_, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, Options{CacheDir: t.TempDir(), Shard: shard})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("shard %q", shard)) {
+			t.Errorf("shard %q: got %v, want an error naming it", shard, err)
 		}
 	}
 }

@@ -50,7 +50,8 @@ type Options struct {
 // Reconciler reconciles PackageRollouts.
 type Reconciler struct {
 	client.Client
-	// APIReader re-reads after a conflicting status write.
+	// APIReader reads the targets a rollout freezes, a target the cache
+	// does not show, and re-reads after a conflicting status write.
 	APIReader client.Reader
 	Cache     *repocache.Cache
 	Service   *pkgservice.Service
@@ -201,9 +202,11 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 }
 
 // reconcileStart freezes the rollout's targets into waves, once: the
-// Proposed revisions its selector matches now, by Repository. A target
-// that appears later waits for the next rollout. It records started; the
-// waves are written before anything is published.
+// Proposed revisions its selector matches now, by Repository, as the API
+// server has them (a cache a moment behind would leave out a revision
+// proposed just before the rollout was created). A target that appears
+// later waits for the next rollout. It records started; the waves are
+// written before anything is published.
 func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro := s.ro
 	if ro.Status.StartedAt != nil {
@@ -214,7 +217,7 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.revisionSelector: %v", err)
 	}
 	prs := &porchv1alpha1.PackageRevisionList{}
-	if err := r.List(ctx, prs, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.APIReader.List(ctx, prs, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the PackageRevisions spec.revisionSelector selects: %w", err)
 	}
 	repos := &configv1alpha1.RepositoryList{}
@@ -249,7 +252,14 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Resul
 	for _, w := range s.ro.Status.Waves {
 		for _, name := range w.Revisions {
 			pr := &porchv1alpha1.PackageRevision{}
-			err := r.Get(ctx, types.NamespacedName{Namespace: s.ro.Namespace, Name: name}, pr)
+			key := types.NamespacedName{Namespace: s.ro.Namespace, Name: name}
+			err := r.Get(ctx, key, pr)
+			if apierrors.IsNotFound(err) {
+				// Frozen from the API server: the cache may not show a
+				// revision created a moment ago yet. Gone only if the
+				// API server says so.
+				err = r.APIReader.Get(ctx, key, pr)
+			}
 			if apierrors.IsNotFound(err) {
 				s.revs[name] = rollout.Revision{Name: name}
 				continue
