@@ -337,6 +337,11 @@ type Summary struct {
 	// Ready is the number of generated PackageVariants that are Ready for
 	// their current generation.
 	Ready int `json:"ready"`
+	// Generation is the set's generation whose writes created, updated
+	// and deleted count (a reconcile that wrote and then failed counts
+	// too, though it did not observe the generation).
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // PackageVariantSet generates PackageVariants from targets and a template.

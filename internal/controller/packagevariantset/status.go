@@ -70,7 +70,11 @@ func setStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, o reconciler.Out
 	reconciler.SetConditions(&pvs.Status.Conditions, gen, reconciler.KstatusConditions(gen, o, readyCondition(s, o))...)
 	if s.summary != nil {
 		sum := *s.summary
-		if prev := pvs.Status.Summary; prev != nil && pvs.Status.ObservedGeneration == gen {
+		sum.Generation = gen
+		// The counts of the generation's earlier reconciles, including
+		// those that wrote and then failed (observedGeneration has not
+		// moved for them).
+		if prev := pvs.Status.Summary; prev != nil && prev.Generation == gen {
 			sum.Created += prev.Created
 			sum.Updated += prev.Updated
 			sum.Deleted += prev.Deleted

@@ -23,21 +23,25 @@ func TestSetStatus(t *testing.T) {
 		name                        string
 		outcome                     reconciler.Outcome
 		prevGen                     int64
+		countsGen                   int64 // the generation the status's counts are of
 		wantObserved                int64
 		wantCreated                 int
 		ready, reconciling, stalled metav1.ConditionStatus
 	}{
-		{"done adds to this generation's counts", reconciler.Outcome{}, 4, 4, 3, "True", "False", "False"},
-		{"done, first of a new generation", reconciler.Outcome{}, 3, 4, 1, "True", "False", "False"},
-		{"a failed write does not observe the generation", reconciler.Outcome{Err: errors.New("conflict")}, 3, 3, 1, "False", "True", "False"},
-		{"waiting does not observe the generation", reconciler.Outcome{Waiting: reconciler.Wait(0, "X", "y")}, 3, 3, 1, "False", "True", "False"},
-		{"stalled observes it", reconciler.Outcome{Stalled: reconciler.Stall("ValidationError", "bad")}, 3, 4, 1, "False", "False", "True"},
+		{"done adds to this generation's counts", reconciler.Outcome{}, 4, 4, 4, 3, "True", "False", "False"},
+		{"done, first of a new generation", reconciler.Outcome{}, 3, 3, 4, 1, "True", "False", "False"},
+		// A reconcile of generation 4 wrote, then failed: what it wrote
+		// still counts when the next one completes.
+		{"done after a failed reconcile of this generation", reconciler.Outcome{}, 3, 4, 4, 3, "True", "False", "False"},
+		{"a failed write does not observe the generation", reconciler.Outcome{Err: errors.New("conflict")}, 3, 3, 3, 1, "False", "True", "False"},
+		{"waiting does not observe the generation", reconciler.Outcome{Waiting: reconciler.Wait(0, "X", "y")}, 3, 3, 3, 1, "False", "True", "False"},
+		{"stalled observes it", reconciler.Outcome{Stalled: reconciler.Stall("ValidationError", "bad")}, 3, 3, 4, 1, "False", "False", "True"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
 			pvs.Status.ObservedGeneration = tc.prevGen
-			pvs.Status.Summary = &configv1alpha2.Summary{Created: 2}
+			pvs.Status.Summary = &configv1alpha2.Summary{Created: 2, Generation: tc.countsGen}
 			setStatus(pvs, &scope{summary: &configv1alpha2.Summary{Desired: 1, Created: 1}}, tc.outcome)
 			g.Expect(pvs.Status.ObservedGeneration).To(Equal(tc.wantObserved))
 			g.Expect(pvs.Status.Summary.Created).To(Equal(tc.wantCreated))
