@@ -295,9 +295,9 @@ type readyCount struct {
 	cache cache.Cache
 	mu    sync.Mutex
 	want  func(*configv1alpha1.PackageVariant) bool
+	// ready holds the names of the variants that count.
 	ready map[string]bool
-	n     int
-	// changed is closed (and replaced) whenever n changes.
+	// changed is closed (and replaced) whenever ready changes.
 	changed chan struct{}
 }
 
@@ -354,10 +354,8 @@ func (rc *readyCount) set(name string, ready bool) {
 	}
 	if ready {
 		rc.ready[name] = true
-		rc.n++
 	} else {
 		delete(rc.ready, name)
-		rc.n--
 	}
 	close(rc.changed)
 	rc.changed = make(chan struct{})
@@ -381,7 +379,7 @@ func waitAllReady(b *testing.B, rc *readyCount, n int, want func(*configv1alpha1
 	deadline := time.After(20 * time.Minute)
 	for {
 		rc.mu.Lock()
-		ready, changed := rc.n, rc.changed
+		ready, changed := len(rc.ready), rc.changed
 		rc.mu.Unlock()
 		if ready == n {
 			return
