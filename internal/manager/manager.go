@@ -35,6 +35,7 @@ import (
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/variantset"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// labelled config.porch.kpt.dev/shard with it, or ("") those without
 	// the label. Each shard elects its own leader.
 	Shard string
+	// GitObjectCacheSize bounds, in bytes, the git objects kept in memory
+	// for all repositories together (store.DefaultObjectCacheSize when 0).
+	GitObjectCacheSize int64
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
@@ -169,7 +173,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories}
+	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories,
+		Objects: store.NewObjectCache(o.GitObjectCacheSize)}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
 	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {

@@ -70,6 +70,10 @@ type Cache struct {
 	// the controller's file system, which is for development and tests
 	// (scion dev turns it on). Even then, no URL may point into Dir.
 	AllowFileRepositories bool
+	// Objects keeps recent git objects in memory within one bound for
+	// every repository (store.Options.Objects); one of
+	// store.DefaultObjectCacheSize when nil.
+	Objects *store.ObjectCache
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
@@ -107,6 +111,10 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 		e = &entry{lock: make(chan struct{}, 1)}
 		c.repos[key] = e
 	}
+	if c.Objects == nil {
+		c.Objects = store.NewObjectCache(0)
+	}
+	objects := c.Objects
 	c.mu.Unlock()
 
 	g := r.Spec.Git
@@ -133,7 +141,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: dir, Timeout: c.Timeout, Gate: e.gate,
+		CacheDir: dir, Timeout: c.Timeout, Gate: e.gate, Objects: objects,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

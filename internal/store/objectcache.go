@@ -1,10 +1,12 @@
 package store
 
 import (
+	"container/list"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,9 +19,12 @@ import (
 // Pack consolidation: once more than maxSmallPacks packs under
 // smallPackSize have accumulated (each flush and each fetch adds one),
 // they are merged into one. A merged pack soon outgrows smallPackSize and
-// is left alone, so an object is rewritten a few times at most.
+// is left alone, so an object is rewritten a few times at most. go-git
+// keeps the index of every pack it has opened in memory (a few KiB even
+// for a pack of one draft), so the bound is low: with a thousand
+// repositories, 32 small packs each held over 100 MiB of indexes.
 const (
-	maxSmallPacks = 32
+	maxSmallPacks = 8
 	smallPackSize = 256 << 10
 )
 
@@ -187,3 +192,131 @@ func (s *cachedStorage) packHashes(pack plumbing.Hash, fn func(plumbing.Hash)) e
 		fn(e.Hash)
 	}
 }
+
+// DefaultObjectCacheSize is the memory an ObjectCache holds when it is
+// given no size: a few hundred drafts' worth of objects, far more than
+// the objects being written and pushed at any one time.
+const DefaultObjectCacheSize = 32 << 20
+
+// ObjectCache keeps recently read and written git objects in memory for
+// any number of Repositories, within one bound in bytes for all of them
+// together, evicting the least recently used. go-git's own cache is
+// bounded per repository, so a controller with a thousand repositories
+// could hold a thousand times its bound, and its heap (and the garbage
+// collector's work) grew with every repository written to.
+//
+// Entries are per repository: an object is served only to the repository
+// that read or wrote it, so a repository never takes an object it does
+// not have for one it has (git objects with the same hash are the same,
+// but HasEncodedObject must stay true to the repository's own store).
+// It is safe for concurrent use.
+type ObjectCache struct {
+	mu      sync.Mutex
+	max     int64
+	size    int64
+	lru     *list.List // of *cachedObject, most recently used first
+	entries map[cacheKey]*list.Element
+	views   uint64
+}
+
+type cacheKey struct {
+	view uint64
+	hash plumbing.Hash
+}
+
+type cachedObject struct {
+	key cacheKey
+	obj plumbing.EncodedObject
+}
+
+// NewObjectCache returns a cache holding at most maxBytes of objects
+// (DefaultObjectCacheSize when maxBytes <= 0).
+func NewObjectCache(maxBytes int64) *ObjectCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultObjectCacheSize
+	}
+	return &ObjectCache{max: maxBytes, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+}
+
+// Size returns the bytes of objects held.
+func (c *ObjectCache) Size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+// view returns the cache of one repository.
+func (c *ObjectCache) view() *objectCacheView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.views++
+	return &objectCacheView{c: c, id: c.views}
+}
+
+func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
+	size := obj.Size()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[k]; ok {
+		c.lru.MoveToFront(e)
+		return
+	}
+	if size > c.max {
+		return
+	}
+	c.entries[k] = c.lru.PushFront(&cachedObject{key: k, obj: obj})
+	c.size += size
+	for c.size > c.max {
+		c.removeLocked(c.lru.Back())
+	}
+}
+
+func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(e)
+	return e.Value.(*cachedObject).obj, true
+}
+
+// clear drops a view's objects. go-git never clears its object cache;
+// this serves Clear's contract, at the cost of a walk over the cache.
+func (c *ObjectCache) clear(view uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.lru.Front(); e != nil; {
+		next := e.Next()
+		if e.Value.(*cachedObject).key.view == view {
+			c.removeLocked(e)
+		}
+		e = next
+	}
+}
+
+func (c *ObjectCache) removeLocked(e *list.Element) {
+	o := c.lru.Remove(e).(*cachedObject)
+	delete(c.entries, o.key)
+	c.size -= o.obj.Size()
+}
+
+// objectCacheView is one repository's go-git cache.Object, backed by a
+// shared ObjectCache.
+type objectCacheView struct {
+	c  *ObjectCache
+	id uint64
+}
+
+var _ cache.Object = (*objectCacheView)(nil)
+
+func (v *objectCacheView) Put(o plumbing.EncodedObject) {
+	v.c.put(cacheKey{view: v.id, hash: o.Hash()}, o)
+}
+
+func (v *objectCacheView) Get(h plumbing.Hash) (plumbing.EncodedObject, bool) {
+	return v.c.get(cacheKey{view: v.id, hash: h})
+}
+
+func (v *objectCacheView) Clear() { v.c.clear(v.id) }

@@ -17,7 +17,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
@@ -70,6 +69,10 @@ type Options struct {
 	// DefaultTimeout when 0. A remote that does not answer in time fails
 	// the operation with ErrTimeout instead of holding it.
 	Timeout time.Duration
+	// Objects keeps recent git objects in memory, within one bound shared
+	// by the Repositories given the same cache; a cache of
+	// DefaultObjectCacheSize of its own when nil.
+	Objects *ObjectCache
 	// Gate admits the exchanges with the remote; a new one when nil.
 	// Passing the same Gate to the Repositories that replace one another
 	// (after a change of settings, a restart of the cache) keeps the
@@ -199,7 +202,11 @@ func (r *Repository) openCache() error {
 	if err := os.MkdirAll(r.opts.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("creating cache %s: %w", r.opts.CacheDir, err)
 	}
-	objects := cache.NewObjectLRUDefault()
+	shared := r.opts.Objects
+	if shared == nil {
+		shared = NewObjectCache(0)
+	}
+	objects := shared.view()
 	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects, r.opts.CacheDir)
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	. "github.com/onsi/gomega"
+
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+func blob(content string) plumbing.EncodedObject {
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.BlobObject)
+	_, _ = o.Write([]byte(content))
+	return o
+}
+
+// TestObjectCache: one bound in bytes for every repository, least
+// recently used out first, and each repository sees only its own entries.
+func TestObjectCache(t *testing.T) {
+	g := NewWithT(t)
+	c := NewObjectCache(100)
+	a, b := c.view(), c.view()
+
+	o1, o2, o3 := blob(fmt.Sprintf("%040d", 1)), blob(fmt.Sprintf("%040d", 2)), blob(fmt.Sprintf("%040d", 3))
+	a.Put(o1)
+	b.Put(o2)
+	g.Expect(c.Size()).To(Equal(int64(80)))
+	_, ok := b.Get(o1.Hash())
+	g.Expect(ok).To(BeFalse(), "an object is served only to the repository that has it")
+	got, ok := a.Get(o1.Hash())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got.Hash()).To(Equal(o1.Hash()))
+
+	// o1 was used last: adding o3 evicts o2.
+	a.Put(o3)
+	g.Expect(c.Size()).To(Equal(int64(80)))
+	_, ok = b.Get(o2.Hash())
+	g.Expect(ok).To(BeFalse(), "the least recently used object is evicted")
+	_, ok = a.Get(o1.Hash())
+	g.Expect(ok).To(BeTrue())
+
+	// Putting an object again does not count it twice.
+	a.Put(o3)
+	g.Expect(c.Size()).To(Equal(int64(80)))
+
+	// An object larger than the whole cache is not kept.
+	a.Put(blob(string(make([]byte, 101))))
+	g.Expect(c.Size()).To(Equal(int64(80)))
+
+	b.Put(o2)
+	a.Clear()
+	g.Expect(c.Size()).To(Equal(int64(40)), "Clear drops the repository's objects only")
+	_, ok = b.Get(o2.Hash())
+	g.Expect(ok).To(BeTrue())
+}
+
+// TestRepository_sharedObjectCache: repositories sharing a cache far too
+// small for their objects stay within it, and every draft they write is
+// pushed whole and reads back, from memory or from disk.
+func TestRepository_sharedObjectCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const bound = 4 << 10 // a few objects: most writes overflow it
+	objects := NewObjectCache(bound)
+	type written struct {
+		repo *Repository
+		rev  Revision
+		name string
+	}
+	var all []written
+	var dirs []string
+	for r := 0; r < 2; r++ {
+		url, remote := newRemote(t)
+		dirs = append(dirs, remote)
+		repo := open(t, Options{URL: url, CreateBranch: true, Objects: objects})
+		for i := 0; i < maxSmallPacks+4; i++ {
+			name := fmt.Sprintf("app-%d-%d", r, i)
+			rev, err := repo.WriteDraft(ctx, DraftWrite{Package: name, Workspace: "ws", Contents: testPackage(name, 5)})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(objects.Size()).To(BeNumerically("<=", bound))
+			all = append(all, written{repo, rev, name})
+		}
+	}
+	g.Expect(objects.Size()).To(BeNumerically(">", 0), "the cache holds recent objects")
+	for _, w := range all {
+		got, err := w.repo.Read(ctx, w.rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Equal(testPackage(w.name, 5))).To(BeTrue(), "draft %s", w.name)
+	}
+	// The remotes have every object of every draft (fsck fails the test
+	// otherwise).
+	for i, dir := range dirs {
+		last := all[(i+1)*(len(all)/2)-1]
+		out := gitserver.Git(t, dir, "fsck", "--strict", "--no-dangling", last.rev.Commit)
+		g.Expect(out).NotTo(ContainSubstring("error"))
+	}
+}
