@@ -49,6 +49,11 @@ const UpstreamIndex = "spec.upstream.repoPackage"
 // namespace's revisions.
 const RevisionIndex = "spec.repository+packageName+workspaceName"
 
+// ControllerIndex indexes PackageRevisions by the UID of their controller
+// (a variant), so a deleting variant finds its revisions without reading
+// every revision of its namespace.
+const ControllerIndex = "metadata.ownerReferences.controller"
+
 // Condition reasons of a PackageVariant.
 const (
 	UpstreamNotFoundReason   = "UpstreamNotFound"
@@ -155,6 +160,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &porchv1alpha1.PackageRevision{}, RevisionIndex, func(o client.Object) []string {
 		pr := o.(*porchv1alpha1.PackageRevision)
 		return []string{revisionKey(pr.Spec.Repository, pr.Spec.PackageName, pr.Spec.WorkspaceName)}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &porchv1alpha1.PackageRevision{}, ControllerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -623,15 +636,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	list := &porchv1alpha1.PackageRevisionList{}
-	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingFields{ControllerIndex: string(pv.UID)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var errs []error
 	for i := range list.Items {
 		pr := &list.Items[i]
-		if !metav1.IsControlledBy(pr, pv) {
-			continue
-		}
 		orphan := pv.Spec.DeletionPolicy == configv1alpha1.DeletionPolicyOrphan
 		// What git has decides, not what the spec asks: a proposal whose
 		// publication is asked for but refused (a gate, a conflict) is
