@@ -39,9 +39,13 @@ const (
 	// name of one the set does not own; the set leaves it alone and looks
 	// again every minute.
 	VariantNameTakenReason = "VariantNameTaken"
-	UnexpectedErrorReason  = "UnexpectedError"
-	ValidReason            = "Valid"
-	ReconciledReason       = "Reconciled"
+	// VariantDeletingReason: a PackageVariant the set wants is still
+	// being deleted (deleted by hand, or undesired a moment ago); the set
+	// creates it again once it is gone.
+	VariantDeletingReason = "VariantDeleting"
+	UnexpectedErrorReason = "UnexpectedError"
+	ValidReason           = "Valid"
+	ReconciledReason      = "Reconciled"
 )
 
 // PackageVariantSetSpec fans one upstream package out over many targets.

@@ -403,10 +403,11 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	// The writes go out writeConcurrency at a time: a set of a thousand
 	// variants is not a thousand round trips in a row.
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, writeConcurrency)
+		mu       sync.Mutex
+		errs     []error
+		deleting []string
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, writeConcurrency)
 	)
 	write := func(count *int, f func() error) {
 		wg.Add(1)
@@ -435,11 +436,13 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 			continue
 		}
 		if !cur.DeletionTimestamp.IsZero() {
-			// Undesired a moment ago and being deleted: it is created
-			// again once it is gone (its deletion enqueues the set).
+			// Undesired a moment ago, or deleted by hand, and still
+			// applying its deletion policy: it is created again once it
+			// is gone (its deletion enqueues the set). Not a failure.
 			mu.Lock()
-			errs = append(errs, fmt.Errorf("PackageVariant %s is being deleted; it will be created again when it is gone", cur.Name))
+			deleting = append(deleting, cur.Name)
 			mu.Unlock()
+			s.notReady = append(s.notReady, cur.Name)
 			continue
 		}
 		if inSync(pvs, cur, want) {
@@ -474,6 +477,10 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		errs = append(errs[:maxErrors], fmt.Errorf("and %d more errors", len(errs)-maxErrors))
 	}
 	if len(errs) == 0 {
+		if len(deleting) > 0 {
+			slices.Sort(deleting)
+			return reconciler.Wait(0, configv1alpha2.VariantDeletingReason, "PackageVariant %s is being deleted; the set creates it again when it is gone", strings.Join(deleting, ", "))
+		}
 		return nil
 	}
 	err := errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,6 +93,11 @@ func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name 
 	cur := &configv1alpha1.PackageVariant{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: pvs.Namespace, Name: name}, cur)
 	switch {
+	case apierrors.IsNotFound(err) && waitsOnDeletion(pvs):
+		// The set's last reconcile waited for this variant (or another)
+		// to be gone: its own reconcile creates it and says what the set
+		// waits for now.
+		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	case apierrors.IsNotFound(err):
 		err = r.createVariant(ctx, pvs, want)
 		if err == nil {
@@ -120,6 +126,13 @@ func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name 
 		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	}
 	return ctrl.Result{}, err
+}
+
+// waitsOnDeletion says whether the set's last reconcile stopped to wait
+// for variants being deleted.
+func waitsOnDeletion(pvs *configv1alpha2.PackageVariantSet) bool {
+	c := meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha1.ReadyCondition)
+	return c != nil && c.Reason == configv1alpha2.VariantDeletingReason
 }
 
 // ownedBy says whether pvs controls pv.
