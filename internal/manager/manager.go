@@ -29,6 +29,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/namedwatch"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -173,8 +174,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	gitObjects := store.NewObjectCache(o.GitObjectCacheSize)
+	metrics.SetGitObjectCache(func() (float64, float64, float64) {
+		st := gitObjects.Stats()
+		return float64(st.Bytes), float64(st.Hits), float64(st.Misses)
+	})
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories,
-		Objects: store.NewObjectCache(o.GitObjectCacheSize)}
+		Objects: gitObjects}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
 	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {

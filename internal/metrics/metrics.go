@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,8 +57,41 @@ var (
 	}, []string{"namespace", "rollout", "state"})
 )
 
+// objectCache reports the git object cache of the running manager (see
+// SetGitObjectCache).
+var objectCache atomic.Pointer[func() (bytes, hits, misses float64)]
+
+func gitObjectCache(pick func(b, h, m float64) float64) func() float64 {
+	return func() float64 {
+		f := objectCache.Load()
+		if f == nil {
+			return 0
+		}
+		return pick((*f)())
+	}
+}
+
+// SetGitObjectCache makes the scion_git_object_cache_* metrics report
+// stats, the manager's shared git object cache.
+func SetGitObjectCache(stats func() (bytes, hits, misses float64)) {
+	objectCache.Store(&stats)
+}
+
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, RolloutWaves, RolloutTargets)
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, RolloutWaves, RolloutTargets,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "scion_git_object_cache_bytes",
+			Help: "Bytes of git objects kept in memory, for all repositories (bounded by --git-object-cache-size).",
+		}, gitObjectCache(func(b, _, _ float64) float64 { return b })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "scion_git_object_cache_hits_total",
+			Help: "Lookups of git objects found in memory.",
+		}, gitObjectCache(func(_, h, _ float64) float64 { return h })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "scion_git_object_cache_misses_total",
+			Help: "Lookups of git objects not in memory (read from the mirror on disk, or not there).",
+		}, gitObjectCache(func(_, _, m float64) float64 { return m })),
+	)
 }
 
 // ObserveGit records the duration and outcome of a git operation; call it

@@ -217,6 +217,17 @@ type ObjectCache struct {
 	lru     *list.List // of *cachedObject, most recently used first
 	entries map[cacheKey]*list.Element
 	views   uint64
+	// hits and misses count lookups (guarded by mu).
+	hits, misses uint64
+}
+
+// ObjectCacheStats is what an ObjectCache holds and how often it had
+// what was asked.
+type ObjectCacheStats struct {
+	// Bytes of objects held.
+	Bytes int64
+	// Hits and Misses count lookups since the cache was made.
+	Hits, Misses uint64
 }
 
 type cacheKey struct {
@@ -240,9 +251,14 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 
 // Size returns the bytes of objects held.
 func (c *ObjectCache) Size() int64 {
+	return c.Stats().Bytes
+}
+
+// Stats returns the bytes held and the lookups so far.
+func (c *ObjectCache) Stats() ObjectCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.size
+	return ObjectCacheStats{Bytes: c.size, Hits: c.hits, Misses: c.misses}
 }
 
 // view returns the cache of one repository.
@@ -276,8 +292,10 @@ func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
 	if !ok {
+		c.misses++
 		return nil, false
 	}
+	c.hits++
 	c.lru.MoveToFront(e)
 	return e.Value.(*cachedObject).obj, true
 }

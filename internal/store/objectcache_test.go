@@ -51,6 +51,10 @@ func TestObjectCache(t *testing.T) {
 	a.Put(blob(string(make([]byte, 101))))
 	g.Expect(c.Size()).To(Equal(int64(80)))
 
+	st := c.Stats()
+	g.Expect(st.Hits).To(Equal(uint64(2)))
+	g.Expect(st.Misses).To(Equal(uint64(2)))
+
 	b.Put(o2)
 	a.Clear()
 	g.Expect(c.Size()).To(Equal(int64(40)), "Clear drops the repository's objects only")

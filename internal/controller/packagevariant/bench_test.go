@@ -22,6 +22,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
@@ -89,7 +90,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
 		cpuBefore := cpustat.Read()
-		pushesBefore := pushCounts()
+		pushesBefore, cacheBefore := pushCounts(), objectCacheCounts()
 		b.StartTimer()
 
 		endProfile := profilePhase(b, "create")
@@ -129,8 +130,9 @@ func BenchmarkPackageVariants(b *testing.B) {
 		createCPU := cpustat.Read().Sub(cpuBefore)
 		createKinds := snapshotKinds()
 		createPushes := pushSummary(pushesBefore)
+		createCache := objectCacheSummary(cacheBefore)
 		endProfile()
-		requestsBefore, cpuBefore, pushesBefore = apiRequests.Load(), cpustat.Read(), pushCounts()
+		requestsBefore, cpuBefore, pushesBefore, cacheBefore = apiRequests.Load(), cpustat.Read(), pushCounts(), objectCacheCounts()
 
 		// Bump every variant to revision 2 (through the set's upstream,
 		// with a set).
@@ -174,12 +176,13 @@ func BenchmarkPackageVariants(b *testing.B) {
 		updateRequests := apiRequests.Load() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
 		updateKinds := snapshotKinds()
+		updateCache := objectCacheSummary(cacheBefore)
 		endProfile()
 		stop()
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
 			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
-			[2]string{createPushes, pushSummary(pushesBefore)}, peak.Load()))
+			[2]string{createPushes, pushSummary(pushesBefore)}, [2]string{createCache, updateCache}, peak.Load()))
 		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
 		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
@@ -194,6 +197,11 @@ func BenchmarkPackageVariants(b *testing.B) {
 		b.ReportMetric(createCPU.Steal.Seconds(), "create-steal-s")
 	}
 }
+
+// quietBeforeHeapProfile is how long the heap profile of a phase waits
+// for the controllers to finish what the phase left them (status writes,
+// lock recounts, syncs).
+const quietBeforeHeapProfile = 20 * time.Second
 
 // profilePhase writes a CPU profile of one phase of the scenario to
 // $SCION_BENCH_PROFILE-<phase>.pprof when that is set (`make bench-scale
@@ -222,7 +230,15 @@ func profilePhase(b *testing.B, phase string) func() {
 			b.Fatal(err)
 		}
 		defer h.Close()
-		runtime.GC() // the heap in use, not what the last cycle left
+		// The heap in use once the controllers are quiet: while they
+		// work, collections run back to back and the profile shows the
+		// garbage of the last cycle as in use.
+		time.Sleep(quietBeforeHeapProfile)
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.Logf("%s: heap in use after it, the controllers quiet: %d MiB", phase, ms.HeapAlloc>>20)
 		if err := pprof.WriteHeapProfile(h); err != nil {
 			b.Error(err)
 		}
@@ -250,7 +266,7 @@ func subtract(a, b map[string]int64) map[string]int64 {
 }
 
 // scaleTable renders the figures of both phases as one table.
-func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, peak uint64) string {
+func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes, cache [2]string, peak uint64) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (smart HTTP), peak heap of the controllers' process %.0f MiB\n", n, repos, float64(peak)/(1<<20))
@@ -268,6 +284,7 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })
 	row("steal", func(i int) string { return cpu[i].Steal.Round(100 * time.Millisecond).String() })
 	row("git pushes", func(i int) string { return pushes[i] })
+	row("git object cache", func(i int) string { return cache[i] })
 	row("API requests per variant", func(i int) string { return fmt.Sprintf("%.2f", float64(requests[i])/float64(n)) })
 	var names []string
 	for k := range kinds[0] {
@@ -401,6 +418,36 @@ func pushCounts() [2]float64 {
 	}
 	h := m.GetHistogram()
 	return [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
+}
+
+// objectCacheCounts reads the manager's git object cache hits and misses
+// from its metrics.
+func objectCacheCounts() [2]float64 {
+	var out [2]float64
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return out
+	}
+	for _, f := range families {
+		switch f.GetName() {
+		case "scion_git_object_cache_hits_total":
+			out[0] = f.GetMetric()[0].GetCounter().GetValue()
+		case "scion_git_object_cache_misses_total":
+			out[1] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// objectCacheSummary says how often the git object cache had what was
+// asked since before.
+func objectCacheSummary(before [2]float64) string {
+	now := objectCacheCounts()
+	hits, misses := now[0]-before[0], now[1]-before[1]
+	if hits+misses == 0 {
+		return "no lookups"
+	}
+	return fmt.Sprintf("%.0f%% of %.0f lookups hit", 100*hits/(hits+misses), hits+misses)
 }
 
 // pushSummary says how many pushes the manager made since before, and how
