@@ -194,8 +194,8 @@ func (s *cachedStorage) packHashes(pack plumbing.Hash, fn func(plumbing.Hash)) e
 }
 
 // DefaultObjectCacheSize is the memory an ObjectCache holds when it is
-// given no size: a few hundred drafts' worth of objects, far more than
-// the objects being written and pushed at any one time.
+// given no size: about a thousand drafts' worth of objects, far more
+// than the objects being written and pushed at any one time.
 const DefaultObjectCacheSize = 32 << 20
 
 // ObjectCache keeps recently read and written git objects in memory for
@@ -236,8 +236,9 @@ type cacheKey struct {
 }
 
 type cachedObject struct {
-	key cacheKey
-	obj plumbing.EncodedObject
+	key  cacheKey
+	obj  plumbing.EncodedObject
+	size int64 // as counted when put
 }
 
 // NewObjectCache returns a cache holding at most maxBytes of objects
@@ -280,7 +281,7 @@ func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
 	if size > c.max {
 		return
 	}
-	c.entries[k] = c.lru.PushFront(&cachedObject{key: k, obj: obj})
+	c.entries[k] = c.lru.PushFront(&cachedObject{key: k, obj: obj, size: size})
 	c.size += size
 	for c.size > c.max {
 		c.removeLocked(c.lru.Back())
@@ -317,7 +318,7 @@ func (c *ObjectCache) clear(view uint64) {
 func (c *ObjectCache) removeLocked(e *list.Element) {
 	o := c.lru.Remove(e).(*cachedObject)
 	delete(c.entries, o.key)
-	c.size -= o.obj.Size()
+	c.size -= o.size
 }
 
 // objectCacheView is one repository's go-git cache.Object, backed by a
