@@ -44,6 +44,15 @@ var (
 		Name: "scion_packagevariantset_expansions_total",
 		Help: "Expansions of each PackageVariantSet's targets.",
 	}, []string{"namespace", "packagevariantset"})
+	// VariantProductions counts how each PackageVariant reconcile came by
+	// its downstream package: produced (read from git, cloned or updated,
+	// mutated and rendered) or reused (nothing it is made from changed
+	// since the last production that reached git, such as the reconcile
+	// the variant's own write brings back).
+	VariantProductions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scion_packagevariant_productions_total",
+		Help: "Downstream packages of PackageVariant reconciles, by result (produced, reused).",
+	}, []string{"result"})
 	// RolloutWaves counts each PackageRollout's waves by state.
 	RolloutWaves = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scion_rollout_waves",
@@ -78,7 +87,7 @@ func SetGitObjectCache(stats func() (bytes, hits, misses float64)) {
 }
 
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, RolloutWaves, RolloutTargets,
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, VariantProductions, RolloutWaves, RolloutTargets,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "scion_git_object_cache_bytes",
 			Help: "Bytes of git objects kept in memory, for all repositories (bounded by --git-object-cache-size).",

@@ -90,7 +90,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
 		cpuBefore := cpustat.Read()
-		pushesBefore, cacheBefore := pushCounts(), objectCacheCounts()
+		pushesBefore, countersBefore := pushCounts(), counterValues()
 		b.StartTimer()
 
 		endProfile := profilePhase(b, "create")
@@ -130,9 +130,9 @@ func BenchmarkPackageVariants(b *testing.B) {
 		createCPU := cpustat.Read().Sub(cpuBefore)
 		createKinds := snapshotKinds()
 		createPushes := pushSummary(pushesBefore)
-		createCache := objectCacheSummary(cacheBefore)
+		createCounters := counterSummary(countersBefore, n)
 		endProfile()
-		requestsBefore, cpuBefore, pushesBefore, cacheBefore = apiRequests.Load(), cpustat.Read(), pushCounts(), objectCacheCounts()
+		requestsBefore, cpuBefore, pushesBefore, countersBefore = apiRequests.Load(), cpustat.Read(), pushCounts(), counterValues()
 
 		// Bump every variant to revision 2 (through the set's upstream,
 		// with a set).
@@ -176,13 +176,13 @@ func BenchmarkPackageVariants(b *testing.B) {
 		updateRequests := apiRequests.Load() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
 		updateKinds := snapshotKinds()
-		updateCache := objectCacheSummary(cacheBefore)
+		updateCounters := counterSummary(countersBefore, n)
 		endProfile()
 		stop()
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
 			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
-			[2]string{createPushes, pushSummary(pushesBefore)}, [2]string{createCache, updateCache}, peak.Load()))
+			[2]string{createPushes, pushSummary(pushesBefore)}, [2][]string{createCounters, updateCounters}, peak.Load()))
 		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
 		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
@@ -266,7 +266,7 @@ func subtract(a, b map[string]int64) map[string]int64 {
 }
 
 // scaleTable renders the figures of both phases as one table.
-func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes, cache [2]string, peak uint64) string {
+func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, counters [2][]string, peak uint64) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (smart HTTP), peak heap of the controllers' process %.0f MiB\n", n, repos, float64(peak)/(1<<20))
@@ -284,7 +284,8 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })
 	row("steal", func(i int) string { return cpu[i].Steal.Round(100 * time.Millisecond).String() })
 	row("git pushes", func(i int) string { return pushes[i] })
-	row("git object cache", func(i int) string { return cache[i] })
+	row("git object cache", func(i int) string { return counters[i][0] })
+	row("variant productions (per variant)", func(i int) string { return counters[i][1] })
 	row("API requests per variant", func(i int) string { return fmt.Sprintf("%.2f", float64(requests[i])/float64(n)) })
 	var names []string
 	for k := range kinds[0] {
@@ -420,34 +421,45 @@ func pushCounts() [2]float64 {
 	return [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
 }
 
-// objectCacheCounts reads the manager's git object cache hits and misses
-// from its metrics.
-func objectCacheCounts() [2]float64 {
-	var out [2]float64
+// counterValues reads the manager's counters, by name and, for labelled
+// series, label values: "scion_packagevariant_productions_total{reused}".
+func counterValues() map[string]float64 {
+	out := map[string]float64{}
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		return out
 	}
 	for _, f := range families {
-		switch f.GetName() {
-		case "scion_git_object_cache_hits_total":
-			out[0] = f.GetMetric()[0].GetCounter().GetValue()
-		case "scion_git_object_cache_misses_total":
-			out[1] = f.GetMetric()[0].GetCounter().GetValue()
+		for _, m := range f.GetMetric() {
+			if m.GetCounter() == nil {
+				continue
+			}
+			name := f.GetName()
+			if len(m.GetLabel()) > 0 {
+				var vs []string
+				for _, l := range m.GetLabel() {
+					vs = append(vs, l.GetValue())
+				}
+				name += "{" + strings.Join(vs, ",") + "}"
+			}
+			out[name] = m.GetCounter().GetValue()
 		}
 	}
 	return out
 }
 
-// objectCacheSummary says how often the git object cache had what was
-// asked since before.
-func objectCacheSummary(before [2]float64) string {
-	now := objectCacheCounts()
-	hits, misses := now[0]-before[0], now[1]-before[1]
-	if hits+misses == 0 {
-		return "no lookups"
+// counterSummary says, since before, how often the git object cache had
+// what was asked, and how the n variants came by their packages.
+func counterSummary(before map[string]float64, n int) []string {
+	now := counterValues()
+	delta := func(name string) float64 { return now[name] - before[name] }
+	hits, misses := delta("scion_git_object_cache_hits_total"), delta("scion_git_object_cache_misses_total")
+	cache := "no lookups"
+	if hits+misses > 0 {
+		cache = fmt.Sprintf("%.0f%% of %.0f lookups hit", 100*hits/(hits+misses), hits+misses)
 	}
-	return fmt.Sprintf("%.0f%% of %.0f lookups hit", 100*hits/(hits+misses), hits+misses)
+	prod := fmt.Sprintf("%.2f produced, %.2f reused", delta("scion_packagevariant_productions_total{produced}")/float64(n), delta("scion_packagevariant_productions_total{reused}")/float64(n))
+	return []string{cache, prod}
 }
 
 // pushSummary says how many pushes the manager made since before, and how

@@ -30,6 +30,7 @@ import (
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -102,6 +103,8 @@ type Reconciler struct {
 	Deps *pkgdeps.Reader
 
 	watches *injectionWatches
+	// memo remembers each variant's last production (see producedMemo).
+	memo producedMemo
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
@@ -181,7 +184,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient()}
+	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient(), memo: &r.memo}
 	return nil
 }
 
@@ -238,8 +241,25 @@ type scope struct {
 	// its proposal or the latest published revision; nil: a new clone).
 	base *pkg.Package
 	in   variant.Input
+	// injection is the namespace's injection epoch when the reconcile
+	// began (see producedMemo).
+	injection uint64
+	// Recorded by reconcileUpstream.
+	upObj *configv1alpha1.Repository
+	// memoKey is the key of this production (recorded by
+	// reconcileDownstream; memoOK false: not memoized); reused is the
+	// memo of an equal one, which reconcileProduce and reconcileWrite
+	// take instead of producing and writing.
+	memoKey producedKey
+	memoOK  bool
+	reused  *producedResult
+	// rebased records that the draft was brought onto a newer published
+	// revision by this reconcile.
+	rebased bool
 	// Recorded by reconcileProduce.
 	produced variant.Output
+	// render is the render status of the package the variant shows.
+	render *kptfilev1.RenderStatus
 	// conditions are the variant's own conditions (Valid,
 	// DownstreamEnsured, package context and injection), from
 	// reconcileValid and reconcileProduce.
@@ -258,10 +278,12 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pv := &configv1alpha1.PackageVariant{}
 	if err := r.Get(ctx, req.NamespacedName, pv); err != nil || !r.Options.Shard.Owns(pv) {
+		r.memo.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{pv: pv}
+	s := &scope{pv: pv, injection: r.memo.epoch(pv.Namespace)}
 	if !pv.DeletionTimestamp.IsZero() {
+		r.memo.forget(req.NamespacedName)
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
 		return out.Return(r.patchStatus(ctx, s, out))
 	}
@@ -271,7 +293,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Someone else wrote to git meanwhile, and the mirror has
 		// fetched it: decide once more with what git has now, rather
 		// than report a conflict nobody needs to act on.
-		*s = scope{pv: pv}
+		*s = scope{pv: pv, injection: r.memo.epoch(pv.Namespace)}
 		out = reconciler.Run(ctx, s, steps...)
 	}
 	out = pkgservice.RemoteOutcome(out)
@@ -299,11 +321,11 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 // upstream store and revision. A missing upstream stalls the variant (a
 // PackageRevision event brings it back).
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	_, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
+	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.upStore, s.upRev = st, rev
+	s.upObj, s.upStore, s.upRev = upObj, st, rev
 	if s.pv.Spec.Upstream.VersionRange != "" {
 		if s.upVersions, err = pkgservice.PublishedVersions(ctx, st, rev.Package); err != nil {
 			return ctrl.Result{}, err
@@ -364,6 +386,12 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if s.down, err = pkgservice.FindVariantRevisions(ctx, downStore, pv); err != nil {
 		return ctrl.Result{}, err
 	}
+	if s.memoKey, s.memoOK = memoKey(s, s.upObj, s.injection); s.memoOK {
+		if m, ok := r.memo.get(client.ObjectKeyFromObject(pv), s.memoKey); ok {
+			s.reused = &m
+			return ctrl.Result{}, nil // nothing it is made from has changed
+		}
+	}
 	upstream, err := s.upStore.Read(ctx, s.upRev)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -403,7 +431,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if rebased {
+		if s.rebased = rebased; rebased {
 			r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", d.Draft.Package, d.Draft.Workspace, d.Published.Revision)
 		}
 		s.base = merged
@@ -422,8 +450,19 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 // from; it records the output and its conditions. A package that cannot
 // be made without a change (no package context) stalls the variant.
 func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if m := s.reused; m != nil {
+		metrics.VariantProductions.WithLabelValues("reused").Inc()
+		s.produced = variant.Output{Conditions: m.conditions, Outcome: variant.Outcome{Injection: variant.InjectionResult{Points: m.points}}}
+		s.conditions = append(s.conditions, m.conditions...)
+		s.render = m.render
+		return ctrl.Result{}, nil
+	}
+	metrics.VariantProductions.WithLabelValues("produced").Inc()
 	out, err := variant.Produce(ctx, s.in)
 	s.produced = out
+	if out.Package != nil {
+		s.render = renderStatus(out.Package)
+	}
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
 		// Watch the kind of every injection point the cluster serves and
@@ -466,6 +505,14 @@ func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result, error) {
 	d, p := s.down, s.produced.Package
 	switch {
+	case s.reused != nil:
+		// Made from the same inputs as what is there: the draft (or,
+		// without one, the published revision) is the variant's.
+		s.target = d.Draft
+		if s.target == nil {
+			s.target = d.Published
+		}
+		return ctrl.Result{}, nil
 	case d.Draft == nil && d.Proposal != nil:
 		// Once the proposal is rejected (a draft again) it is updated;
 		// once published, a new draft follows from it if the variant
@@ -478,9 +525,11 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, nil
 	case d.Draft != nil && variant.SameContent(p, s.base):
 		s.target = d.Draft
+		r.remember(s, s.memoKey)
 		return ctrl.Result{}, nil
 	case d.Draft == nil && d.Published != nil && variant.SameContent(p, s.base):
 		s.target = d.Published // nothing to change: no new draft
+		r.remember(s, s.memoKey)
 		return ctrl.Result{}, nil
 	}
 	written, err := r.Service.WriteVariantDraft(ctx, s.downStore, s.pv, d, p)
@@ -494,6 +543,12 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	s.target = &written
+	// The next reconcile (this write's event brings it) finds the draft
+	// at the commit written: from the same inputs, Produce makes the same
+	// package again.
+	k := s.memoKey
+	k.draft = written.Commit
+	r.remember(s, k)
 	if d.Draft != nil || d.Published != nil {
 		// A change of what exists. A variant's first draft is announced
 		// by its Ready condition and downstreamTargets: no event, one
@@ -501,6 +556,14 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		r.Recorder.Eventf(s.pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
 	}
 	return ctrl.Result{}, nil
+}
+
+// remember memoizes the reconcile's production under key, when it may be.
+func (r *Reconciler) remember(s *scope, key producedKey) {
+	if !s.memoOK || !memoizable(s.produced, s.rebased) {
+		return
+	}
+	r.memo.put(client.ObjectKeyFromObject(s.pv), producedResult{key: key, conditions: s.produced.Conditions, points: s.produced.Outcome.Injection.Points, render: s.render})
 }
 
 // reconcileShow makes the target revision's PackageRevision show it
@@ -539,7 +602,7 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	if _, err := r.Service.Show(ctx, s.downObj, s.downStore, *t, cur, opts); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.produced.Package)}}
+	s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: s.render}}
 	var res ctrl.Result
 	if s.pv.Spec.Upstream.Tag != "" || s.pv.Spec.Upstream.VersionRange != "" {
 		// A tag's move changes no PackageRevision: no event says so (a

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -563,13 +565,9 @@ func TestPackageVariant_personsCommitOnDraft(t *testing.T) {
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
 	createReady(t, pv)
 
-	work := t.TempDir()
-	gitserver.Git(t, work, "clone", "-q", "-b", "drafts/tenant-a/packagevariant-1", cluster, "w")
-	w := work + "/w"
-	g.Expect(os.WriteFile(w+"/tenant-a/notes.md", []byte("# on call: alice\n"), 0o644)).To(Succeed())
-	gitserver.Git(t, w, "add", ".")
-	gitserver.Git(t, w, "commit", "-q", "-m", "Add on-call notes")
-	gitserver.Git(t, w, "push", "-q", "origin", "HEAD:drafts/tenant-a/packagevariant-1")
+	personCommits(t, cluster, "drafts/tenant-a/packagevariant-1", "Add on-call notes", func(w string) {
+		g.Expect(os.WriteFile(w+"/tenant-a/notes.md", []byte("# on call: alice\n"), 0o644)).To(Succeed())
+	})
 
 	// The variant updates its draft (an injected object changed): same
 	// draft, the person's file kept.
@@ -681,4 +679,85 @@ func TestPackageVariant_autoPropose(t *testing.T) {
 	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 	g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "AutoProposed"),
 		HaveField("Note", ContainSubstring("every readiness gate is True, PackageVariant tenant.a is Ready")))))
+}
+
+// personCommits commits what edit changes in a clone of branch of bare,
+// and pushes it, as a person would.
+func personCommits(t *testing.T, bare, branch, message string, edit func(dir string)) {
+	t.Helper()
+	work := t.TempDir()
+	gitserver.Git(t, work, "clone", "-q", "-b", branch, bare, "w")
+	w := work + "/w"
+	edit(w)
+	gitserver.Git(t, w, "add", ".")
+	gitserver.Git(t, w, "commit", "-q", "-m", message)
+	gitserver.Git(t, w, "push", "-q", "origin", "HEAD:"+branch)
+}
+
+// productions reads how many PackageVariant reconciles produced their
+// package and how many reused the last production (all variants).
+func productions(t *testing.T) (produced, reused float64) {
+	t.Helper()
+	for _, result := range []string{"produced", "reused"} {
+		m := &dto.Metric{}
+		if err := metrics.VariantProductions.WithLabelValues(result).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		if result == "produced" {
+			produced = m.GetCounter().GetValue()
+		} else {
+			reused = m.GetCounter().GetValue()
+		}
+	}
+	return produced, reused
+}
+
+// An event that changes nothing the variant is made from (someone labels
+// its draft's PackageRevision) shows the draft without producing it
+// again; a person's commit on the draft is not hidden by that: once the
+// repository has synced, the variant produces anew and puts back what
+// it injects, keeping the person's other change.
+func TestPackageVariant_reusesItsProduction(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	createReady(t, pv)
+	ref := "drafts/tenant-a/packagevariant-1"
+	head := gitserver.Git(t, cluster, "rev-parse", ref)
+
+	_, reused := productions(t)
+	pr := &porchv1alpha1.PackageRevision{}
+	key := client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}
+	g.Expect(k8sClient.Get(ctx, key, pr)).To(Succeed())
+	patch := client.MergeFrom(pr.DeepCopy())
+	pr.Labels["example.com/reviewed"] = "yes"
+	g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, now := productions(t)
+		g.Expect(now).To(BeNumerically(">", reused), "the variant looked again, and reused its production")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "rev-parse", ref)).To(Equal(head), "nothing written")
+	got := ready(g, pv)
+	g.Expect(got.Status.DownstreamTargets).To(HaveLen(1))
+	g.Expect(got.Status.DownstreamTargets[0].Name).To(Equal(key.Name))
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, configv1alpha1.ConfigInjectedCondition)).To(BeTrue(), "the reused conditions are shown")
+
+	// A person overwrites the injected value and adds a file.
+	personCommits(t, cluster, ref, "Paint it red", func(w string) {
+		settings, err := os.ReadFile(w + "/tenant-a/settings.yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.WriteFile(w+"/tenant-a/settings.yaml", []byte(strings.Replace(string(settings), "color: green", "color: red", 1)), 0o644)).To(Succeed())
+		g.Expect(os.WriteFile(w+"/tenant-a/notes.md", []byte("# on call: bob\n"), 0o644)).To(Succeed())
+	})
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01"}, repo)).To(Succeed())
+	rpatch := client.MergeFrom(repo.DeepCopy())
+	repo.Annotations = map[string]string{configv1alpha1.SyncRequestedAnnotation: "person-pushed"}
+	g.Expect(k8sClient.Patch(ctx, repo, rpatch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/settings.yaml")).To(ContainSubstring("color: green"), "the variant injects again")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/notes.md")).To(Equal("# on call: bob"), "the person's file is kept")
+	g.Expect(drafts(t, cluster)).To(Equal([]string{ref}))
 }

@@ -33,6 +33,9 @@ func indexInjectors(o client.Object) []string {
 type injectionWatches struct {
 	kinds  *kindwatch.Watches
 	client client.Client
+	// memo is told of every event, so no variant of the namespace reuses
+	// a production made before it.
+	memo *producedMemo
 }
 
 // ensure watches gvk in namespace if it is not watched there yet.
@@ -45,6 +48,7 @@ func (w *injectionWatches) ensure(ctx context.Context, gvk schema.GroupVersionKi
 // requestsForObject maps an in-cluster object to the variants of its
 // namespace whose injectors name it.
 func (w *injectionWatches) requestsForObject(ctx context.Context, o client.Object) []reconcile.Request {
+	w.memo.injected(o.GetNamespace())
 	list := &configv1alpha1.PackageVariantList{}
 	if err := w.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{InjectorIndex: o.GetName()}); err != nil {
 		return nil

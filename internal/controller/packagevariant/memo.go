@@ -1,0 +1,150 @@
+package packagevariant
+
+import (
+	"strconv"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/variant"
+)
+
+// producedKey names everything a variant's production reads: the spec,
+// the upstream revision and its Repository, the downstream Repository
+// and the variant's revisions in git, and the injected objects of its
+// namespace (by their epoch: any event of an injected kind there moves
+// it). Two reconciles with equal keys produce the same package.
+type producedKey struct {
+	uid        types.UID
+	generation int64
+	upRepo     repoVersion
+	// upstream is the upstream revision: its package, workspace, number
+	// and commit (the Kptfile's upstream records them).
+	upstream [4]string
+	downRepo repoVersion
+	// draft and published are the commits of the variant's draft and of
+	// the latest published revision ("": none).
+	draft, published string
+	injection        uint64
+}
+
+// repoVersion is a Repository's identity and spec version.
+type repoVersion struct {
+	uid        types.UID
+	generation int64
+}
+
+// producedResult is what a production showed, without the package: the
+// conditions and injection points, and the render status of the draft.
+type producedResult struct {
+	key        producedKey
+	conditions []metav1.Condition
+	points     []variant.Point
+	render     *kptfilev1.RenderStatus
+}
+
+// producedMemo remembers, per variant, the last package the controller
+// made and the inputs it made it from, once it is in git: the reconcile
+// the variant's own write brings back (its PackageRevision changed), or
+// any event that changes none of the inputs (a label, someone's
+// condition on the draft), shows the draft without reading and producing
+// it again. Any change of an input (a person's commit on the draft, an
+// upstream revision, the spec, an injected object) misses, and the
+// variant is produced anew. The memo is per process: a new leader starts
+// empty.
+type producedMemo struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]producedResult
+	// epochs count the events of injected kinds per namespace.
+	epochs map[string]uint64
+}
+
+// epoch is the injection epoch of a namespace.
+func (m *producedMemo) epoch(namespace string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epochs[namespace]
+}
+
+// injected records an event of an injected kind in a namespace: every
+// memo of the namespace taken before is stale.
+func (m *producedMemo) injected(namespace string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.epochs == nil {
+		m.epochs = map[string]uint64{}
+	}
+	m.epochs[namespace]++
+}
+
+// get returns the variant's memo if it was taken with key.
+func (m *producedMemo) get(name types.NamespacedName, key producedKey) (producedResult, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.m[name]
+	return r, ok && r.key == key
+}
+
+// put remembers a production.
+func (m *producedMemo) put(name types.NamespacedName, r producedResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[types.NamespacedName]producedResult{}
+	}
+	m.m[name] = r
+}
+
+// forget drops the variant's memo.
+func (m *producedMemo) forget(name types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, name)
+}
+
+// memoKey is the key of the variant's production from what the reconcile
+// has read so far, and whether the variant may be memoized at all:
+// variants with dependencies (their gate follows other packages), a
+// Manual update policy over a version range (held on a revision read
+// from the draft) and a proposal (frozen) are produced every time.
+func memoKey(s *scope, upRepo *configv1alpha1.Repository, injection uint64) (producedKey, bool) {
+	pv, d := s.pv, s.down
+	if pv.Spec.Dependencies != nil || d.Proposal != nil ||
+		pv.Spec.Upstream.VersionRange != "" && pv.Spec.Upstream.UpdatePolicy == configv1alpha1.UpdatePolicyManual {
+		return producedKey{}, false
+	}
+	k := producedKey{
+		uid: pv.UID, generation: pv.Generation,
+		upRepo:    repoVersion{upRepo.UID, upRepo.Generation},
+		upstream:  [4]string{s.upRev.Package, s.upRev.Workspace, strconv.Itoa(s.upRev.Revision), s.upRev.Commit},
+		downRepo:  repoVersion{s.downObj.UID, s.downObj.Generation},
+		injection: injection,
+	}
+	if d.Draft != nil {
+		k.draft = d.Draft.Commit
+	}
+	if d.Published != nil {
+		k.published = d.Published.Commit
+	}
+	return k, true
+}
+
+// memoizable reports whether a production may be remembered: it made the
+// package the variant asks for (a failure or an incomplete injection is
+// tried again on every reconcile, as it may depend on what changes
+// without an event) and wrote nothing else meanwhile (a draft brought
+// onto a newer published revision is produced once more from there).
+func memoizable(out variant.Output, rebased bool) bool {
+	if rebased || out.Package == nil || !out.Outcome.Injection.OK() {
+		return false
+	}
+	for _, c := range out.Conditions {
+		if c.Type == configv1alpha1.DownstreamEnsuredCondition && c.Reason != variant.DownstreamReadyReason {
+			return false
+		}
+	}
+	return true
+}
