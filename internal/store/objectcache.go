@@ -12,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -116,7 +115,7 @@ func (s *cachedStorage) writePack(hashes []plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	if _, err := packfile.NewEncoder(w, s, false).Encode(hashes, 0); err != nil {
+	if err := writePackfile(w, s, hashes); err != nil {
 		_ = w.Close()
 		return err
 	}

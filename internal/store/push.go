@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -144,11 +143,8 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		if err != nil {
 			return failAll(fmt.Errorf("computing objects to push: %w", err))
 		}
-		// No delta search: a push carries a few writes' new objects,
-		// which the server keeps loose anyway; the search cost more than
-		// the bytes it saved.
 		var pack bytes.Buffer
-		if _, err := packfile.NewEncoder(&pack, r.storer, false).Encode(hashes, 0); err != nil {
+		if err := writePackfile(&pack, r.storer, hashes); err != nil {
 			return failAll(fmt.Errorf("encoding objects for %s: %w", r.URL(), err))
 		}
 		req.Packfile = io.NopCloser(&pack)
