@@ -105,6 +105,8 @@ type Reconciler struct {
 	watches *injectionWatches
 	// memo remembers each variant's last production (see producedMemo).
 	memo producedMemo
+	// upstreams shares the upstream packages variants are made from.
+	upstreams upstreamPackages
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
@@ -364,7 +366,7 @@ func (r *Reconciler) holdManual(ctx context.Context, s *scope, lock string) erro
 		s.updateAvailable = fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
 			u.Package, s.upVersion, s.upRev.Revision, u.VersionRange, v.Version)
 		s.upRev, s.upVersion = v.Revision, v.Version.String()
-		s.in.Upstream, err = s.upStore.Read(ctx, s.upRev)
+		s.in.Upstream, err = r.upstreams.read(ctx, s.upStore, s.upRev)
 		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
 		return err
 	}
@@ -392,7 +394,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 			return ctrl.Result{}, nil // nothing it is made from has changed
 		}
 	}
-	upstream, err := s.upStore.Read(ctx, s.upRev)
+	upstream, err := r.upstreams.read(ctx, s.upStore, s.upRev)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -438,7 +440,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	}
 	s.in.Downstream = s.base
 	if lock := lockedCommit(s.base); lock != "" && lock != s.upRev.Commit {
-		if s.in.OldUpstream, err = s.upStore.Read(ctx, store.Revision{Package: s.upRev.Package, Commit: lock}); err != nil {
+		if s.in.OldUpstream, err = r.upstreams.read(ctx, s.upStore, store.Revision{Package: s.upRev.Package, Commit: lock}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
 		}
 	}
