@@ -84,12 +84,14 @@ func (o *Options) Run(ctx context.Context) error {
 // summaries' desired counts, plus the variants no set owns), so it never
 // jumps back.
 func (o *Options) WaitReady(ctx context.Context, ns string) error {
+	// missing is what the last complete look found not ready (a look the
+	// deadline cuts short leaves it alone).
 	var missing []string
 	start := time.Now()
 	last := ""
 	pending := map[string]bool{}
 	err := wait.PollUntilContextTimeout(ctx, time.Second, o.timeout(), true, func(ctx context.Context) (bool, error) {
-		missing = nil
+		var notReady []string
 		sets := &configv1alpha2.PackageVariantSetList{}
 		if err := o.Client.List(ctx, sets, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -103,7 +105,7 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 				total += sm.Desired
 			}
 			if s.Status.ObservedGeneration != s.Generation || !meta.IsStatusConditionTrue(s.Status.Conditions, configv1alpha1.ReadyCondition) {
-				missing = append(missing, "PackageVariantSet/"+s.Name)
+				notReady = append(notReady, "PackageVariantSet/"+s.Name+readyReason(s.Status.Conditions, s.Generation, s.Status.ObservedGeneration))
 			}
 		}
 		pvs := &configv1alpha1.PackageVariantList{}
@@ -124,7 +126,7 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 					o.say("    %s waits for its Proposed revision to be approved or rejected (ProposalPending)", pv.Name)
 				}
 			} else {
-				missing = append(missing, "PackageVariant/"+pv.Name)
+				notReady = append(notReady, "PackageVariant/"+pv.Name+readyReason(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration))
 			}
 		}
 		line := "    expanding the PackageVariantSets"
@@ -135,12 +137,26 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 			o.say("%s", line)
 			last = line
 		}
+		missing = notReady
 		return expanded && len(missing) == 0 && len(pvs.Items) > 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("after %s, not ready: %s: %w", time.Since(start).Round(time.Second), describeMissing(missing), err)
 	}
 	return nil
+}
+
+// readyReason says why an object is not Ready: its generation is not
+// observed yet, or its Ready condition.
+func readyReason(conds []metav1.Condition, gen, observed int64) string {
+	if observed != gen {
+		return fmt.Sprintf(" (generation %d not observed yet, status is of %d)", gen, observed)
+	}
+	c := meta.FindStatusCondition(conds, configv1alpha1.ReadyCondition)
+	if c == nil {
+		return " (no Ready condition yet)"
+	}
+	return fmt.Sprintf(" (Ready=%s %s: %s)", c.Status, c.Reason, c.Message)
 }
 
 func ready(conds []metav1.Condition, gen, observed int64) bool {

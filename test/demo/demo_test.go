@@ -100,7 +100,7 @@ func TestDevDemo(t *testing.T) {
 		cmd := exec.Command(bin, append(args, "--dir", dir, "--assets", assets)...)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "scion %s:\n%s", strings.Join(args, " "), out)
+		g.Expect(err).NotTo(HaveOccurred(), "scion %s:\n%s\nthe controller's log ends:\n%s", strings.Join(args, " "), out, logTail(filepath.Join(dir, "controller.log"), 80))
 		return string(out)
 	}
 	t.Cleanup(func() { _ = exec.Command(bin, "dev", "down", "--dir", dir).Run() })
@@ -163,4 +163,14 @@ func shellBlock(md, marker string) string {
 		}
 	}
 	return ""
+}
+
+// logTail is the last n lines of a log, for a failure's message.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
