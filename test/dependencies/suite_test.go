@@ -132,7 +132,7 @@ spec:
 func setup(t *testing.T) (ns string, cat *catalog, cluster string) {
 	t.Helper()
 	ns = env.Namespace(t, "deps")
-	root := t.TempDir()
+	root := gitserver.Root(t)
 	cat = newCatalog(t, root)
 	cluster = gitserver.InitBare(t, root, "cluster.git")
 	for name, bare := range map[string]string{"catalog": cat.bare, "cluster-01": cluster} {

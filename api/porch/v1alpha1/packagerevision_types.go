@@ -278,3 +278,15 @@ type PackageRevisionList struct {
 func init() {
 	SchemeBuilder.Register(&PackageRevision{}, &PackageRevisionList{})
 }
+
+// GitLifecycle is the lifecycle git has for the revision (the lifecycle
+// label, which the PackageRevision controller sets from git), or the
+// spec's before the object was first shown. The spec says what someone
+// asked for: a publication refused (an unmet gate, a conflict) leaves
+// spec.lifecycle Published on a revision git still has as Proposed.
+func (pr *PackageRevision) GitLifecycle() Lifecycle {
+	if lc := pr.Labels[LifecycleLabel]; lc != "" {
+		return Lifecycle(lc)
+	}
+	return pr.Spec.Lifecycle
+}

@@ -352,8 +352,10 @@ func stringMap(m map[string]string) map[string]any {
 // observed is what a rollout needs of one PackageRevision.
 func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) rollout.Revision {
 	rev := rollout.Revision{Name: pr.Name, Repository: pr.Spec.Repository, Exists: pr.DeletionTimestamp.IsZero(), Lifecycle: pr.Spec.Lifecycle}
-	if pr.Status.ObservedGeneration != pr.Generation && pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished {
-		rev.Lifecycle = porchv1alpha1.LifecycleProposed // asked for, not in git yet
+	if pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && (pr.Status.ObservedGeneration != pr.Generation || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished) {
+		// Asked for, not in git yet, or refused for now (its dependencies
+		// gate holds it until the rollout has published them).
+		rev.Lifecycle = porchv1alpha1.LifecycleProposed
 	}
 	if pr.Status.PublishTimestamp != nil {
 		rev.PublishedAt = pr.Status.PublishTimestamp.Time
@@ -577,7 +579,7 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 		return false, nil
 	}
 	name := pr.Name
-	if pr.Labels[configv1alpha1.PackageRolloutLabel] != ro.Name || pr.Spec.Lifecycle != porchv1alpha1.LifecyclePublished || pr.Status.ObservedGeneration != pr.Generation {
+	if pr.Labels[configv1alpha1.PackageRolloutLabel] != ro.Name || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished || pr.Status.ObservedGeneration != pr.Generation {
 		return false, nil // not published by this rollout (yet): left as it is
 	}
 	_, st, err := r.Cache.OpenNamed(ctx, r.Client, ro.Namespace, pr.Spec.Repository)

@@ -711,7 +711,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		// What git has decides, not what the spec asks: a proposal whose
 		// publication is asked for but refused (a gate, a conflict) is
 		// still a proposal, deleted as one.
-		lc := actualLifecycle(pr)
+		lc := pr.GitLifecycle()
 		if !orphan && (lc == porchv1alpha1.LifecycleDraft || lc == porchv1alpha1.LifecycleProposed || lc == "") {
 			others, err := r.othersCommits(ctx, pv, pr)
 			if err != nil {
@@ -755,7 +755,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		// say what holds them when their deletion fails.
 		for i := range list.Items {
 			pr := &list.Items[i]
-			if lc := actualLifecycle(pr); !metav1.IsControlledBy(pr, pv) || lc != porchv1alpha1.LifecycleDraft && lc != porchv1alpha1.LifecycleProposed {
+			if lc := pr.GitLifecycle(); !metav1.IsControlledBy(pr, pv) || lc != porchv1alpha1.LifecycleDraft && lc != porchv1alpha1.LifecycleProposed {
 				continue
 			}
 			cur := &porchv1alpha1.PackageRevision{}
@@ -780,15 +780,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pv, configv1alpha1.PackageVariantFinalizer)
-}
-
-// actualLifecycle is the lifecycle git has (the object's lifecycle
-// label), or the spec's before the object was shown.
-func actualLifecycle(pr *porchv1alpha1.PackageRevision) porchv1alpha1.Lifecycle {
-	if lc := pr.Labels[porchv1alpha1.LifecycleLabel]; lc != "" {
-		return porchv1alpha1.Lifecycle(lc)
-	}
-	return pr.Spec.Lifecycle
 }
 
 // othersCommits lists the commits of a draft (or proposal) of the variant

@@ -16,7 +16,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
+
+// Root returns a directory for the bare repositories of a test whose
+// controllers run on after it returns (a manager shared by the package's
+// tests may still be pushing to them): it is removed once the test is
+// done, retried while a late writer adds files, and a leftover fails
+// nothing (t.TempDir's cleanup failed such tests).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "scion-git-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("left %s behind: something still writes into it", dir)
+	})
+	return dir
+}
 
 // InitBare creates a bare repository named name under root and returns
 // its path. The repository accepts pushes over HTTP.
