@@ -243,7 +243,7 @@ type scope struct {
 	// its proposal or the latest published revision; nil: a new clone).
 	base *pkg.Package
 	in   variant.Input
-	// injection is the namespace's injection epoch when the reconcile
+	// injection is the variant's injection epoch when the reconcile
 	// began (see producedMemo).
 	injection uint64
 	// Recorded by reconcileUpstream.
@@ -283,7 +283,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.memo.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{pv: pv, injection: r.memo.epoch(pv.Namespace)}
+	s := &scope{pv: pv, injection: r.memo.epoch(pv)}
 	if !pv.DeletionTimestamp.IsZero() {
 		r.memo.forget(req.NamespacedName)
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
@@ -295,7 +295,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Someone else wrote to git meanwhile, and the mirror has
 		// fetched it: decide once more with what git has now, rather
 		// than report a conflict nobody needs to act on.
-		*s = scope{pv: pv, injection: r.memo.epoch(pv.Namespace)}
+		*s = scope{pv: pv, injection: r.memo.epoch(pv)}
 		out = reconciler.Run(ctx, s, steps...)
 	}
 	out = pkgservice.RemoteOutcome(out)
@@ -388,7 +388,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	if s.down, err = pkgservice.FindVariantRevisions(ctx, downStore, pv); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.memoKey, s.memoOK = memoKey(s, s.upObj, s.injection); s.memoOK {
+	if s.memoKey, s.memoOK = memoKey(s); s.memoOK {
 		if m, ok := r.memo.get(client.ObjectKeyFromObject(pv), s.memoKey); ok {
 			s.reused = &m
 			return ctrl.Result{}, nil // nothing it is made from has changed

@@ -713,7 +713,8 @@ func productions(t *testing.T) (produced, reused float64) {
 }
 
 // An event that changes nothing the variant is made from (someone labels
-// its draft's PackageRevision) shows the draft without producing it
+// its draft's PackageRevision, after a ConfigMap it does not inject
+// changed) shows the draft without producing it
 // again; a person's commit on the draft is not hidden by that: once the
 // repository has synced, the variant produces anew and puts back what
 // it injects, keeping the person's other change.
@@ -726,6 +727,9 @@ func TestPackageVariant_reusesItsProduction(t *testing.T) {
 	ref := "drafts/tenant-a/packagevariant-1"
 	head := gitserver.Git(t, cluster, "rev-parse", ref)
 
+	// A ConfigMap no injector names changes meanwhile: it is not an input.
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}, Data: map[string]string{"a": "1"}}
+	g.Expect(k8sClient.Create(ctx, other)).To(Succeed())
 	_, reused := productions(t)
 	pr := &porchv1alpha1.PackageRevision{}
 	key := client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}

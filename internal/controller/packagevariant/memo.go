@@ -14,9 +14,9 @@ import (
 
 // producedKey names everything a variant's production reads: the spec,
 // the upstream revision and its Repository, the downstream Repository
-// and the variant's revisions in git, and the injected objects of its
-// namespace (by their epoch: any event of an injected kind there moves
-// it). Two reconciles with equal keys produce the same package.
+// and the variant's revisions in git, and the objects its injectors name
+// (by their epochs: any event of such an object moves them). Two
+// reconciles with equal keys produce the same package.
 type producedKey struct {
 	uid        types.UID
 	generation int64
@@ -58,26 +58,33 @@ type producedResult struct {
 type producedMemo struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]producedResult
-	// epochs count the events of injected kinds per namespace.
-	epochs map[string]uint64
+	// epochs count the events of the objects injectors name, by
+	// namespace and name (the injectors' index maps an event to its
+	// variants the same way).
+	epochs map[types.NamespacedName]uint64
 }
 
-// epoch is the injection epoch of a namespace.
-func (m *producedMemo) epoch(namespace string) uint64 {
+// epoch is the injection epoch of a variant: the sum of its injected
+// objects' epochs, which any event of one of them moves.
+func (m *producedMemo) epoch(pv *configv1alpha1.PackageVariant) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.epochs[namespace]
+	var sum uint64
+	for _, inj := range pv.Spec.Injectors {
+		sum += m.epochs[types.NamespacedName{Namespace: pv.Namespace, Name: inj.Name}]
+	}
+	return sum
 }
 
-// injected records an event of an injected kind in a namespace: every
-// memo of the namespace taken before is stale.
-func (m *producedMemo) injected(namespace string) {
+// injected records an event of an object some injector names: every memo
+// of a variant injecting it taken before is stale.
+func (m *producedMemo) injected(obj types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.epochs == nil {
-		m.epochs = map[string]uint64{}
+		m.epochs = map[types.NamespacedName]uint64{}
 	}
-	m.epochs[namespace]++
+	m.epochs[obj]++
 }
 
 // get returns the variant's memo if it was taken with key.
@@ -110,7 +117,7 @@ func (m *producedMemo) forget(name types.NamespacedName) {
 // variants with dependencies (their gate follows other packages), a
 // Manual update policy over a version range (held on a revision read
 // from the draft) and a proposal (frozen) are produced every time.
-func memoKey(s *scope, upRepo *configv1alpha1.Repository, injection uint64) (producedKey, bool) {
+func memoKey(s *scope) (producedKey, bool) {
 	pv, d := s.pv, s.down
 	if pv.Spec.Dependencies != nil || d.Proposal != nil ||
 		pv.Spec.Upstream.VersionRange != "" && pv.Spec.Upstream.UpdatePolicy == configv1alpha1.UpdatePolicyManual {
@@ -118,10 +125,10 @@ func memoKey(s *scope, upRepo *configv1alpha1.Repository, injection uint64) (pro
 	}
 	k := producedKey{
 		uid: pv.UID, generation: pv.Generation,
-		upRepo:    repoVersion{upRepo.UID, upRepo.Generation},
+		upRepo:    repoVersion{s.upObj.UID, s.upObj.Generation},
 		upstream:  [4]string{s.upRev.Package, s.upRev.Workspace, strconv.Itoa(s.upRev.Revision), s.upRev.Commit},
 		downRepo:  repoVersion{s.downObj.UID, s.downObj.Generation},
-		injection: injection,
+		injection: s.injection,
 	}
 	if d.Draft != nil {
 		k.draft = d.Draft.Commit

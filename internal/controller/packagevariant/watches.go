@@ -33,8 +33,8 @@ func indexInjectors(o client.Object) []string {
 type injectionWatches struct {
 	kinds  *kindwatch.Watches
 	client client.Client
-	// memo is told of every event, so no variant of the namespace reuses
-	// a production made before it.
+	// memo is told of every event of an object an injector names, so no
+	// variant injecting it reuses a production made before it.
 	memo *producedMemo
 }
 
@@ -48,10 +48,12 @@ func (w *injectionWatches) ensure(ctx context.Context, gvk schema.GroupVersionKi
 // requestsForObject maps an in-cluster object to the variants of its
 // namespace whose injectors name it.
 func (w *injectionWatches) requestsForObject(ctx context.Context, o client.Object) []reconcile.Request {
-	w.memo.injected(o.GetNamespace())
 	list := &configv1alpha1.PackageVariantList{}
 	if err := w.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{InjectorIndex: o.GetName()}); err != nil {
 		return nil
+	}
+	if len(list.Items) > 0 {
+		w.memo.injected(client.ObjectKeyFromObject(o))
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for _, pv := range list.Items {
