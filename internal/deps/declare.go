@@ -74,15 +74,15 @@ func (r Requirement) String() string {
 // PackageDependencies object requires nothing and provides its CRDs'
 // kinds. Errors name the file and the field.
 func ParsePackage(p *pkg.Package) (*Declaration, error) {
-	resources, err := p.Resources()
+	views, err := p.Views()
 	if err != nil {
 		return nil, err
 	}
 	d := &Declaration{InstallationType: configv1alpha1.OnePerRepository}
 	provides := map[string]bool{}
 	var declFile string
-	for _, n := range resources {
-		file := pkg.PathOf(n)
+	for _, view := range views {
+		n, file := view.Node, view.Placement.Path
 		if p.OwningPackage(file) != "" {
 			continue
 		}

@@ -102,24 +102,45 @@ type version struct {
 	files     map[string][]byte // plain files, Kptfiles included
 }
 
-func readVersion(p *pkg.Package, useComments bool) (*version, error) {
+// readVersion reads one side of an update. With edit, the resources are
+// copies the caller may change (the local side, which the merge edits in
+// place); without, they are shared views (pkg.View) to read and copy from.
+// useComments takes identities from kpt-merge comments.
+func readVersion(p *pkg.Package, useComments, edit bool) (*version, error) {
 	v := &version{pkg: p, resources: map[ResID]*yaml.RNode{}, placement: map[ResID]pkg.Placement{}, files: map[string][]byte{}}
 	if p == nil {
 		return v, nil
 	}
-	nodes, err := p.Resources()
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range nodes {
-		pl := pkg.TakePlacement(n)
+	add := func(n *yaml.RNode, pl pkg.Placement) error {
 		id := resID(p.OwningPackage(pl.Path), n, useComments)
 		if _, dup := v.resources[id]; dup {
-			return nil, fmt.Errorf("resource %s appears twice", id)
+			return fmt.Errorf("resource %s appears twice", id)
 		}
 		v.order = append(v.order, id)
 		v.resources[id] = n
 		v.placement[id] = pl
+		return nil
+	}
+	if edit {
+		nodes, err := p.Resources()
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			if err := add(n, pkg.TakePlacement(n)); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		views, err := p.Views()
+		if err != nil {
+			return nil, err
+		}
+		for _, view := range views {
+			if err := add(view.Node, view.Placement); err != nil {
+				return nil, err
+			}
+		}
 	}
 	krm := p.ResourceFiles()
 	for _, name := range p.Paths() {
@@ -132,15 +153,15 @@ func readVersion(p *pkg.Package, useComments bool) (*version, error) {
 }
 
 // readSides reads the versions of an update; a nil package reads as
-// empty.
+// empty. Only the local side's resources may be changed.
 func readSides(local, origin, updated *pkg.Package) (l, o, u *version, err error) {
-	if l, err = readVersion(local, true); err != nil {
+	if l, err = readVersion(local, true, true); err != nil {
 		return nil, nil, nil, fmt.Errorf("local package: %w", err)
 	}
-	if o, err = readVersion(origin, false); err != nil {
+	if o, err = readVersion(origin, false, false); err != nil {
 		return nil, nil, nil, fmt.Errorf("origin package: %w", err)
 	}
-	if u, err = readVersion(updated, false); err != nil {
+	if u, err = readVersion(updated, false, false); err != nil {
 		return nil, nil, nil, fmt.Errorf("updated package: %w", err)
 	}
 	return l, o, u, nil
@@ -467,11 +488,11 @@ func union(a, b map[string][]byte) []string {
 // by identity (renames through kpt-merge comments count as updates) and
 // plain files by content.
 func Diff(before, after *pkg.Package) ([]Change, error) {
-	b, err := readVersion(before, true)
+	b, err := readVersion(before, true, false)
 	if err != nil {
 		return nil, err
 	}
-	a, err := readVersion(after, true)
+	a, err := readVersion(after, true, false)
 	if err != nil {
 		return nil, err
 	}

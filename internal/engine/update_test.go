@@ -2,6 +2,7 @@ package engine
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,20 @@ func readPkg(t *testing.T, dir string) *pkg.Package {
 	return p
 }
 
+// viewsText prints a package's shared resource views and placements.
+func viewsText(t *testing.T, p *pkg.Package) string {
+	t.Helper()
+	views, err := p.Views()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var b strings.Builder
+	for _, v := range views {
+		fmt.Fprintf(&b, "--- %+v\n%s", v.Placement, v.Node.MustString())
+	}
+	return b.String()
+}
+
 func readOptional(dir, name string) string {
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
@@ -47,8 +62,15 @@ func TestUpdate(t *testing.T) {
 			g := NewWithT(t)
 			local := readPkg(t, filepath.Join(dir, "local"))
 			before := local.DeepCopy()
-			out, changes, err := Update(local, readPkg(t, filepath.Join(dir, "origin")), readPkg(t, filepath.Join(dir, "updated")), testOrigin, kptfilev1.UpdateStrategy(readOptional(dir, "strategy")))
+			origin, updated := readPkg(t, filepath.Join(dir, "origin")), readPkg(t, filepath.Join(dir, "updated"))
+			originViews, updatedViews := viewsText(t, origin), viewsText(t, updated)
+			out, changes, err := Update(local, origin, updated, testOrigin, kptfilev1.UpdateStrategy(readOptional(dir, "strategy")))
 			g.Expect(local.Equal(before)).To(BeTrue(), "the local package is not modified")
+			// The other sides are read through shared views (the upstream
+			// cache hands the same parse to every variant): not one node of
+			// them may change.
+			g.Expect(viewsText(t, origin)).To(Equal(originViews), "the origin's shared resources are not modified")
+			g.Expect(viewsText(t, updated)).To(Equal(updatedViews), "the updated package's shared resources are not modified")
 			if want := readOptional(dir, "error"); want != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(want)))
 				return

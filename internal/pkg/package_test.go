@@ -150,3 +150,28 @@ func TestValidatePackagePath(t *testing.T) {
 		g.Expect(ValidatePackagePath(p)).To(HaveOccurred(), p)
 	}
 }
+
+func TestPackage_views(t *testing.T) {
+	g := NewWithT(t)
+	p := testPackage()
+	views, err := p.Views()
+	g.Expect(err).NotTo(HaveOccurred())
+	nodes, err := p.Resources()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(views).To(HaveLen(len(nodes)))
+	for i, n := range nodes {
+		pl := TakePlacement(n)
+		g.Expect(views[i].Placement).To(Equal(pl), "resource %d", i)
+		g.Expect(views[i].Node.MustString()).To(Equal(n.MustString()), "a view is the resource without its reader annotations")
+	}
+
+	// Views are shared, not copied: a second read (also by a DeepCopy of
+	// the package) hands out the same nodes, and the reads above left the
+	// package's bytes alone.
+	again, err := p.DeepCopy().Views()
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := range views {
+		g.Expect(again[i].Node.YNode()).To(BeIdenticalTo(views[i].Node.YNode()))
+	}
+	g.Expect(p.Equal(testPackage())).To(BeTrue())
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -30,6 +31,21 @@ type parsedFile struct {
 	nodes []*yaml.RNode // with reader annotations
 	krm   bool
 	err   error
+
+	viewsOnce sync.Once
+	views     []View // nodes without reader annotations, made on first use
+}
+
+// readViews returns the entry's resources as views, made once: they share
+// every subtree with nodes but the path to the reader annotations.
+func (e *parsedFile) readViews() []View {
+	e.viewsOnce.Do(func() {
+		e.views = make([]View, len(e.nodes))
+		for i, n := range e.nodes {
+			e.views[i] = View{Node: yaml.NewRNode(strippedDoc(n)), Placement: placementOf(n)}
+		}
+	})
+	return e.views
 }
 
 // parse returns the cached parse of a file, parsing it when its content
@@ -72,7 +88,23 @@ func (p *Package) store(name string, e *parsedFile) {
 // files whose documents are not all KRM objects (apiVersion and kind) are
 // not resources and are left out. The nodes are the caller's to change.
 func (p *Package) Resources() ([]*yaml.RNode, error) {
+	files, err := p.resourceFiles()
+	if err != nil {
+		return nil, err
+	}
 	var out []*yaml.RNode
+	for _, e := range files {
+		for _, n := range e.nodes {
+			out = append(out, n.Copy())
+		}
+	}
+	return out, nil
+}
+
+// resourceFiles returns the parses of the files holding KRM resources, in
+// path order, or the first parse error.
+func (p *Package) resourceFiles() ([]*parsedFile, error) {
+	var out []*parsedFile
 	for _, name := range p.Paths() {
 		if !IsResourceFile(name) {
 			continue
@@ -81,12 +113,33 @@ func (p *Package) Resources() ([]*yaml.RNode, error) {
 		if e.err != nil {
 			return nil, e.err
 		}
-		if !e.krm {
-			continue
+		if e.krm {
+			out = append(out, e)
 		}
-		for _, n := range e.nodes {
-			out = append(out, n.Copy())
-		}
+	}
+	return out, nil
+}
+
+// View is a KRM resource read without copying it: Node shares its
+// structure with the package's parse (and with every other reader of the
+// same content) and must not be modified; it carries no reader
+// annotations, its Placement says where it was read from.
+type View struct {
+	Node      *yaml.RNode
+	Placement Placement
+}
+
+// Views returns the KRM resources Resources returns, in the same order,
+// without copying them. It is for reading only (comparing, merging from,
+// collecting facts); a caller that changes resources uses Resources.
+func (p *Package) Views() ([]View, error) {
+	files, err := p.resourceFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out []View
+	for _, e := range files {
+		out = append(out, e.readViews()...)
 	}
 	return out, nil
 }
@@ -357,29 +410,7 @@ func (p *Package) unchanged(name string, views []*yaml.Node) bool {
 		return false
 	}
 	for i, n := range e.nodes {
-		if !identical(strippedDoc(n), views[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// identical compares two YAML trees exactly: kinds, tags, values, styles,
-// comments and key order.
-func identical(a, b *yaml.Node) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || a.Anchor != b.Anchor ||
-		a.HeadComment != b.HeadComment || a.LineComment != b.LineComment || a.FootComment != b.FootComment ||
-		len(a.Content) != len(b.Content) {
-		return false
-	}
-	if a.Kind == yaml.AliasNode && !identical(a.Alias, b.Alias) {
-		return false
-	}
-	for i := range a.Content {
-		if !identical(a.Content[i], b.Content[i]) {
+		if !yamlutil.Identical(strippedDoc(n), views[i]) {
 			return false
 		}
 	}

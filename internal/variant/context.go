@@ -37,7 +37,7 @@ func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, erro
 	if cm == nil {
 		return false, ErrNoPackageContext
 	}
-	before := cm.MustString()
+	before := yaml.CopyYNode(cm.YNode())
 	data, err := cm.Pipe(yaml.LookupCreate(yaml.MappingNode, "data"))
 	if err != nil {
 		return false, err
@@ -57,7 +57,7 @@ func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, erro
 			return false, err
 		}
 	}
-	if cm.MustString() == before {
+	if !changed(before, cm.YNode()) {
 		return false, nil
 	}
 	return true, p.SetResources(nodes)

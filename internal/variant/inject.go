@@ -16,6 +16,7 @@ import (
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // Annotations of configuration injection.
@@ -239,7 +240,7 @@ func notInjectedMessage(gvk schema.GroupVersionKind, injectors int, tried, elsew
 // inject copies spec (data for ConfigMaps) from obj into the package
 // resource and records obj's name.
 func inject(n *yaml.RNode, obj *unstructured.Unstructured) (bool, error) {
-	before := n.MustString()
+	before := yaml.CopyYNode(n.YNode())
 	field := "spec"
 	if obj.GetKind() == "ConfigMap" && obj.GetAPIVersion() == "v1" {
 		field = "data"
@@ -262,7 +263,7 @@ func inject(n *yaml.RNode, obj *unstructured.Unstructured) (bool, error) {
 		}
 	}
 	pkg.SetAnnotation(n, InjectedNameAnnotation, obj.GetName())
-	return n.MustString() != before, nil
+	return changed(before, n.YNode()), nil
 }
 
 // recordPoints writes a condition per point into the Kptfile and makes
@@ -290,4 +291,16 @@ func recordPoints(p *pkg.Package, points []Point) (bool, error) {
 	}
 	after, _ := p.File(kptfilev1.KptFileName)
 	return string(before) != string(after), nil
+}
+
+// changed reports whether a resource edited in place reads differently
+// from the copy taken before: an identical tree is not (the common case,
+// told without serializing), one that differs only in what the encoder
+// does not write (line numbers aside, a tag or style that makes the same
+// text) is not either.
+func changed(before, after *yaml.Node) bool {
+	if yamlutil.Identical(before, after) {
+		return false
+	}
+	return yaml.NewRNode(before).MustString() != yaml.NewRNode(after).MustString()
 }

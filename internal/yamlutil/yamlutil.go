@@ -44,3 +44,25 @@ func Walk(n *yaml.Node, fn func(path []string, key, value *yaml.Node)) {
 	}
 	visit(n, nil)
 }
+
+// Identical compares two YAML trees exactly: kinds, tags, values, styles,
+// comments and key order.
+func Identical(a, b *yaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || a.Anchor != b.Anchor ||
+		a.HeadComment != b.HeadComment || a.LineComment != b.LineComment || a.FootComment != b.FootComment ||
+		len(a.Content) != len(b.Content) {
+		return false
+	}
+	if a.Kind == yaml.AliasNode && !Identical(a.Alias, b.Alias) {
+		return false
+	}
+	for i := range a.Content {
+		if !Identical(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
+}
