@@ -175,3 +175,18 @@ func TestPackage_views(t *testing.T) {
 	}
 	g.Expect(p.Equal(testPackage())).To(BeTrue())
 }
+
+// A resource handed back as a bare mapping (as edits in place and
+// functions often do) that equals its document keeps the file's bytes.
+func TestPackage_setResourcesBareMapping(t *testing.T) {
+	g := NewWithT(t)
+	const odd = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k:    v   # spaced out\n"
+	p := New(map[string][]byte{"cm.yaml": []byte(odd)})
+	nodes, err := p.Resources()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(nodes[0].Document().Kind).To(Equal(yaml.DocumentNode))
+	bare := []*yaml.RNode{yaml.NewRNode(nodes[0].YNode())}
+	g.Expect(p.SetResources(bare)).To(Succeed())
+	got, _ := p.File("cm.yaml")
+	g.Expect(string(got)).To(Equal(odd))
+}

@@ -410,11 +410,21 @@ func (p *Package) unchanged(name string, views []*yaml.Node) bool {
 		return false
 	}
 	for i, n := range e.nodes {
-		if !yamlutil.Identical(strippedDoc(n), views[i]) {
+		if !yamlutil.Identical(root(strippedDoc(n)), root(views[i])) {
 			return false
 		}
 	}
 	return true
+}
+
+// root returns the content of a document node that carries no comments of
+// its own (it encodes the same as its content: resources edited in place
+// or built by functions are often bare mappings), else the node itself.
+func root(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 && n.HeadComment == "" && n.LineComment == "" && n.FootComment == "" {
+		return n.Content[0]
+	}
+	return n
 }
 
 // placementOf reads a resource's placement without changing it.

@@ -72,3 +72,21 @@ func info(rl *framework.ResourceList, format string, args ...any) {
 func isLocalConfig(n *yaml.RNode) bool {
 	return n.GetAnnotations()["config.kubernetes.io/local-config"] == "true"
 }
+
+// setMetadata sets metadata.<field> (name or namespace) to value, as a
+// string: a name such as "123" stays one. A field that holds that string
+// already is left alone, with its style and comments, so that rendering a
+// package again changes none of its nodes.
+func setMetadata(n *yaml.RNode, field, value string) error {
+	cur, err := n.Pipe(yaml.Lookup(yaml.MetadataField, field))
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		y := cur.YNode()
+		if y.Kind == yaml.ScalarNode && y.Tag == yaml.NodeTagString && y.Value == value {
+			return nil
+		}
+	}
+	return n.SetMapField(yaml.NewStringRNode(value), yaml.MetadataField, field)
+}

@@ -74,6 +74,12 @@ func TestBuiltins(t *testing.T) {
 		{name: "set-namespace leaves cluster-scoped kinds and local config alone", function: "set-namespace", config: configMap("  namespace: tenant-a\n"),
 			inputs:   []string{"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n", localConfig},
 			contains: []string{"kind: ClusterRole\nmetadata:\n  name: reader\n---", "  name: kptfile.kpt.dev\n  annotations:"}, absent: []string{"namespace: tenant-a"}},
+		{name: "set-namespace writes a numeric namespace as a string", function: "set-namespace", config: configMap("  namespace: \"123\"\n"),
+			inputs:   []string{namespace, deployment},
+			contains: []string{"kind: Namespace\nmetadata:\n  name: \"123\"\n", "  name: app\n  namespace: \"123\"\n"}},
+		{name: "set-namespace keeps a namespace that is already right, with its comment", function: "set-namespace", config: configMap("  namespace: tenant-a\n"),
+			inputs:   []string{strings.Replace(deployment, "namespace: example", "namespace: tenant-a # the tenant", 1)},
+			contains: []string{"  namespace: tenant-a # the tenant\n"}},
 		{name: "set-namespace requires a namespace", function: "set-namespace", config: configMap("  other: x\n"), inputs: []string{deployment},
 			err: "set-namespace: functionConfig data.namespace is required"},
 

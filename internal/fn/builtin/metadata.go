@@ -38,7 +38,7 @@ func setNamespace(_ context.Context, rl *framework.ResourceList) error {
 		kind := n.GetKind()
 		if kind == "Namespace" {
 			if old[n.GetName()] || len(old) == 0 {
-				if err := n.SetName(ns); err != nil {
+				if err := setMetadata(n, yaml.NameField, ns); err != nil {
 					return err
 				}
 				count++
@@ -71,7 +71,7 @@ func setNamespace(_ context.Context, rl *framework.ResourceList) error {
 		if clusterScoped[kind] {
 			continue
 		}
-		if err := n.SetNamespace(ns); err != nil {
+		if err := setMetadata(n, yaml.NamespaceField, ns); err != nil {
 			return err
 		}
 		count++

@@ -30,7 +30,7 @@ func ensureNameSubstring(_ context.Context, rl *framework.ResourceList) error {
 		if appendS != "" && !strings.HasSuffix(name, appendS) {
 			name += appendS
 		}
-		if err := n.SetName(name); err != nil {
+		if err := setMetadata(n, yaml.NameField, name); err != nil {
 			return err
 		}
 	}
