@@ -102,45 +102,27 @@ type version struct {
 	files     map[string][]byte // plain files, Kptfiles included
 }
 
-// readVersion reads one side of an update. With edit, the resources are
-// copies the caller may change (the local side, which the merge edits in
-// place); without, they are shared views (pkg.View) to read and copy from.
-// useComments takes identities from kpt-merge comments.
-func readVersion(p *pkg.Package, useComments, edit bool) (*version, error) {
+// readVersion reads one side of an update. Its resources are shared views
+// (pkg.View): an update reads them, copies the ones it changes and writes
+// the others back as they are. useComments takes identities from kpt-merge
+// comments.
+func readVersion(p *pkg.Package, useComments bool) (*version, error) {
 	v := &version{pkg: p, resources: map[ResID]*yaml.RNode{}, placement: map[ResID]pkg.Placement{}, files: map[string][]byte{}}
 	if p == nil {
 		return v, nil
 	}
-	add := func(n *yaml.RNode, pl pkg.Placement) error {
-		id := resID(p.OwningPackage(pl.Path), n, useComments)
+	views, err := p.Views()
+	if err != nil {
+		return nil, err
+	}
+	for _, view := range views {
+		id := resID(p.OwningPackage(view.Placement.Path), view.Node, useComments)
 		if _, dup := v.resources[id]; dup {
-			return fmt.Errorf("resource %s appears twice", id)
+			return nil, fmt.Errorf("resource %s appears twice", id)
 		}
 		v.order = append(v.order, id)
-		v.resources[id] = n
-		v.placement[id] = pl
-		return nil
-	}
-	if edit {
-		nodes, err := p.Resources()
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range nodes {
-			if err := add(n, pkg.TakePlacement(n)); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		views, err := p.Views()
-		if err != nil {
-			return nil, err
-		}
-		for _, view := range views {
-			if err := add(view.Node, view.Placement); err != nil {
-				return nil, err
-			}
-		}
+		v.resources[id] = view.Node
+		v.placement[id] = view.Placement
 	}
 	krm := p.ResourceFiles()
 	for _, name := range p.Paths() {
@@ -153,15 +135,15 @@ func readVersion(p *pkg.Package, useComments, edit bool) (*version, error) {
 }
 
 // readSides reads the versions of an update; a nil package reads as
-// empty. Only the local side's resources may be changed.
+// empty. Their resources are shared: not to be changed.
 func readSides(local, origin, updated *pkg.Package) (l, o, u *version, err error) {
-	if l, err = readVersion(local, true, true); err != nil {
+	if l, err = readVersion(local, true); err != nil {
 		return nil, nil, nil, fmt.Errorf("local package: %w", err)
 	}
-	if o, err = readVersion(origin, false, false); err != nil {
+	if o, err = readVersion(origin, false); err != nil {
 		return nil, nil, nil, fmt.Errorf("origin package: %w", err)
 	}
-	if u, err = readVersion(updated, false, false); err != nil {
+	if u, err = readVersion(updated, false); err != nil {
 		return nil, nil, nil, fmt.Errorf("updated package: %w", err)
 	}
 	return l, o, u, nil
@@ -194,13 +176,11 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 		return nil, nil, err
 	}
 	var (
-		result  []*yaml.RNode
+		result  []pkg.View
 		changes []Change
 	)
-	emit := func(n *yaml.RNode, pl pkg.Placement) error {
-		pkg.SetPlacement(n, pl)
-		result = append(result, n)
-		return nil
+	emit := func(n *yaml.RNode, pl pkg.Placement) {
+		result = append(result, pkg.View{Node: n, Placement: pl})
 	}
 	for _, id := range l.order {
 		ln, on, un := l.resources[id], o.resources[id], u.resources[id]
@@ -216,9 +196,10 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 				continue
 			}
 			changes = append(changes, Change{Action: Kept, Resource: id.String() + " (deleted upstream, edited locally)"})
+		case sameResource(on, un): // upstream did not change it: local's, as it is
 		default:
-			before := ln.Copy()
-			merged, err := merge3.Merge(ln, on, un, merge3.Options{})
+			// The merge edits local in place: a copy of the shared view.
+			merged, err := merge3.Merge(ln.Copy(), on, un, merge3.Options{})
 			if err != nil {
 				return nil, nil, fmt.Errorf("merging %s: %w", id, err)
 			}
@@ -226,14 +207,12 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 				changes = append(changes, Change{Action: Deleted, Resource: id.String()})
 				continue
 			}
-			ln = merged
-			if !sameResource(before, merged) {
+			if !sameResource(ln, merged) {
 				changes = append(changes, Change{Action: Updated, Resource: id.String()})
 			}
+			ln = merged
 		}
-		if err := emit(ln, l.placement[id]); err != nil {
-			return nil, nil, err
-		}
+		emit(ln, l.placement[id])
 	}
 	for _, id := range u.order {
 		if _, ok := l.resources[id]; ok {
@@ -245,9 +224,7 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 		}
 		n := u.resources[id].Copy()
 		setKptMergeComment(n)
-		if err := emit(n, u.placement[id]); err != nil {
-			return nil, nil, err
-		}
+		emit(n, u.placement[id])
 		changes = append(changes, Change{Action: Added, Resource: id.String()})
 	}
 
@@ -256,7 +233,7 @@ func resourceMerge(local, origin, updated *pkg.Package) (*pkg.Package, []Change,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := out.SetResources(result); err != nil {
+	if err := out.SetViews(result); err != nil {
 		return nil, nil, err
 	}
 	return out, append(changes, fileChanges...), nil
@@ -411,14 +388,13 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 	}
 	out := pkg.New(nil)
 	var (
-		result  []*yaml.RNode
+		result  []pkg.View
 		changes []Change
 	)
 	for _, id := range u.order {
 		n := u.resources[id].Copy()
 		setKptMergeComment(n)
-		pkg.SetPlacement(n, u.placement[id])
-		result = append(result, n)
+		result = append(result, pkg.View{Node: n, Placement: u.placement[id]})
 		switch ln := l.resources[id]; {
 		case ln == nil:
 			changes = append(changes, Change{Action: Added, Resource: id.String()})
@@ -431,8 +407,7 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 			continue
 		}
 		if keepLocal || IsPackageContext(l.resources[id]) {
-			pkg.SetPlacement(l.resources[id], l.placement[id])
-			result = append(result, l.resources[id])
+			result = append(result, pkg.View{Node: l.resources[id], Placement: l.placement[id]})
 			continue
 		}
 		changes = append(changes, Change{Action: Deleted, Resource: id.String()})
@@ -466,7 +441,7 @@ func replaceWith(local, updated *pkg.Package, keepLocal bool) (*pkg.Package, []C
 			changes = append(changes, Change{Action: Deleted, File: name})
 		}
 	}
-	if err := out.SetResources(result); err != nil {
+	if err := out.SetViews(result); err != nil {
 		return nil, nil, err
 	}
 	return out, changes, nil
@@ -488,11 +463,11 @@ func union(a, b map[string][]byte) []string {
 // by identity (renames through kpt-merge comments count as updates) and
 // plain files by content.
 func Diff(before, after *pkg.Package) ([]Change, error) {
-	b, err := readVersion(before, true, false)
+	b, err := readVersion(before, true)
 	if err != nil {
 		return nil, err
 	}
-	a, err := readVersion(after, true, false)
+	a, err := readVersion(after, true)
 	if err != nil {
 		return nil, err
 	}

@@ -63,12 +63,13 @@ func TestUpdate(t *testing.T) {
 			local := readPkg(t, filepath.Join(dir, "local"))
 			before := local.DeepCopy()
 			origin, updated := readPkg(t, filepath.Join(dir, "origin")), readPkg(t, filepath.Join(dir, "updated"))
-			originViews, updatedViews := viewsText(t, origin), viewsText(t, updated)
+			localViews, originViews, updatedViews := viewsText(t, local), viewsText(t, origin), viewsText(t, updated)
 			out, changes, err := Update(local, origin, updated, testOrigin, kptfilev1.UpdateStrategy(readOptional(dir, "strategy")))
 			g.Expect(local.Equal(before)).To(BeTrue(), "the local package is not modified")
-			// The other sides are read through shared views (the upstream
-			// cache hands the same parse to every variant): not one node of
-			// them may change.
+			// All sides are read through shared views (the upstream cache
+			// hands the same parse to every variant): not one node of them
+			// may change.
+			g.Expect(viewsText(t, local)).To(Equal(localViews), "the local package's shared resources are not modified")
 			g.Expect(viewsText(t, origin)).To(Equal(originViews), "the origin's shared resources are not modified")
 			g.Expect(viewsText(t, updated)).To(Equal(updatedViews), "the updated package's shared resources are not modified")
 			if want := readOptional(dir, "error"); want != "" {

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -24,28 +23,15 @@ func IsResourceFile(name string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// parsedFile is the parse of one file's exact content. Entries are never
-// modified once stored; their nodes are handed out as copies.
+// parsedFile is the parse of one file's exact content: its KRM resources as
+// views (documents without reader annotations, and where each sits).
+// Entries and their nodes are never modified once stored: readers get the
+// views to read, or copies to change.
 type parsedFile struct {
 	data  []byte
-	nodes []*yaml.RNode // with reader annotations
+	views []View
 	krm   bool
 	err   error
-
-	viewsOnce sync.Once
-	views     []View // nodes without reader annotations, made on first use
-}
-
-// readViews returns the entry's resources as views, made once: they share
-// every subtree with nodes but the path to the reader annotations.
-func (e *parsedFile) readViews() []View {
-	e.viewsOnce.Do(func() {
-		e.views = make([]View, len(e.nodes))
-		for i, n := range e.nodes {
-			e.views[i] = View{Node: yaml.NewRNode(strippedDoc(n)), Placement: placementOf(n)}
-		}
-	})
-	return e.views
 }
 
 // parse returns the cached parse of a file, parsing it when its content
@@ -56,7 +42,7 @@ func (p *Package) parse(name string) *parsedFile {
 		return e
 	}
 	e := &parsedFile{data: data}
-	e.nodes, e.krm, e.err = parseResources(name, data)
+	e.views, e.krm, e.err = parseResources(name, data)
 	p.store(name, e)
 	return e
 }
@@ -94,8 +80,10 @@ func (p *Package) Resources() ([]*yaml.RNode, error) {
 	}
 	var out []*yaml.RNode
 	for _, e := range files {
-		for _, n := range e.nodes {
-			out = append(out, n.Copy())
+		for _, v := range e.views {
+			n := v.Node.Copy()
+			SetPlacement(n, v.Placement)
+			out = append(out, n)
 		}
 	}
 	return out, nil
@@ -123,15 +111,19 @@ func (p *Package) resourceFiles() ([]*parsedFile, error) {
 // View is a KRM resource read without copying it: Node shares its
 // structure with the package's parse (and with every other reader of the
 // same content) and must not be modified; it carries no reader
-// annotations, its Placement says where it was read from.
+// annotations, its Placement says where it was read from (or, given to
+// SetViews, where it goes).
 type View struct {
 	Node      *yaml.RNode
 	Placement Placement
 }
 
 // Views returns the KRM resources Resources returns, in the same order,
-// without copying them. It is for reading only (comparing, merging from,
-// collecting facts); a caller that changes resources uses Resources.
+// without copying them: the slice is the caller's, the nodes are not. It
+// is for reading (comparing, merging from, collecting facts) and for
+// editing by copy: change a copy of one view, put it in the slice and hand
+// the slice to SetViews. A caller that changes many resources in place
+// uses Resources.
 func (p *Package) Views() ([]View, error) {
 	files, err := p.resourceFiles()
 	if err != nil {
@@ -139,7 +131,7 @@ func (p *Package) Views() ([]View, error) {
 	}
 	var out []View
 	for _, e := range files {
-		out = append(out, e.readViews()...)
+		out = append(out, e.views...)
 	}
 	return out, nil
 }
@@ -158,10 +150,10 @@ func (p *Package) ResourceFiles() map[string]bool {
 	return out
 }
 
-func parseResources(name string, data []byte) ([]*yaml.RNode, bool, error) {
+func parseResources(name string, data []byte) ([]View, bool, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	seqIndent := yaml.DeriveSeqIndentStyle(string(data))
-	var nodes []*yaml.RNode
+	var views []View
 	for index := 0; ; {
 		doc := &yaml.Node{}
 		err := dec.Decode(doc)
@@ -178,11 +170,12 @@ func parseResources(name string, data []byte) ([]*yaml.RNode, bool, error) {
 		if doc.Content[0].Kind != yaml.MappingNode || n.GetApiVersion() == "" || n.GetKind() == "" {
 			return nil, false, nil
 		}
-		SetPlacement(n, Placement{Path: name, Index: index, SeqIndent: seqIndent})
-		nodes = append(nodes, n)
+		// Reader annotations written in the file are not kept: the
+		// placement is where the resource is.
+		views = append(views, View{Node: yaml.NewRNode(strippedDoc(n)), Placement: Placement{Path: name, Index: index, SeqIndent: seqIndent}})
 		index++
 	}
-	return nodes, len(nodes) > 0, nil
+	return views, len(views) > 0, nil
 }
 
 // Placement is where a resource is written: its file, its position in the
@@ -333,27 +326,44 @@ func setString(m *yaml.Node, key, value string) {
 // after the others, in the order given). Resource files whose resources are
 // all gone are deleted; a file whose resources are exactly what was read
 // from it (comments included) keeps its exact bytes; non-KRM files are not
-// touched. nodes are not modified.
+// touched. nodes are not modified, and stay the caller's.
 func (p *Package) SetResources(nodes []*yaml.RNode) error {
+	views := make([]View, len(nodes))
+	for i, n := range nodes {
+		views[i] = View{Node: yaml.NewRNode(strippedDoc(n)), Placement: placementOf(n)}
+	}
+	return p.setViews(views, false)
+}
+
+// SetViews replaces the package's KRM resources as SetResources does, from
+// views placed by their Placement rather than by reader annotations (which
+// they must not carry): an empty Path is <kind>_<name>.yaml, an Index below
+// 0 goes after the others of its file. The views become the package's:
+// nobody may modify them afterwards. Views read from packages qualify, and
+// so do nodes made for the call; it saves the copy SetResources makes.
+func (p *Package) SetViews(views []View) error { return p.setViews(views, true) }
+
+// setViews writes views; owned says that their nodes may be kept as the
+// package's parse of what is written, without a copy.
+func (p *Package) setViews(views []View, owned bool) error {
 	type entry struct {
-		view  *yaml.Node // the document without reader annotations
+		doc   *yaml.Node
 		pl    Placement
 		order int
 	}
 	byFile := map[string][]entry{}
-	for i, n := range nodes {
-		pl := placementOf(n)
-		view := strippedDoc(n)
+	for i, v := range views {
+		pl := v.Placement
 		if pl.Path == "" {
-			pl.Path = DefaultFileName(n)
+			pl.Path = DefaultFileName(v.Node)
 		}
 		if err := ValidPath(pl.Path); err != nil {
-			return fmt.Errorf("resource %s/%s: %w", n.GetKind(), n.GetName(), err)
+			return fmt.Errorf("resource %s/%s: %w", v.Node.GetKind(), v.Node.GetName(), err)
 		}
 		if pl.Index < 0 {
-			pl.Index = len(nodes) + i
+			pl.Index = len(views) + i
 		}
-		byFile[pl.Path] = append(byFile[pl.Path], entry{view: view, pl: pl, order: i})
+		byFile[pl.Path] = append(byFile[pl.Path], entry{doc: v.Node.Document(), pl: pl, order: i})
 	}
 	// Remove resource files that no longer hold resources.
 	for _, name := range p.Paths() {
@@ -373,17 +383,17 @@ func (p *Package) SetResources(nodes []*yaml.RNode) error {
 			return entries[a].order < entries[b].order
 		})
 		seqIndent := ""
-		views := make([]*yaml.Node, len(entries))
+		docs := make([]*yaml.Node, len(entries))
 		for i, e := range entries {
-			views[i] = e.view
+			docs[i] = e.doc
 			if seqIndent == "" {
 				seqIndent = e.pl.SeqIndent
 			}
 		}
-		if _, ok := p.files[name]; ok && p.unchanged(name, views) {
+		if _, ok := p.files[name]; ok && p.unchanged(name, docs) {
 			continue // keep the exact bytes of a file whose resources did not change
 		}
-		data, err := encodeDocs(views, seqIndent)
+		data, err := encodeDocs(docs, seqIndent)
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
@@ -391,26 +401,29 @@ func (p *Package) SetResources(nodes []*yaml.RNode) error {
 			p.files = map[string][]byte{}
 		}
 		p.files[name] = data
-		// Cache what was just written, so the next read does not parse it.
-		cached := make([]*yaml.RNode, len(views))
-		for i, v := range views {
-			cached[i] = yaml.NewRNode(yaml.CopyYNode(v))
-			SetPlacement(cached[i], Placement{Path: name, Index: i, SeqIndent: seqIndent})
+		// Keep what was just written as the file's parse, so the next
+		// read does not parse it.
+		written := make([]View, len(docs))
+		for i, d := range docs {
+			if !owned {
+				d = yaml.CopyYNode(d)
+			}
+			written[i] = View{Node: yaml.NewRNode(d), Placement: Placement{Path: name, Index: i, SeqIndent: seqIndent}}
 		}
-		p.store(name, &parsedFile{data: data, nodes: cached, krm: true})
+		p.store(name, &parsedFile{data: data, views: written, krm: true})
 	}
 	return nil
 }
 
-// unchanged reports whether views are exactly (comments and style
+// unchanged reports whether docs are exactly (comments and style
 // included) the resources parsed from the file's current content.
-func (p *Package) unchanged(name string, views []*yaml.Node) bool {
+func (p *Package) unchanged(name string, docs []*yaml.Node) bool {
 	e := p.parse(name)
-	if e.err != nil || !e.krm || len(e.nodes) != len(views) {
+	if e.err != nil || !e.krm || len(e.views) != len(docs) {
 		return false
 	}
-	for i, n := range e.nodes {
-		if !yamlutil.Identical(root(strippedDoc(n)), root(views[i])) {
+	for i, v := range e.views {
+		if !yamlutil.Identical(root(v.Node.Document()), root(docs[i])) {
 			return false
 		}
 	}

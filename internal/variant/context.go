@@ -23,21 +23,24 @@ func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, erro
 	if pc == nil || (len(pc.Data) == 0 && len(pc.RemoveKeys) == 0) {
 		return false, nil
 	}
-	nodes, err := p.Resources()
+	views, err := p.Views()
 	if err != nil {
 		return false, err
 	}
-	var cm *yaml.RNode
-	for _, n := range nodes {
-		if engine.IsPackageContext(n) && p.OwningPackage(pkg.PathOf(n)) == "" {
-			cm = n
+	at := -1
+	for i, v := range views {
+		if engine.IsPackageContext(v.Node) && p.OwningPackage(v.Placement.Path) == "" {
+			at = i
 			break
 		}
 	}
-	if cm == nil {
+	if at < 0 {
 		return false, ErrNoPackageContext
 	}
-	before := yaml.CopyYNode(cm.YNode())
+	// Views are shared: edit a copy of the ConfigMap, write back the others
+	// as they are.
+	cm := views[at].Node.Copy()
+	before := views[at].Node.YNode()
 	data, err := cm.Pipe(yaml.LookupCreate(yaml.MappingNode, "data"))
 	if err != nil {
 		return false, err
@@ -60,5 +63,6 @@ func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, erro
 	if !changed(before, cm.YNode()) {
 		return false, nil
 	}
-	return true, p.SetResources(nodes)
+	views[at].Node = cm
+	return true, p.SetViews(views)
 }

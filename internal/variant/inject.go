@@ -117,17 +117,18 @@ func (r InjectionResult) Message() string {
 // readiness gates.
 func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha1.InjectionSelector, src ObjectSource) (InjectionResult, error) {
 	var res InjectionResult
-	nodes, err := p.Resources()
+	views, err := p.Views()
 	if err != nil {
 		return res, err
 	}
 	type point struct {
-		node *yaml.RNode
+		view int // index in views
 		Point
 	}
 	var points []point
 	byCondition := map[string][]string{}
-	for _, n := range nodes {
+	for i, view := range views {
+		n := view.Node
 		v, ok := n.GetAnnotations()[InjectionAnnotation]
 		if !ok {
 			continue
@@ -143,7 +144,7 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 		}
 		cond := "config.injection." + n.GetKind() + "." + n.GetName()
 		byCondition[cond] = append(byCondition[cond], n.GetApiVersion())
-		points = append(points, point{node: n, Point: Point{ConditionType: cond, GVK: gv.WithKind(n.GetKind()), Name: n.GetName(), Required: v == "required"}})
+		points = append(points, point{view: i, Point: Point{ConditionType: cond, GVK: gv.WithKind(n.GetKind()), Name: n.GetName(), Required: v == "required"}})
 	}
 	for cond, versions := range byCondition {
 		if len(versions) > 1 {
@@ -191,11 +192,14 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			if obj == nil {
 				continue
 			}
-			changed, err := inject(pt.node, obj)
+			n, changed, err := inject(views[pt.view].Node, obj)
 			if err != nil {
 				return res, fmt.Errorf("injecting %s %s into %s %s: %w", pt.GVK.Kind, sel.Name, pt.GVK.Kind, pt.Name, err)
 			}
-			res.Changed = res.Changed || changed
+			if changed {
+				views[pt.view].Node = n
+				res.Changed = true
+			}
 			pt.Injected = sel.Name
 			break
 		}
@@ -207,7 +211,7 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 		res.Points = append(res.Points, pt.Point)
 	}
 	if res.Changed {
-		if err := p.SetResources(nodes); err != nil {
+		if err := p.SetViews(views); err != nil {
 			return res, err
 		}
 	}
@@ -237,33 +241,34 @@ func notInjectedMessage(gvk schema.GroupVersionKind, injectors int, tried, elsew
 	return "no in-cluster object to inject: " + strings.Join(parts, "; ")
 }
 
-// inject copies spec (data for ConfigMaps) from obj into the package
-// resource and records obj's name.
-func inject(n *yaml.RNode, obj *unstructured.Unstructured) (bool, error) {
-	before := yaml.CopyYNode(n.YNode())
+// inject returns a copy of a resource (a shared view, left alone) with
+// spec (data for ConfigMaps) from obj and obj's name recorded, and whether
+// the copy reads differently.
+func inject(view *yaml.RNode, obj *unstructured.Unstructured) (*yaml.RNode, bool, error) {
+	n := view.Copy()
 	field := "spec"
 	if obj.GetKind() == "ConfigMap" && obj.GetAPIVersion() == "v1" {
 		field = "data"
 	}
 	value, found, err := unstructured.NestedFieldNoCopy(obj.Object, field)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if !found {
 		if _, err := n.Pipe(yaml.Clear(field)); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	} else {
 		v, err := yaml.FromMap(map[string]any{"v": value})
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if err := n.PipeE(yaml.SetField(field, v.Field("v").Value)); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 	pkg.SetAnnotation(n, InjectedNameAnnotation, obj.GetName())
-	return changed(before, n.YNode()), nil
+	return n, changed(view.YNode(), n.YNode()), nil
 }
 
 // recordPoints writes a condition per point into the Kptfile and makes
@@ -293,11 +298,11 @@ func recordPoints(p *pkg.Package, points []Point) (bool, error) {
 	return string(before) != string(after), nil
 }
 
-// changed reports whether a resource edited in place reads differently
-// from the copy taken before: an identical tree is not (the common case,
-// told without serializing), one that differs only in what the encoder
-// does not write (line numbers aside, a tag or style that makes the same
-// text) is not either.
+// changed reports whether an edited copy of a resource reads differently
+// from the resource before: an identical tree does not (the common case,
+// told without serializing), nor does one that differs only in what the
+// encoder does not write (line numbers, a tag or style that makes the same
+// text).
 func changed(before, after *yaml.Node) bool {
 	if yamlutil.Identical(before, after) {
 		return false

@@ -48,13 +48,16 @@ func testPkg(extra map[string]string) *pkg.Package {
 
 func TestApplyContext(t *testing.T) {
 	g := NewWithT(t)
-	p := testPkg(nil)
+	orig := testPkg(nil)
+	shared := sharedText(t, orig)
+	p := orig.DeepCopy()
 	changed, err := ApplyContext(p, &configv1alpha1.PackageContext{Data: map[string]string{"region": "useast1", "env": "prod"}, RemoveKeys: []string{"stale", "absent"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(BeTrue())
 	cm, _ := p.File("package-context.yaml")
 	g.Expect(string(cm)).To(ContainSubstring("  name: app\n  keep: me\n  env: prod\n  region: useast1\n"))
 	g.Expect(string(cm)).NotTo(ContainSubstring("stale"))
+	g.Expect(sharedText(t, orig)).To(Equal(shared), "the parse p shares with orig is not modified")
 
 	// Applying again changes nothing; keys added earlier and no longer listed stay.
 	changed, err = ApplyContext(p, &configv1alpha1.PackageContext{Data: map[string]string{"region": "useast1"}})
@@ -263,9 +266,13 @@ func TestInjectConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := testPkg(tc.files)
+			// p shares its parse with orig: injection edits copies.
+			orig := testPkg(tc.files)
+			shared := sharedText(t, orig)
+			p := orig.DeepCopy()
 			res, err := InjectConfig(ctx, p, tc.injectors, objects(t, tc.objects))
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sharedText(t, orig)).To(Equal(shared), "the shared parse is not modified")
 			g.Expect(res.OK()).To(Equal(tc.ok))
 			g.Expect(res.Message()).To(ContainSubstring(tc.message))
 			for file, subs := range tc.contains {
@@ -338,4 +345,19 @@ func TestChanged(t *testing.T) {
 
 	g.Expect(changed(before, parse("a: \"4\"\nb: x # why\n"))).To(BeTrue())
 	g.Expect(changed(before, parse("a: \"3\"\nb: x\n"))).To(BeTrue(), "a dropped comment is a change")
+}
+
+// sharedText prints the resources of a package as its parse holds them
+// (shared by its copies), to tell whether an edit reached them.
+func sharedText(t *testing.T, p *pkg.Package) string {
+	t.Helper()
+	views, err := p.Views()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, v := range views {
+		b.WriteString(v.Node.MustString())
+	}
+	return b.String()
 }

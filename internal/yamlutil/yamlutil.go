@@ -48,8 +48,11 @@ func Walk(n *yaml.Node, fn func(path []string, key, value *yaml.Node)) {
 // Identical compares two YAML trees exactly: kinds, tags, values, styles,
 // comments and key order.
 func Identical(a, b *yaml.Node) bool {
+	if a == b {
+		return true
+	}
 	if a == nil || b == nil {
-		return a == b
+		return false
 	}
 	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || a.Anchor != b.Anchor ||
 		a.HeadComment != b.HeadComment || a.LineComment != b.LineComment || a.FootComment != b.FootComment ||
