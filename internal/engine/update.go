@@ -14,6 +14,7 @@ import (
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/merge3"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // Change is what an update or render did to one resource or file.
@@ -325,17 +326,17 @@ func mergeKptfile(l, o, u []byte) ([]byte, error) {
 			}
 		}
 	}
-	before := ln.MustString()
+	before := ln.Copy().YNode()
 	merged, err := merge3.Merge(ln, on, un, merge3.Options{ListKeys: kptfile.ListKeys})
 	if err != nil {
 		return nil, err
 	}
+	if merged != nil && yamlutil.SameText(before, merged.YNode()) {
+		return l, nil
+	}
 	s, err := merged.String()
 	if err != nil {
 		return nil, err
-	}
-	if s == before {
-		return l, nil
 	}
 	return []byte(s), nil
 }

@@ -9,6 +9,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 // ErrNoPackageContext is returned when the package context ConfigMap a
@@ -60,7 +61,7 @@ func ApplyContext(p *pkg.Package, pc *configv1alpha1.PackageContext) (bool, erro
 			return false, err
 		}
 	}
-	if !changed(before, cm.YNode()) {
+	if yamlutil.SameText(before, cm.YNode()) {
 		return false, nil
 	}
 	views[at].Node = cm

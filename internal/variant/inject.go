@@ -268,7 +268,7 @@ func inject(view *yaml.RNode, obj *unstructured.Unstructured) (*yaml.RNode, bool
 		}
 	}
 	pkg.SetAnnotation(n, InjectedNameAnnotation, obj.GetName())
-	return n, changed(view.YNode(), n.YNode()), nil
+	return n, !yamlutil.SameText(view.YNode(), n.YNode()), nil
 }
 
 // recordPoints writes a condition per point into the Kptfile and makes
@@ -296,16 +296,4 @@ func recordPoints(p *pkg.Package, points []Point) (bool, error) {
 	}
 	after, _ := p.File(kptfilev1.KptFileName)
 	return string(before) != string(after), nil
-}
-
-// changed reports whether an edited copy of a resource reads differently
-// from the resource before: an identical tree does not (the common case,
-// told without serializing), nor does one that differs only in what the
-// encoder does not write (line numbers, a tag or style that makes the same
-// text).
-func changed(before, after *yaml.Node) bool {
-	if yamlutil.Identical(before, after) {
-		return false
-	}
-	return yaml.NewRNode(before).MustString() != yaml.NewRNode(after).MustString()
 }

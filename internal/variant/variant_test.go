@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
@@ -328,23 +327,6 @@ func TestValidate(t *testing.T) {
 		`spec.downstream.package: Invalid value: "../../escape": must be a relative slash-separated path of simple names, with no empty, '.' or '..' segments`,
 		`spec.injectors[0].name: Invalid value: "tenant-b/endpoints-b": injectors name objects in the variant's own namespace: give the object's name alone; objects of other namespaces are never read`,
 	))
-}
-
-// changed tells an edit that reads differently from one that only
-// differs in the tree: a style the encoder writes the same way is no
-// change.
-func TestChanged(t *testing.T) {
-	g := NewWithT(t)
-	parse := func(s string) *yaml.Node { return yaml.MustParse(s).YNode() }
-	before := parse("a: \"3\"\nb: x # why\n")
-	g.Expect(changed(before, parse("a: \"3\"\nb: x # why\n"))).To(BeFalse())
-
-	plain := parse("a: \"3\"\nb: x # why\n")
-	plain.Content[1].Style = 0 // a string "3" is quoted whatever its style says
-	g.Expect(changed(before, plain)).To(BeFalse())
-
-	g.Expect(changed(before, parse("a: \"4\"\nb: x # why\n"))).To(BeTrue())
-	g.Expect(changed(before, parse("a: \"3\"\nb: x\n"))).To(BeTrue(), "a dropped comment is a change")
 }
 
 // sharedText prints the resources of a package as its parse holds them

@@ -69,3 +69,13 @@ func Identical(a, b *yaml.Node) bool {
 	}
 	return true
 }
+
+// SameText reports whether two trees encode to the same YAML text.
+// Identical trees do, told without encoding them (the common case); others
+// are encoded and compared, since a tag or style may make the same text.
+func SameText(a, b *yaml.Node) bool {
+	if Identical(a, b) {
+		return true
+	}
+	return yaml.NewRNode(a).MustString() == yaml.NewRNode(b).MustString()
+}
