@@ -81,7 +81,7 @@ func NewReader() *Reader { return &Reader{decls: map[string]declared{}} }
 // declaration reads (or recalls) the declaration of a revision and the
 // upstream commit it records.
 func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev store.Revision) (declared, error) {
-	key := st.URL() + "\x00" + rev.Package + "\x00" + rev.Commit
+	key := declKey(st, rev)
 	r.mu.Lock()
 	d, ok := r.decls[key]
 	r.mu.Unlock()
@@ -92,15 +92,36 @@ func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev stor
 	if err != nil {
 		return declared{}, err
 	}
+	d = declare(p)
+	r.remember(key, d)
+	return d, nil
+}
+
+// Remember records the declaration of a revision just written with the
+// content p, so that reading it (the lock's reconcile after a variant's
+// write) does not read and parse the package from git again: a package
+// written in process still holds its parse.
+func (r *Reader) Remember(st *store.Repository, rev store.Revision, p *pkg.Package) {
+	r.remember(declKey(st, rev), declare(p))
+}
+
+func declKey(st *store.Repository, rev store.Revision) string {
+	return st.URL() + "\x00" + rev.Package + "\x00" + rev.Commit
+}
+
+func declare(p *pkg.Package) declared {
+	d := declared{origin: upstreamCommit(p)}
 	d.decl, d.err = deps.ParsePackage(p)
-	d.origin = upstreamCommit(p)
+	return d
+}
+
+func (r *Reader) remember(key string, d declared) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.decls) >= maxDecls {
 		r.decls = map[string]declared{}
 	}
 	r.decls[key] = d
-	r.mu.Unlock()
-	return d, nil
 }
 
 // upstreamCommit is the upstream commit a package's Kptfile records.

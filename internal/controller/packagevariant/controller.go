@@ -545,6 +545,9 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	s.target = &written
+	// The lock's reconcile reads what the draft declares: from the
+	// package in hand, not from git.
+	r.Deps.Remember(s.downStore, written, p)
 	// The next reconcile (this write's event brings it) finds the draft
 	// at the commit written: from the same inputs, Produce makes the same
 	// package again.
