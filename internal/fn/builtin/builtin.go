@@ -74,19 +74,18 @@ func isLocalConfig(n *yaml.RNode) bool {
 }
 
 // setMetadata sets metadata.<field> (name or namespace) to value, as a
-// string: a name such as "123" stays one. A field that holds that string
-// already is left alone, with its style and comments, so that rendering a
-// package again changes none of its nodes.
+// string: a name such as "123" stays one. An existing field keeps its
+// comments; one that holds that string already is left alone, so that
+// rendering a package again changes none of its nodes.
 func setMetadata(n *yaml.RNode, field, value string) error {
 	cur, err := n.Pipe(yaml.Lookup(yaml.MetadataField, field))
 	if err != nil {
 		return err
 	}
-	if cur != nil {
+	if cur != nil && cur.YNode().Kind == yaml.ScalarNode {
 		y := cur.YNode()
-		if y.Kind == yaml.ScalarNode && y.Tag == yaml.NodeTagString && y.Value == value {
-			return nil
-		}
+		y.Value, y.Tag = value, yaml.NodeTagString
+		return nil
 	}
 	return n.SetMapField(yaml.NewStringRNode(value), yaml.MetadataField, field)
 }

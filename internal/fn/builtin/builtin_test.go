@@ -80,6 +80,9 @@ func TestBuiltins(t *testing.T) {
 		{name: "set-namespace keeps a namespace that is already right, with its comment", function: "set-namespace", config: configMap("  namespace: tenant-a\n"),
 			inputs:   []string{strings.Replace(deployment, "namespace: example", "namespace: tenant-a # the tenant", 1)},
 			contains: []string{"  namespace: tenant-a # the tenant\n"}},
+		{name: "set-namespace keeps the comment of a namespace it changes", function: "set-namespace", config: configMap("  namespace: tenant-a\n"),
+			inputs:   []string{strings.Replace(deployment, "namespace: example", "namespace: 'example' # the tenant", 1)},
+			contains: []string{"  namespace: 'tenant-a' # the tenant\n"}},
 		{name: "set-namespace requires a namespace", function: "set-namespace", config: configMap("  other: x\n"), inputs: []string{deployment},
 			err: "set-namespace: functionConfig data.namespace is required"},
 
