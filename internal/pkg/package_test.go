@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -160,9 +161,9 @@ func TestPackage_views(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(views).To(HaveLen(len(nodes)))
 	for i, n := range nodes {
-		pl := TakePlacement(n)
-		g.Expect(views[i].Placement).To(Equal(pl), "resource %d", i)
-		g.Expect(views[i].Node.MustString()).To(Equal(n.MustString()), "a view is the resource without its reader annotations")
+		g.Expect(views[i].Placement).To(Equal(placementOf(n)), "resource %d", i)
+		g.Expect(views[i].Node.GetAnnotations()).NotTo(HaveKey(kioutil.PathAnnotation))
+		g.Expect(views[i].Node.MustString()).To(Equal(yaml.NewRNode(strippedDoc(n)).MustString()), "a view is the resource without its reader annotations")
 	}
 
 	// Views are shared, not copied: a second read (also by a DeepCopy of
