@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -111,15 +113,32 @@ func (s *cachedStorage) Flush() error {
 // writePack writes the objects as a packfile, without deltas, and
 // indexes it.
 func (s *cachedStorage) writePack(hashes []plumbing.Hash) error {
+	return s.writePackFrom(s, hashes)
+}
+
+// writePackFrom writes the objects of src as a packfile, without deltas,
+// and indexes it.
+func (s *cachedStorage) writePackFrom(src objectSource, hashes []plumbing.Hash) error {
 	w, err := s.PackfileWriter()
 	if err != nil {
 		return err
 	}
-	if err := writePackfile(w, s, hashes); err != nil {
+	if err := writePackfile(w, src, hashes); err != nil {
 		_ = w.Close()
 		return err
 	}
 	return w.Close()
+}
+
+// packObjects are objects read from packs being merged.
+type packObjects map[plumbing.Hash]plumbing.EncodedObject
+
+// EncodedObject returns one of the objects.
+func (m packObjects) EncodedObject(_ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if obj, ok := m[h]; ok {
+		return obj, nil
+	}
+	return nil, plumbing.ErrObjectNotFound
 }
 
 // consolidate merges the small packs into one when there are more than
@@ -139,19 +158,22 @@ func (s *cachedStorage) consolidate() error {
 	if len(small) <= maxSmallPacks {
 		return nil
 	}
-	seen := map[plumbing.Hash]bool{}
+	// Each small pack is read once, in one go: merging through the object
+	// lookups reopened a pack for every object the object cache did not
+	// hold, which with a thousand repositories was most of them.
+	merged := packObjects{}
 	var hashes []plumbing.Hash
 	for _, h := range small {
-		if err := s.packHashes(h, func(o plumbing.Hash) {
-			if !seen[o] {
-				seen[o] = true
-				hashes = append(hashes, o)
+		if err := s.readPack(h, func(obj plumbing.EncodedObject) {
+			if _, ok := merged[obj.Hash()]; !ok {
+				merged[obj.Hash()] = obj
+				hashes = append(hashes, obj.Hash())
 			}
 		}); err != nil {
 			return fmt.Errorf("merging packs: %w", err)
 		}
 	}
-	if err := s.writePack(hashes); err != nil {
+	if err := s.writePackFrom(merged, hashes); err != nil {
 		return fmt.Errorf("merging packs: %w", err)
 	}
 	// Everything is in the new pack: the old ones can go.
@@ -164,17 +186,29 @@ func (s *cachedStorage) consolidate() error {
 	return nil
 }
 
-// packHashes calls fn with the hash of every object in a pack.
-func (s *cachedStorage) packHashes(pack plumbing.Hash, fn func(plumbing.Hash)) error {
-	f, err := os.Open(filepath.Join(s.gitDir, "objects", "pack", "pack-"+pack.String()+".idx"))
+// readPack calls fn with every object of a pack, read in memory from the
+// pack file opened once. An object the pack holds as a delta of an object
+// of another pack is read through the storage.
+func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObject)) error {
+	base := filepath.Join(s.gitDir, "objects", "pack", "pack-"+pack.String())
+	f, err := os.Open(base + ".idx")
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+	err = idxfile.NewDecoder(f).Decode(idx)
+	_ = f.Close()
+	if err != nil {
 		return fmt.Errorf("reading the index of pack %s: %w", pack, err)
 	}
+	data, err := osfs.New(filepath.Dir(base)).Open(filepath.Base(base) + ".pack")
+	if err != nil {
+		return err
+	}
+	// Without a filesystem, the packfile reads objects into memory rather
+	// than returning handles that reopen the file.
+	p := packfile.NewPackfile(idx, nil, data, 0)
+	defer p.Close()
 	entries, err := idx.Entries()
 	if err != nil {
 		return err
@@ -188,7 +222,13 @@ func (s *cachedStorage) packHashes(pack plumbing.Hash, fn func(plumbing.Hash)) e
 		if err != nil {
 			return err
 		}
-		fn(e.Hash)
+		obj, err := p.Get(e.Hash)
+		if err != nil {
+			if obj, err = s.EncodedObject(plumbing.AnyObject, e.Hash); err != nil {
+				return fmt.Errorf("object %s of pack %s: %w", e.Hash, pack, err)
+			}
+		}
+		fn(obj)
 	}
 }
 

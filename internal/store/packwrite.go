@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/hash"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // compressors are reused zlib writers. Each one holds about a megabyte
@@ -28,11 +27,17 @@ var compressors = sync.Pool{New: func() any {
 	return zw
 }}
 
+// objectSource is where writePackfile reads objects: a storer, or the
+// objects of packs being merged.
+type objectSource interface {
+	EncodedObject(plumbing.ObjectType, plumbing.Hash) (plumbing.EncodedObject, error)
+}
+
 // writePackfile writes the objects of st named by hashes to w as a
 // version 2 packfile without deltas: what a local write or a push of a
 // few drafts carries (git stores small objects loose or repacks them
 // anyway; a delta search cost more than the bytes it saved).
-func writePackfile(w io.Writer, st storer.EncodedObjectStorer, hashes []plumbing.Hash) error {
+func writePackfile(w io.Writer, st objectSource, hashes []plumbing.Hash) error {
 	sum := hash.New(hash.CryptoType)
 	bw := bufio.NewWriter(io.MultiWriter(w, sum))
 	zw := compressors.Get().(*zlib.Writer)

@@ -833,3 +833,56 @@ func TestRepository_refsVersion(t *testing.T) {
 	g.Expect(other.Fetch(ctx)).To(Succeed())
 	g.Expect(other.RefsVersion()).NotTo(Equal(before), "a fetch that brings the other's draft")
 }
+
+// TestRepository_mergesFetchedPacks: packs fetched from the remote (which
+// git writes with deltas) are merged with the mirror's own once there are
+// many, and every object stays readable, by git and by a new process.
+func TestRepository_mergesFetchedPacks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, bare := newRemote(t)
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	r := open(t, Options{URL: url, CreateBranch: true, CacheDir: cacheDir})
+	first, err := r.WriteDraft(ctx, DraftWrite{Package: "mine", Workspace: "ws", Contents: testPackage("mine", 3)})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// A person pushes, again and again, files much alike (git packs them
+	// as deltas of each other); the mirror fetches each push.
+	work := filepath.Join(t.TempDir(), "work")
+	gitserver.Git(t, "", "clone", "-q", bare, work)
+	body := strings.Repeat("  line: the same words on every line of every file\n", 60)
+	var commits []string
+	for i := 0; i < maxSmallPacks+3; i++ {
+		for f := 0; f < 4; f++ {
+			data := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d-%d\ndata:\n%s  push: \"%d\"\n", i, f, body, i)
+			g.Expect(os.MkdirAll(filepath.Join(work, "theirs"), 0o755)).To(Succeed())
+			g.Expect(os.WriteFile(filepath.Join(work, "theirs", fmt.Sprintf("cm-%d.yaml", f)), []byte(data), 0o644)).To(Succeed())
+		}
+		gitserver.Git(t, work, "add", "-A")
+		gitserver.Git(t, work, "commit", "-q", "-m", fmt.Sprintf("push %d", i))
+		gitserver.Git(t, work, "push", "-q", "origin", "HEAD:refs/heads/people")
+		commits = append(commits, gitserver.Git(t, work, "rev-parse", "HEAD"))
+		g.Expect(r.Fetch(ctx)).To(Succeed())
+	}
+	before, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(before)).To(BeNumerically(">", maxSmallPacks), "each fetch added a pack")
+
+	// The mirror's next write merges them.
+	last, err := r.WriteDraft(ctx, DraftWrite{Package: "mine-2", Workspace: "ws", Contents: testPackage("mine-2", 3)})
+	g.Expect(err).NotTo(HaveOccurred())
+	after, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(after)).To(BeNumerically("<", len(before)), "small packs are merged")
+
+	// fsck fails the test on a missing or corrupt object.
+	args := append([]string{"fsck", "--strict", "--no-dangling", first.Commit, last.Commit}, commits...)
+	g.Expect(gitserver.Git(t, cacheDir, args...)).NotTo(ContainSubstring("error"))
+	g.Expect(gitserver.Git(t, cacheDir, "show", commits[3]+":theirs/cm-2.yaml")).To(ContainSubstring("push: \"3\""))
+	reopened := open(t, Options{URL: url, CacheDir: cacheDir})
+	for i, rev := range []Revision{first, last} {
+		got, err := reopened.Read(ctx, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Equal(testPackage([]string{"mine", "mine-2"}[i], 3))).To(BeTrue())
+	}
+}
