@@ -186,9 +186,10 @@ func (s *cachedStorage) consolidate() error {
 	return nil
 }
 
-// readPack calls fn with every object of a pack, read in memory from the
-// pack file opened once. An object the pack holds as a delta of an object
-// of another pack is read through the storage.
+// readPack calls fn with every object of a pack: from the object cache
+// when it holds it (recent writes usually are), else read in memory from
+// the pack file, opened once. An object the pack holds as a delta of an
+// object of another pack is read through the storage.
 func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObject)) error {
 	base := filepath.Join(s.gitDir, "objects", "pack", "pack-"+pack.String())
 	f, err := os.Open(base + ".idx")
@@ -221,6 +222,10 @@ func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObj
 		}
 		if err != nil {
 			return err
+		}
+		if obj, ok := s.objects.Get(e.Hash); ok {
+			fn(obj)
+			continue
 		}
 		obj, err := p.Get(e.Hash)
 		if err != nil {
