@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -191,8 +191,9 @@ func (s *cachedStorage) consolidate() error {
 // the pack file, opened once. An object the pack holds as a delta of an
 // object of another pack is read through the storage.
 func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObject)) error {
-	base := filepath.Join(s.gitDir, "objects", "pack", "pack-"+pack.String())
-	f, err := os.Open(base + ".idx")
+	fs := s.Filesystem()
+	base := path.Join("objects", "pack", "pack-"+pack.String())
+	f, err := fs.Open(base + ".idx")
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObj
 	if err != nil {
 		return fmt.Errorf("reading the index of pack %s: %w", pack, err)
 	}
-	data, err := osfs.New(filepath.Dir(base)).Open(filepath.Base(base) + ".pack")
+	data, err := fs.Open(base + ".pack")
 	if err != nil {
 		return err
 	}

@@ -553,9 +553,7 @@ func TestRepository_objectsOnDisk(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		drafts = append(drafts, rev)
 	}
-	packs, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(packs)).To(BeNumerically("<=", maxSmallPacks+1), "small packs are merged")
+	g.Expect(len(packFiles(t, cacheDir))).To(BeNumerically("<=", maxSmallPacks+1), "small packs are merged")
 
 	// fsck exits non-zero (failing the test) on a corrupt or missing object.
 	last := drafts[len(drafts)-1]
@@ -864,16 +862,13 @@ func TestRepository_mergesFetchedPacks(t *testing.T) {
 		commits = append(commits, gitserver.Git(t, work, "rev-parse", "HEAD"))
 		g.Expect(r.Fetch(ctx)).To(Succeed())
 	}
-	before, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
-	g.Expect(err).NotTo(HaveOccurred())
+	before := packFiles(t, cacheDir)
 	g.Expect(len(before)).To(BeNumerically(">", maxSmallPacks), "each fetch added a pack")
 
 	// The mirror's next write merges them.
 	last, err := r.WriteDraft(ctx, DraftWrite{Package: "mine-2", Workspace: "ws", Contents: testPackage("mine-2", 3)})
 	g.Expect(err).NotTo(HaveOccurred())
-	after, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(after)).To(BeNumerically("<", len(before)), "small packs are merged")
+	g.Expect(len(packFiles(t, cacheDir))).To(BeNumerically("<", len(before)), "small packs are merged")
 
 	// fsck fails the test on a missing or corrupt object.
 	args := append([]string{"fsck", "--strict", "--no-dangling", first.Commit, last.Commit}, commits...)
@@ -885,4 +880,14 @@ func TestRepository_mergesFetchedPacks(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got.Equal(testPackage([]string{"mine", "mine-2"}[i], 3))).To(BeTrue())
 	}
+}
+
+// packFiles lists the pack files of a mirror.
+func packFiles(t *testing.T, cacheDir string) []string {
+	t.Helper()
+	packs, err := filepath.Glob(filepath.Join(cacheDir, "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return packs
 }

@@ -74,9 +74,9 @@ func isLocalConfig(n *yaml.RNode) bool {
 }
 
 // setMetadata sets metadata.<field> (name or namespace) to value, as a
-// string: a name such as "123" stays one. An existing field keeps its
-// comments; one that holds that string already is left alone, so that
-// rendering a package again changes none of its nodes.
+// string: a name such as "123" stays one. An existing field is set in
+// place, keeping its style and comments, so that rendering a package again
+// leaves a node that already held the value as it was.
 func setMetadata(n *yaml.RNode, field, value string) error {
 	cur, err := n.Pipe(yaml.Lookup(yaml.MetadataField, field))
 	if err != nil {
