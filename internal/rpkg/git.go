@@ -169,8 +169,12 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 	// The draft's trailers (its object, its PackageVariant) carry over.
 	out, err := c.service().PushDraft(ctx, st, rev, from.Commit, p, "Push "+filepath.Base(dir))
 	if errors.Is(err, store.ErrConflict) {
-		if fresh, gerr := st.Get(ctx, rev.Package, rev.Workspace, 0); gerr == nil {
-			return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, fresh)
+		// Someone pushed after this mirror last fetched: fetch, so the
+		// message names their commit rather than the one pulled.
+		if ferr := st.Fetch(ctx); ferr == nil {
+			if fresh, gerr := st.Get(ctx, rev.Package, rev.Workspace, 0); gerr == nil {
+				return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, fresh)
+			}
 		}
 	}
 	if err != nil {
