@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/list"
 	"fmt"
 	"io"
 	"os"
@@ -257,14 +256,27 @@ const DefaultObjectCacheSize = 32 << 20
 // that read or wrote it, so a repository never takes an object it does
 // not have for one it has (git objects with the same hash are the same,
 // but HasEncodedObject must stay true to the repository's own store).
+//
+// The cache holds a hundred thousand small objects and more, so its own
+// bookkeeping is laid out for the garbage collector: entries live in one
+// slice, linked by index, and the map from key to entry holds no
+// pointers; each entry costs the collector its object alone, where a
+// list element, an entry struct and a map of pointers cost it three
+// more objects to mark (and most of a cycle's work at ten thousand
+// variants is marking small objects).
+//
 // It is safe for concurrent use.
 type ObjectCache struct {
-	mu      sync.Mutex
-	max     int64
-	size    int64
-	lru     *list.List // of *cachedObject, most recently used first
-	entries map[cacheKey]*list.Element
-	views   uint64
+	mu   sync.Mutex
+	max  int64
+	size int64
+	// slots holds the entries; the used ones form a list from head (most
+	// recently used) to tail, the free ones a list from free, both
+	// linked through next.
+	slots            []cacheSlot
+	head, tail, free int32
+	entries          map[cacheKey]int32
+	views            uint64
 	// hits and misses count lookups (guarded by mu).
 	hits, misses uint64
 }
@@ -276,6 +288,8 @@ type ObjectCacheStats struct {
 	Bytes int64
 	// Hits and Misses count lookups since the cache was made.
 	Hits, Misses uint64
+	// Objects is the number of objects held.
+	Objects int
 }
 
 type cacheKey struct {
@@ -283,11 +297,17 @@ type cacheKey struct {
 	hash plumbing.Hash
 }
 
-type cachedObject struct {
-	key  cacheKey
-	obj  plumbing.EncodedObject
-	size int64 // as counted when put
+// cacheSlot is one entry of an ObjectCache; prev and next are indexes of
+// slots, none being -1.
+type cacheSlot struct {
+	key        cacheKey
+	obj        plumbing.EncodedObject
+	size       int64 // as counted when put
+	prev, next int32
 }
+
+// none is the index of no slot.
+const none = -1
 
 // NewObjectCache returns a cache holding at most maxBytes of objects
 // (DefaultObjectCacheSize when maxBytes <= 0).
@@ -295,7 +315,7 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	return &ObjectCache{max: maxBytes, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+	return &ObjectCache{max: maxBytes, head: none, tail: none, free: none, entries: map[cacheKey]int32{}}
 }
 
 // Size returns the bytes of objects held.
@@ -307,7 +327,7 @@ func (c *ObjectCache) Size() int64 {
 func (c *ObjectCache) Stats() ObjectCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ObjectCacheStats{Bytes: c.size, Hits: c.hits, Misses: c.misses}
+	return ObjectCacheStats{Bytes: c.size, Hits: c.hits, Misses: c.misses, Objects: len(c.entries)}
 }
 
 // view returns the cache of one repository.
@@ -322,31 +342,40 @@ func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
 	size := obj.Size()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[k]; ok {
-		c.lru.MoveToFront(e)
+	if i, ok := c.entries[k]; ok {
+		c.moveToFront(i)
 		return
 	}
 	if size > c.max {
 		return
 	}
-	c.entries[k] = c.lru.PushFront(&cachedObject{key: k, obj: obj, size: size})
+	i := c.free
+	if i != none {
+		c.free = c.slots[i].next
+	} else {
+		i = int32(len(c.slots))
+		c.slots = append(c.slots, cacheSlot{})
+	}
+	c.slots[i] = cacheSlot{key: k, obj: obj, size: size, prev: none, next: none}
+	c.pushFront(i)
+	c.entries[k] = i
 	c.size += size
 	for c.size > c.max {
-		c.removeLocked(c.lru.Back())
+		c.remove(c.tail)
 	}
 }
 
 func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[k]
+	i, ok := c.entries[k]
 	if !ok {
 		c.misses++
 		return nil, false
 	}
 	c.hits++
-	c.lru.MoveToFront(e)
-	return e.Value.(*cachedObject).obj, true
+	c.moveToFront(i)
+	return c.slots[i].obj, true
 }
 
 // clear drops a view's objects. go-git never clears its object cache;
@@ -354,19 +383,61 @@ func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
 func (c *ObjectCache) clear(view uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.lru.Front(); e != nil; {
-		next := e.Next()
-		if e.Value.(*cachedObject).key.view == view {
-			c.removeLocked(e)
+	for i := c.head; i != none; {
+		next := c.slots[i].next
+		if c.slots[i].key.view == view {
+			c.remove(i)
 		}
-		e = next
+		i = next
 	}
 }
 
-func (c *ObjectCache) removeLocked(e *list.Element) {
-	o := c.lru.Remove(e).(*cachedObject)
-	delete(c.entries, o.key)
-	c.size -= o.size
+// unlink takes slot i out of the list of used slots.
+func (c *ObjectCache) unlink(i int32) {
+	s := &c.slots[i]
+	if s.prev != none {
+		c.slots[s.prev].next = s.next
+	} else {
+		c.head = s.next
+	}
+	if s.next != none {
+		c.slots[s.next].prev = s.prev
+	} else {
+		c.tail = s.prev
+	}
+	s.prev, s.next = none, none
+}
+
+// pushFront makes slot i the most recently used.
+func (c *ObjectCache) pushFront(i int32) {
+	s := &c.slots[i]
+	s.prev, s.next = none, c.head
+	if c.head != none {
+		c.slots[c.head].prev = i
+	}
+	c.head = i
+	if c.tail == none {
+		c.tail = i
+	}
+}
+
+func (c *ObjectCache) moveToFront(i int32) {
+	if c.head == i {
+		return
+	}
+	c.unlink(i)
+	c.pushFront(i)
+}
+
+// remove drops the entry of slot i and puts the slot on the free list
+// (without its object, which the collector can then take).
+func (c *ObjectCache) remove(i int32) {
+	c.unlink(i)
+	s := &c.slots[i]
+	delete(c.entries, s.key)
+	c.size -= s.size
+	*s = cacheSlot{prev: none, next: c.free}
+	c.free = i
 }
 
 // objectCacheView is one repository's go-git cache.Object, backed by a

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -102,4 +104,81 @@ func TestRepository_sharedObjectCache(t *testing.T) {
 		out := gitserver.Git(t, dir, "fsck", "--strict", "--no-dangling", last.rev.Commit)
 		g.Expect(out).NotTo(ContainSubstring("error"))
 	}
+}
+
+// TestObjectCache_model: a long random sequence of puts, gets and clears
+// over three repositories, against a plain list kept in order of use.
+// The cache must hold exactly the objects the list does, in the same
+// order of eviction, through slot reuse and clears.
+func TestObjectCache_model(t *testing.T) {
+	g := NewWithT(t)
+	const bound = 1000
+	c := NewObjectCache(bound)
+	views := []*objectCacheView{c.view(), c.view(), c.view()}
+	objs := make([]plumbing.EncodedObject, 40)
+	for i := range objs {
+		objs[i] = blob(strings.Repeat(string(rune('a'+i%26)), 20+i*7))
+	}
+	// model is most recently used first.
+	var model []cacheKey
+	sizes := map[cacheKey]int64{}
+	index := func(k cacheKey) int {
+		for i, m := range model {
+			if m == k {
+				return i
+			}
+		}
+		return -1
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for step := 0; step < 20000; step++ {
+		v := views[rnd.IntN(len(views))]
+		o := objs[rnd.IntN(len(objs))]
+		k := cacheKey{view: v.id, hash: o.Hash()}
+		switch op := rnd.IntN(100); {
+		case op < 50:
+			v.Put(o)
+			if i := index(k); i >= 0 {
+				model = append(model[:i], model[i+1:]...)
+			} else {
+				sizes[k] = o.Size()
+			}
+			model = append([]cacheKey{k}, model...)
+			var total int64
+			for i, m := range model {
+				if total+sizes[m] > bound {
+					model = model[:i]
+					break
+				}
+				total += sizes[m]
+			}
+		case op < 99:
+			got, ok := v.Get(o.Hash())
+			i := index(k)
+			g.Expect(ok).To(Equal(i >= 0), "step %d: lookup of %v", step, k)
+			if ok {
+				g.Expect(got).To(BeIdenticalTo(o))
+				model = append([]cacheKey{k}, append(model[:i:i], model[i+1:]...)...)
+			}
+		default:
+			v.Clear()
+			kept := model[:0:0]
+			for _, m := range model {
+				if m.view != v.id {
+					kept = append(kept, m)
+				}
+			}
+			model = kept
+		}
+		var total int64
+		for _, m := range model {
+			total += sizes[m]
+		}
+		st := c.Stats()
+		g.Expect(st.Bytes).To(Equal(total), "step %d", step)
+		g.Expect(st.Objects).To(Equal(len(model)), "step %d", step)
+	}
+	// Slots are reused: the cache never held more than fit in its bound
+	// at once, however many were put.
+	g.Expect(len(c.slots)).To(BeNumerically("<=", bound/20))
 }
