@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -65,8 +66,10 @@ type Reader struct {
 const maxCatalogs = 256
 
 type declared struct {
-	decl *deps.Declaration
-	err  error
+	// commit is the revision's commit the declaration was read from.
+	commit string
+	decl   *deps.Declaration
+	err    error
 	// origin is the upstream commit the package records (its Kptfile's
 	// upstreamLock), for packages of deployment repositories.
 	origin string
@@ -85,14 +88,14 @@ func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev stor
 	r.mu.Lock()
 	d, ok := r.decls[key]
 	r.mu.Unlock()
-	if ok {
+	if ok && d.commit == rev.Commit {
 		return d, nil
 	}
 	p, err := st.Read(ctx, rev)
 	if err != nil {
 		return declared{}, err
 	}
-	d = declare(p)
+	d = declare(rev, p)
 	r.remember(key, d)
 	return d, nil
 }
@@ -102,15 +105,18 @@ func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev stor
 // write) does not read and parse the package from git again: a package
 // written in process still holds its parse.
 func (r *Reader) Remember(st *store.Repository, rev store.Revision, p *pkg.Package) {
-	r.remember(declKey(st, rev), declare(p))
+	r.remember(declKey(st, rev), declare(rev, p))
 }
 
+// declKey names a revision, not a commit: the cache keeps the declaration
+// of each revision's latest commit only, so a draft written again and
+// again holds one entry, not one per commit it ever had.
 func declKey(st *store.Repository, rev store.Revision) string {
-	return st.URL() + "\x00" + rev.Package + "\x00" + rev.Commit
+	return st.URL() + "\x00" + rev.Package + "\x00" + rev.Workspace + "\x00" + strconv.Itoa(rev.Revision)
 }
 
-func declare(p *pkg.Package) declared {
-	d := declared{origin: upstreamCommit(p)}
+func declare(rev store.Revision, p *pkg.Package) declared {
+	d := declared{commit: rev.Commit, origin: upstreamCommit(p)}
 	d.decl, d.err = deps.ParsePackage(p)
 	return d
 }

@@ -50,4 +50,15 @@ func TestReader_remember(t *testing.T) {
 	d, err := remembered.Declaration(ctx, st, unknown)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Provides).To(Equal(want.decl.Provides))
+
+	// A new commit of the revision replaces what was remembered of the
+	// old one: it is read (its declaration changed), and the reader keeps
+	// one entry for the draft.
+	next := pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")})
+	rewritten, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: next, Expected: written.Commit})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = remembered.Declaration(ctx, st, rewritten)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Provides).To(BeEmpty(), "the new commit's declaration, not the remembered one")
+	g.Expect(remembered.decls).To(HaveLen(1))
 }

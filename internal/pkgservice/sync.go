@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,8 +25,10 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// maxFactsCache bounds the Kptfile facts kept in memory.
-const maxFactsCache = 50_000
+// maxFactsCache bounds the Kptfile facts kept in memory: one entry per
+// revision shown, so the bound is only reached by a fleet of that many
+// revisions (the cache then starts over).
+const maxFactsCache = 100_000
 
 // syncParallelism bounds the PackageRevision writes one sync makes at
 // once.
@@ -39,24 +42,37 @@ type Service struct {
 	APIReader client.Reader
 
 	mu    sync.Mutex
-	facts map[string]kptFacts // by commit and package path; commits never change
+	facts map[factsKey]kptFacts
 }
 
-// kptFacts is what a PackageRevision shows of its Kptfile.
+// factsKey names a revision: the Kptfile facts of a revision are kept
+// for its latest commit only, so the cache holds one entry per revision
+// however often its draft is written (keyed by commit, every draft write
+// left the facts of the commit it replaced behind, and a fleet's drafts
+// filled the cache many times over before it was dropped).
+type factsKey struct {
+	repo     types.UID
+	pkg, ws  string
+	revision int
+}
+
+// kptFacts is what a PackageRevision shows of its Kptfile, at commit.
 type kptFacts struct {
+	commit     string
 	gates      []kptfilev1.ReadinessGate
 	conditions []kptfilev1.Condition
 	lock       *kptfilev1.UpstreamLock
 }
 
-func (s *Service) kptfileFacts(ctx context.Context, repo *store.Repository, rev store.Revision) (kptFacts, error) {
-	key := rev.Commit + "\x00" + rev.Package
+func (s *Service) kptfileFacts(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision) (kptFacts, error) {
+	key := factsKey{repo: repoObj.UID, pkg: rev.Package, ws: rev.Workspace, revision: rev.Revision}
 	s.mu.Lock()
 	f, ok := s.facts[key]
 	s.mu.Unlock()
-	if ok {
+	if ok && f.commit == rev.Commit {
 		return f, nil
 	}
+	f = kptFacts{commit: rev.Commit}
 	start := time.Now()
 	data, err := repo.ReadFile(ctx, rev, kptfilev1.KptFileName)
 	metrics.ObserveGit("read", start, &err)
@@ -80,7 +96,7 @@ func (s *Service) kptfileFacts(ctx context.Context, repo *store.Repository, rev 
 	f.lock = kf.UpstreamLock
 	s.mu.Lock()
 	if s.facts == nil || len(s.facts) >= maxFactsCache {
-		s.facts = map[string]kptFacts{}
+		s.facts = map[factsKey]kptFacts{}
 	}
 	s.facts[key] = f
 	s.mu.Unlock()
@@ -240,7 +256,7 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			rev = fresh
 		}
 	}
-	facts, err := s.kptfileFacts(ctx, repo, rev)
+	facts, err := s.kptfileFacts(ctx, repoObj, repo, rev)
 	if err != nil {
 		return false, err
 	}

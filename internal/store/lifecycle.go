@@ -46,7 +46,7 @@ func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, fro
 	if err := r.push(ctx, []refUpdate{{Name: dst, New: head}, {Name: src, Old: head}}); err != nil {
 		return Revision{}, err
 	}
-	meta, err := r.metaFor(head)
+	meta, err := r.draftMetaFor(head, p, ws)
 	if err != nil {
 		return Revision{}, err
 	}

@@ -117,9 +117,9 @@ type Repository struct {
 	repo   *git.Repository
 	storer *cachedStorage
 	meta   map[plumbing.Hash]revisionMeta // by ref value; objects never change
-	// draftMeta is meta of draft and proposal heads, with the trailers
-	// they inherit (see draftMetaFor).
-	draftMeta map[draftKey]revisionMeta
+	// draftMeta is meta of each draft's and proposal's head, with the
+	// trailers it inherits (see draftMetaFor).
+	draftMeta map[draftKey]draftMeta
 	// refs mirrors the local refs in memory: reloaded after every fetch
 	// and updated with every push, so reads never walk the ref files.
 	refs map[plumbing.ReferenceName]plumbing.Hash

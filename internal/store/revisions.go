@@ -180,6 +180,19 @@ func (r *Repository) metaFor(h plumbing.Hash) (revisionMeta, error) {
 	if m, ok := r.meta[h]; ok {
 		return m, nil
 	}
+	m, err := r.readMeta(h)
+	if err != nil {
+		return revisionMeta{}, err
+	}
+	if len(r.meta) >= maxCached {
+		clear(r.meta) // bounded: refilled from git as revisions are read
+	}
+	r.meta[h] = m
+	return m, nil
+}
+
+// readMeta reads the facts of the commit h is or peels to, uncached.
+func (r *Repository) readMeta(h plumbing.Hash) (revisionMeta, error) {
 	commit, tag, err := r.peel(h)
 	if err != nil {
 		return revisionMeta{}, err
@@ -193,10 +206,6 @@ func (r *Repository) metaFor(h plumbing.Hash) (revisionMeta, error) {
 		m.publishedBy = formatPerson(tag.Tagger)
 		m.publishedAt = tag.Tagger.When.UTC()
 	}
-	if len(r.meta) >= maxCached {
-		clear(r.meta) // bounded: refilled from git as revisions are read
-	}
-	r.meta[h] = m
 	return m, nil
 }
 
@@ -213,12 +222,16 @@ const inheritDepth = 100
 // commit on the branch written through Scion: a commit someone pushed with
 // plain git carries no trailers, and must not take the draft away from
 // its owner. Only trailers of this draft (package p, workspace ws) count.
+//
+// It is kept for the draft's current head only (not in meta, by hash):
+// a draft's head moves with every write, and facts kept per head piled
+// up for every commit a draft ever had.
 func (r *Repository) draftMetaFor(h plumbing.Hash, p, ws string) (revisionMeta, error) {
-	key := draftKey{h, p, ws}
-	if m, ok := r.draftMeta[key]; ok {
-		return m, nil
+	key := draftKey{p, ws}
+	if m, ok := r.draftMeta[key]; ok && m.head == h {
+		return m.revisionMeta, nil
 	}
-	m, err := r.metaFor(h)
+	m, err := r.readMeta(h)
 	if err != nil {
 		return revisionMeta{}, err
 	}
@@ -243,16 +256,21 @@ func (r *Repository) draftMetaFor(h plumbing.Hash, p, ws string) (revisionMeta, 
 		}
 	}
 	if r.draftMeta == nil || len(r.draftMeta) >= maxCached {
-		r.draftMeta = map[draftKey]revisionMeta{} // bounded, as meta
+		r.draftMeta = map[draftKey]draftMeta{} // bounded, as meta
 	}
-	r.draftMeta[key] = m
+	r.draftMeta[key] = draftMeta{head: h, revisionMeta: m}
 	return m, nil
 }
 
-// draftKey identifies a draft head: its commit, package and workspace.
+// draftKey identifies a draft (or proposal): its package and workspace.
 type draftKey struct {
-	commit  plumbing.Hash
 	pkg, ws string
+}
+
+// draftMeta is the revisionMeta of a draft's head.
+type draftMeta struct {
+	head plumbing.Hash
+	revisionMeta
 }
 
 func formatPerson(s object.Signature) string {

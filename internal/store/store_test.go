@@ -891,3 +891,30 @@ func packFiles(t *testing.T, cacheDir string) []string {
 	}
 	return packs
 }
+
+// TestRepository_draftMetaPerDraft: the facts kept of drafts are those of
+// each draft's current head: a draft written again and again keeps one
+// entry, however many commits it has had, and what List shows follows
+// the head.
+func TestRepository_draftMetaPerDraft(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	repo := open(t, Options{URL: url, CreateBranch: true})
+	var last Revision
+	for i := 0; i < 5; i++ {
+		rev, err := repo.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage(fmt.Sprintf("app-%d", i), 2), Expected: last.Commit,
+			Trailers: map[string]string{TrailerObject: fmt.Sprintf("object-%d", i)}})
+		g.Expect(err).NotTo(HaveOccurred())
+		last = rev
+		revs, err := repo.List(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(revs).To(HaveLen(1))
+		g.Expect(revs[0].Commit).To(Equal(rev.Commit))
+		g.Expect(revs[0].Trailers[TrailerObject]).To(Equal(fmt.Sprintf("object-%d", i)))
+	}
+	repo.mu.Lock()
+	defer repo.mu.Unlock()
+	g.Expect(repo.draftMeta).To(HaveLen(1), "one entry per draft")
+	g.Expect(repo.meta).To(BeEmpty(), "draft heads are not kept by hash")
+}
