@@ -1,6 +1,7 @@
 package packagevariant
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 
@@ -57,11 +58,23 @@ type producedResult struct {
 // empty.
 type producedMemo struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]producedResult
+	m  map[types.NamespacedName]memoEntry
 	// epochs count the events of the objects injectors name, by
 	// namespace and name (the injectors' index maps an event to its
 	// variants the same way).
 	epochs map[types.NamespacedName]uint64
+}
+
+// memoEntry is a producedResult as the memo keeps it: the render status
+// encoded, one block of bytes. A memo entry lives as long as its variant
+// (ten thousand of them in a large fleet), and the render status as a Go
+// value (every step's name, image and results) was a few dozen small
+// objects per variant for the garbage collector to mark on every cycle.
+type memoEntry struct {
+	key        producedKey
+	conditions []metav1.Condition
+	points     []variant.Point
+	render     []byte
 }
 
 // epoch is the injection epoch of a variant: the sum of its injected
@@ -91,18 +104,36 @@ func (m *producedMemo) injected(obj types.NamespacedName) {
 func (m *producedMemo) get(name types.NamespacedName, key producedKey) (producedResult, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.m[name]
-	return r, ok && r.key == key
+	e, ok := m.m[name]
+	if !ok || e.key != key {
+		return producedResult{}, false
+	}
+	r := producedResult{key: e.key, conditions: e.conditions, points: e.points}
+	if e.render != nil {
+		r.render = &kptfilev1.RenderStatus{}
+		if err := json.Unmarshal(e.render, r.render); err != nil {
+			return producedResult{}, false // cannot happen: the memo wrote it
+		}
+	}
+	return r, true
 }
 
 // put remembers a production.
 func (m *producedMemo) put(name types.NamespacedName, r producedResult) {
+	e := memoEntry{key: r.key, conditions: r.conditions, points: r.points}
+	if r.render != nil {
+		b, err := json.Marshal(r.render)
+		if err != nil {
+			return // not remembered: produced anew next time
+		}
+		e.render = b
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m = map[types.NamespacedName]producedResult{}
+		m.m = map[types.NamespacedName]memoEntry{}
 	}
-	m.m[name] = r
+	m.m[name] = e
 }
 
 // forget drops the variant's memo.
