@@ -276,7 +276,10 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	}
 	row("wall time (all Ready)", func(i int) string { return wall[i].Round(100 * time.Millisecond).String() })
 	row("CPU controllers", func(i int) string { return cpu[i].Self.Round(100 * time.Millisecond).String() })
-	row("  of which GC (marking on idle processors)", func(i int) string {
+	// The runtime's GC figures are its workers' wall time on a processor
+	// (P), not CPU time: on a saturated machine a worker waiting for a
+	// core still counts. The real share is in the PROFILE= CPU profile.
+	row("  GC, Go runtime's estimate (idle marking)", func(i int) string {
 		return fmt.Sprintf("%s (%s)", cpu[i].GC.Round(100*time.Millisecond), cpu[i].GCIdle.Round(100*time.Millisecond))
 	})
 	row("CPU git server", func(i int) string { return cpu[i].Children.Round(100 * time.Millisecond).String() })

@@ -19,8 +19,11 @@ import (
 // (steal): on a shared host, what the same work takes varies with it.
 // GC and GCIdle are the Go runtime's estimate of how much of Self its
 // garbage collector took, and of that how much marked on processors this
-// process had nothing else to run on (idle-priority marking, which grows
-// with the heap in use however little the process allocates).
+// process had nothing else to run on (idle-priority marking). The
+// estimate is the wall time its workers held a processor (P), not CPU
+// time: on a machine whose cores other processes keep busy it overstates
+// (a worker waiting for a core counts), most of all the idle marking; a
+// CPU profile gives the real share.
 type CPU struct {
 	Self, Children, APIServer, Etcd, Steal time.Duration
 	GC, GCIdle                             time.Duration
