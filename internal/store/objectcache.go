@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,15 +18,20 @@ import (
 )
 
 // Pack consolidation: once more than maxSmallPacks packs under
-// smallPackSize have accumulated (each flush and each fetch adds one),
-// they are merged into one. A merged pack soon outgrows smallPackSize and
-// is left alone, so an object is rewritten a few times at most. go-git
-// keeps the index of every pack it has opened in memory (a few KiB even
-// for a pack of one draft), so the bound is low: with a thousand
-// repositories, 32 small packs each held over 100 MiB of indexes.
+// maxMergedPackSize have accumulated (each flush and each fetch adds
+// one), the smallest are merged so that the packs' sizes grow
+// geometrically again, each at least twice the sum of those smaller
+// (as git repack --geometric=2): a mirror written to for years holds a
+// few dozen packs, not one per few writes, and an object is rewritten
+// once per doubling at most. go-git keeps the index of every pack of a
+// repository it reads in memory (a few KiB even for a pack of one
+// draft) and looks an object up in each of them, so the count is kept
+// low: with a thousand repositories, 32 small packs each held over 100
+// MiB of indexes. Packs over maxMergedPackSize (a first clone, a large
+// fetch) are left alone: merging reads the merged packs into memory.
 const (
-	maxSmallPacks = 8
-	smallPackSize = 256 << 10
+	maxSmallPacks     = 8
+	maxMergedPackSize = 8 << 20
 )
 
 // cachedStorage is the local mirror's storage, with two changes to
@@ -140,21 +146,29 @@ func (m packObjects) EncodedObject(_ plumbing.ObjectType, h plumbing.Hash) (plum
 	return nil, plumbing.ErrObjectNotFound
 }
 
-// consolidate merges the small packs into one when there are more than
-// maxSmallPacks of them.
+// consolidate merges the smallest packs into one when there are more
+// than maxSmallPacks packs under maxMergedPackSize (see rollUp).
 func (s *cachedStorage) consolidate() error {
 	packs, err := s.ObjectPacks()
 	if err != nil {
 		return err
 	}
-	var small []plumbing.Hash
+	var candidates []sizedPack
 	for _, h := range packs {
 		fi, err := os.Stat(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".pack"))
-		if err == nil && fi.Size() < smallPackSize {
-			small = append(small, h)
+		if err == nil && fi.Size() < maxMergedPackSize {
+			candidates = append(candidates, sizedPack{h, fi.Size()})
 		}
 	}
-	if len(small) <= maxSmallPacks {
+	if len(candidates) <= maxSmallPacks {
+		return nil
+	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].size < candidates[j].size })
+	var small []plumbing.Hash
+	for _, p := range candidates[:rollUp(candidates)] {
+		small = append(small, p.hash)
+	}
+	if len(small) < 2 {
 		return nil
 	}
 	// Each small pack is read once, in one go: merging through the object
@@ -183,6 +197,38 @@ func (s *cachedStorage) consolidate() error {
 	}
 	s.Reindex()
 	return nil
+}
+
+// sizedPack is a pack and the size of its file.
+type sizedPack struct {
+	hash plumbing.Hash
+	size int64
+}
+
+// rollUp returns how many of the packs (smallest first) to merge so that
+// every pack left is at least twice as large as the merged pack and the
+// packs smaller than it together: the sizes then double from pack to
+// pack. It is 0 when they already do.
+func rollUp(packs []sizedPack) int {
+	n := 0
+	for i := len(packs) - 1; i > 0; i-- {
+		if packs[i].size < 2*packs[i-1].size {
+			n = i + 1
+			break
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	var merged int64
+	for _, p := range packs[:n] {
+		merged += p.size
+	}
+	for n < len(packs) && packs[n].size < 2*merged {
+		merged += packs[n].size
+		n++
+	}
+	return n
 }
 
 // readPack calls fn with every object of a pack: from the object cache

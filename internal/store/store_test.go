@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -917,4 +918,82 @@ func TestRepository_draftMetaPerDraft(t *testing.T) {
 	defer repo.mu.Unlock()
 	g.Expect(repo.draftMeta).To(HaveLen(1), "one entry per draft")
 	g.Expect(repo.meta).To(BeEmpty(), "draft heads are not kept by hash")
+}
+
+// TestRepository_packsStayFew: a mirror written to again and again keeps
+// few packs, however large each write: packs roll up geometrically (the
+// merge of packs of one large draft each used to be skipped once a pack
+// passed 256 KiB, one more pack, and one more index in memory, for
+// every such write, forever).
+func TestRepository_packsStayFew(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	r := open(t, Options{URL: url, CreateBranch: true, CacheDir: cacheDir})
+	rnd := rand.New(rand.NewPCG(3, 4))
+	large := func(i int) *pkg.Package {
+		// Random text of 36 letters compresses to about 65 %: each
+		// write is a pack of about 330 KiB.
+		b := make([]byte, 500<<10)
+		for j := range b {
+			b[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[rnd.IntN(36)]
+		}
+		return pkg.New(map[string][]byte{
+			"Kptfile":  []byte(fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: big-%d\n", i)),
+			"data.txt": b,
+		})
+	}
+	var drafts []Revision
+	want := map[string]*pkg.Package{}
+	most := 0
+	for i := 0; i < 30; i++ {
+		p := large(i)
+		rev, err := r.WriteDraft(ctx, DraftWrite{Package: fmt.Sprintf("big-%d", i), Workspace: "ws", Contents: p})
+		g.Expect(err).NotTo(HaveOccurred())
+		drafts = append(drafts, rev)
+		want[rev.Commit] = p
+		most = max(most, len(packFiles(t, cacheDir)))
+	}
+	// 30 packs of 330 KiB: a doubling progression up to 8 MiB has about
+	// five, plus up to maxSmallPacks waiting for the next roll-up.
+	g.Expect(most).To(BeNumerically("<=", maxSmallPacks+6), "packs roll up")
+
+	args := []string{"fsck", "--strict", "--no-dangling"}
+	for _, rev := range drafts {
+		args = append(args, rev.Commit)
+	}
+	g.Expect(gitserver.Git(t, cacheDir, args...)).NotTo(ContainSubstring("error"))
+	reopened := open(t, Options{URL: url, CacheDir: cacheDir})
+	for _, rev := range drafts {
+		got, err := reopened.Read(ctx, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Equal(want[rev.Commit])).To(BeTrue(), "draft %s", rev.Package)
+	}
+}
+
+// TestRollUp: which of the packs, smallest first, are merged.
+func TestRollUp(t *testing.T) {
+	sized := func(sizes ...int64) []sizedPack {
+		var out []sizedPack
+		for _, s := range sizes {
+			out = append(out, sizedPack{size: s})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sizes []int64
+		want  int
+	}{
+		{[]int64{1, 2, 4, 8, 16}, 0},       // already doubling
+		{[]int64{1, 1, 1, 1}, 4},           // equal packs: all
+		{[]int64{1, 1, 4, 8, 16}, 2},       // the two smallest make 2: 4 is twice that
+		{[]int64{1, 1, 3, 8, 16}, 5},       // merged 2: 3 < 2*2, then 8 < 2*5, then 16 < 2*13: all
+		{[]int64{10, 10, 10, 10, 1000}, 4}, // the large pack stays
+		{[]int64{1, 2, 4, 8, 9}, 5},        // the progression breaks at the top: all
+	} {
+		if got := rollUp(sized(c.sizes...)); got != c.want {
+			t.Errorf("rollUp(%v) = %d, want %d", c.sizes, got, c.want)
+		}
+	}
 }
