@@ -3,6 +3,7 @@ package packagevariant_test
 import (
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,8 +27,14 @@ var (
 )
 
 // TestMain runs the whole manager against a real API server.
+// The benchmark's GIT_OBJECT_CACHE (make bench-scale) sets the size of
+// the git object cache, in MiB (the controller's default otherwise).
 func TestMain(m *testing.M) {
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
+	opts := manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}
+	if mib, err := strconv.Atoi(os.Getenv("SCION_BENCH_GIT_OBJECT_CACHE")); err == nil && mib > 0 {
+		opts.GitObjectCacheSize = int64(mib) << 20
+	}
+	os.Exit(suite.Run(m, opts, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
 		env, k8sClient = e, e.Client
 	}))
 }
