@@ -331,6 +331,14 @@ func (r *Repository) fetchLocked(ctx context.Context) error {
 		return err
 	}
 	r.fetchedAt = started
+	if pack != nil {
+		// Each fetch that brings objects adds a pack: a mirror Scion
+		// only reads (an upstream people push to) would otherwise keep
+		// them all, one more index in memory each.
+		if err := r.storer.consolidate(); err != nil {
+			return fmt.Errorf("merging the packs fetched from %s: %w", r.URL(), err)
+		}
+	}
 	return nil
 }
 
