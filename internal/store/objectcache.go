@@ -21,14 +21,15 @@ import (
 // maxMergedPackSize have accumulated (each flush and each fetch adds
 // one), the smallest are merged so that the packs' sizes grow
 // geometrically again, each at least twice the sum of those smaller
-// (as git repack --geometric=2): a mirror written to for years holds a
-// few dozen packs, not one per few writes, and an object is rewritten
-// once per doubling at most. go-git keeps the index of every pack of a
+// (as git repack --geometric=2): the count of packs grows with the
+// logarithm of what was written and fetched, not by one every few
+// writes, and an object is rewritten once per doubling at most. go-git keeps the index of every pack of a
 // repository it reads in memory (a few KiB even for a pack of one
 // draft) and looks an object up in each of them, so the count is kept
 // low: with a thousand repositories, 32 small packs each held over 100
 // MiB of indexes. Packs over maxMergedPackSize (a first clone, a large
-// fetch) are left alone: merging reads the merged packs into memory.
+// fetch) are left alone: merging reads the merged packs into memory (at
+// most about twice maxMergedPackSize, the sizes below it doubling).
 const (
 	maxSmallPacks     = 8
 	maxMergedPackSize = 8 << 20
@@ -308,8 +309,7 @@ const DefaultObjectCacheSize = 32 << 20
 // slice, linked by index, and the map from key to entry holds no
 // pointers; each entry costs the collector its object alone, where a
 // list element, an entry struct and a map of pointers cost it three
-// more objects to mark (and most of a cycle's work at ten thousand
-// variants is marking small objects).
+// more objects to mark on every cycle.
 //
 // It is safe for concurrent use.
 type ObjectCache struct {
