@@ -117,7 +117,7 @@ func (o *Options) WaitReady(ctx context.Context, ns string) error {
 			if metav1.GetControllerOf(&pv) == nil {
 				total++
 			}
-			if ready(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
+			if configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 				readyCount++
 			} else if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil && c.Reason == packagevariant.ProposalPendingReason && pv.Status.ObservedGeneration == pv.Generation {
 				readyCount++ // waits for its approver, not for Scion
@@ -157,10 +157,6 @@ func readyReason(conds []metav1.Condition, gen, observed int64) string {
 		return " (no Ready condition yet)"
 	}
 	return fmt.Sprintf(" (Ready=%s %s: %s)", c.Status, c.Reason, c.Message)
-}
-
-func ready(conds []metav1.Condition, gen, observed int64) bool {
-	return observed == gen && meta.IsStatusConditionTrue(conds, configv1alpha1.ReadyCondition)
 }
 
 func (o *Options) printTrees(ctx context.Context, ns string) error {

@@ -113,7 +113,7 @@ func (o *Options) rollOut(ctx context.Context, ns string) error {
 		return err
 	}
 	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
-		return ro.Status.ObservedGeneration == ro.Generation && meta.IsStatusConditionTrue(ro.Status.Conditions, configv1alpha1.ReadyCondition)
+		return configv1alpha1.ReadyAt(ro.Status.Conditions, ro.Generation, ro.Status.ObservedGeneration)
 	}); err != nil {
 		return err
 	}

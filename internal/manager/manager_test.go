@@ -157,7 +157,7 @@ func TestSharding(t *testing.T) {
 	readyPV := func(g Gomega, name string) bool {
 		pv := &configv1alpha1.PackageVariant{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pv)).To(Succeed())
-		return pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+		return configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
 	}
 	untouched := func(g Gomega) {
 		for _, v := range variants {

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Condition types shared by the kinds of this group. They follow kstatus, so
 // `kubectl wait --for=condition=Ready` works.
 const (
@@ -12,6 +17,13 @@ const (
 	// without a change to the object or its environment.
 	StalledCondition = "Stalled"
 )
+
+// ReadyAt reports whether conditions say Ready=True of the object's
+// current generation: a status written for an older spec (observed
+// below generation) does not count, whatever it says.
+func ReadyAt(conditions []metav1.Condition, generation, observed int64) bool {
+	return observed == generation && meta.IsStatusConditionTrue(conditions, ReadyCondition)
+}
 
 // ShardLabel assigns an object to the controller replica started with
 // --shard set to its value; replicas without --shard reconcile the objects

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -344,7 +343,7 @@ func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageR
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		variant = pkgservice.VariantState{Name: pv.Name,
-			Ready: pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition)}
+			Ready: configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)}
 	}
 	decision, err := pkgservice.AutoPropose(cur, history[0].When, variant, time.Now())
 	if err != nil {

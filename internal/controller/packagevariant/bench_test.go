@@ -369,7 +369,7 @@ func slimVariant(o any) (any, error) {
 }
 
 func (rc *readyCount) isReady(pv *configv1alpha1.PackageVariant) bool {
-	return pv.Status.ObservedGeneration == pv.Generation && meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition) && (rc.want == nil || rc.want(pv))
+	return configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) && (rc.want == nil || rc.want(pv))
 }
 
 // observe counts one event's variant.

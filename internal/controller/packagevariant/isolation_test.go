@@ -87,7 +87,7 @@ func countReady(g Gomega, ns string) int {
 	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
 	ready := 0
 	for _, pv := range list.Items {
-		if meta.IsStatusConditionTrue(pv.Status.Conditions, configv1alpha1.ReadyCondition) && pv.Status.ObservedGeneration == pv.Generation {
+		if configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 			ready++
 		}
 	}

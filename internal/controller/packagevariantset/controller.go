@@ -246,8 +246,7 @@ func (metadataChanged) Update(e event.UpdateEvent) bool {
 }
 
 func isReady(pv *configv1alpha1.PackageVariant) bool {
-	c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
-	return c != nil && c.Status == metav1.ConditionTrue && pv.Status.ObservedGeneration == pv.Generation
+	return configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
 }
 
 // scope holds what one reconcile learns; patchStatus writes it.
