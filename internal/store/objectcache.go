@@ -190,13 +190,15 @@ func (s *cachedStorage) consolidate() error {
 	if err := s.writePackFrom(merged, hashes); err != nil {
 		return fmt.Errorf("merging packs: %w", err)
 	}
-	// Everything is in the new pack: the old ones can go.
+	// Everything is in the new pack: the old ones can go. The storage
+	// forgets its indexes even when a removal fails, so that it never
+	// looks for an object in a pack already removed.
+	defer s.Reindex()
 	for _, h := range small {
 		if err := s.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
 			return fmt.Errorf("removing merged pack %s: %w", h, err)
 		}
 	}
-	s.Reindex()
 	return nil
 }
 
