@@ -3,9 +3,7 @@ package store
 import (
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -23,13 +21,14 @@ import (
 // geometrically again, each at least twice the sum of those smaller
 // (as git repack --geometric=2): the count of packs grows with the
 // logarithm of what was written and fetched, not by one every few
-// writes, and an object is rewritten once per doubling at most. go-git keeps the index of every pack of a
-// repository it reads in memory (a few KiB even for a pack of one
-// draft) and looks an object up in each of them, so the count is kept
-// low: with a thousand repositories, 32 small packs each held over 100
-// MiB of indexes. Packs over maxMergedPackSize (a first clone, a large
-// fetch) are left alone: merging reads the merged packs into memory (at
-// most about twice maxMergedPackSize, the sizes below it doubling).
+// writes, and an object is rewritten once per doubling at most. go-git
+// keeps the index of every pack of a repository it reads in memory (a
+// few KiB even for a pack of one draft) and looks an object up in each
+// of them, so the count is kept low: with a thousand repositories, 32
+// small packs each held over 100 MiB of indexes. Packs over
+// maxMergedPackSize (a first clone, a large fetch) are left alone:
+// merging reads the merged packs into memory (at most about twice
+// maxMergedPackSize, the sizes below it doubling).
 const (
 	maxSmallPacks     = 8
 	maxMergedPackSize = 8 << 20
@@ -53,14 +52,13 @@ const (
 type cachedStorage struct {
 	*filesystem.Storage
 	objects cache.Object
-	gitDir  string
 	// pending are the objects written since the last Flush.
 	pending map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
 }
 
-func newCachedStorage(fs *filesystem.Storage, objects cache.Object, gitDir string) *cachedStorage {
-	return &cachedStorage{Storage: fs, objects: objects, gitDir: gitDir, pending: map[plumbing.Hash]plumbing.EncodedObject{}}
+func newCachedStorage(fs *filesystem.Storage, objects cache.Object) *cachedStorage {
+	return &cachedStorage{Storage: fs, objects: objects, pending: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
 // EncodedObject returns the object from memory, or from the disk.
@@ -156,7 +154,7 @@ func (s *cachedStorage) consolidate() error {
 	}
 	var candidates []sizedPack
 	for _, h := range packs {
-		fi, err := os.Stat(filepath.Join(s.gitDir, "objects", "pack", "pack-"+h.String()+".pack"))
+		fi, err := s.Filesystem().Stat(packPath(h) + ".pack")
 		if err == nil && fi.Size() < maxMergedPackSize {
 			candidates = append(candidates, sizedPack{h, fi.Size()})
 		}
@@ -165,19 +163,19 @@ func (s *cachedStorage) consolidate() error {
 		return nil
 	}
 	sort.Slice(candidates, func(i, j int) bool { return candidates[i].size < candidates[j].size })
-	var small []plumbing.Hash
+	var merging []plumbing.Hash
 	for _, p := range candidates[:rollUp(candidates)] {
-		small = append(small, p.hash)
+		merging = append(merging, p.hash)
 	}
-	if len(small) < 2 {
+	if len(merging) < 2 {
 		return nil
 	}
-	// Each small pack is read once, in one go: merging through the object
+	// Each pack is read once, in one go: merging through the object
 	// lookups reopened a pack for every object the object cache did not
 	// hold, which with a thousand repositories was most of them.
 	merged := packObjects{}
 	var hashes []plumbing.Hash
-	for _, h := range small {
+	for _, h := range merging {
 		if err := s.readPack(h, func(obj plumbing.EncodedObject) {
 			if _, ok := merged[obj.Hash()]; !ok {
 				merged[obj.Hash()] = obj
@@ -194,12 +192,18 @@ func (s *cachedStorage) consolidate() error {
 	// forgets its indexes even when a removal fails, so that it never
 	// looks for an object in a pack already removed.
 	defer s.Reindex()
-	for _, h := range small {
+	for _, h := range merging {
 		if err := s.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
 			return fmt.Errorf("removing merged pack %s: %w", h, err)
 		}
 	}
 	return nil
+}
+
+// packPath is the path of a pack's files in the mirror, without the
+// extension (.pack, .idx).
+func packPath(pack plumbing.Hash) string {
+	return path.Join("objects", "pack", "pack-"+pack.String())
 }
 
 // sizedPack is a pack and the size of its file.
@@ -240,7 +244,7 @@ func rollUp(packs []sizedPack) int {
 // object of another pack is read through the storage.
 func (s *cachedStorage) readPack(pack plumbing.Hash, fn func(plumbing.EncodedObject)) error {
 	fs := s.Filesystem()
-	base := path.Join("objects", "pack", "pack-"+pack.String())
+	base := packPath(pack)
 	f, err := fs.Open(base + ".idx")
 	if err != nil {
 		return err

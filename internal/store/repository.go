@@ -207,7 +207,7 @@ func (r *Repository) openCache() error {
 		shared = NewObjectCache(0)
 	}
 	objects := shared.view()
-	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects, r.opts.CacheDir)
+	st := newCachedStorage(filesystem.NewStorageWithOptions(osfs.New(r.opts.CacheDir), objects, filesystem.Options{KeepDescriptors: false}), objects)
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		repo, err = git.Init(st, nil)
