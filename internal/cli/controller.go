@@ -59,7 +59,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.Manager.Shard, "shard", "", "reconcile only objects labelled config.porch.kpt.dev/shard=SHARD, a DNS label (default: only those without the label); each shard elects its own leader")
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
-	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "32Mi", "memory for recently read and written git objects, for all repositories together (a quantity: 64Mi, 1Gi)")
+	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
@@ -85,11 +85,14 @@ func (o *ControllerOptions) Complete() error {
 	if o.Manager.SyncPeriod < time.Second {
 		return fmt.Errorf("--sync-period must be at least 1s")
 	}
-	size, err := resource.ParseQuantity(o.gitObjectCache)
-	if err != nil || size.Sign() <= 0 {
-		return fmt.Errorf("--git-object-cache-size %q: want a positive quantity such as 32Mi", o.gitObjectCache)
+	o.Manager.GitObjectCacheSize = 0 // auto: the manager sizes it by the fleet
+	if o.gitObjectCache != "auto" {
+		size, err := resource.ParseQuantity(o.gitObjectCache)
+		if err != nil || size.Sign() <= 0 {
+			return fmt.Errorf("--git-object-cache-size %q: want auto or a positive quantity such as 256Mi", o.gitObjectCache)
+		}
+		o.Manager.GitObjectCacheSize = size.Value()
 	}
-	o.Manager.GitObjectCacheSize = size.Value()
 	kinds, err := kindwatch.ParseKinds(o.readableKinds)
 	if err != nil {
 		return fmt.Errorf("--readable-kinds: %w", err)

@@ -6,7 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// TestControllerFlags_gitObjectCacheSize: the cache size is a quantity;
+// TestControllerFlags_gitObjectCacheSize: the cache size is auto (the
+// default: 0, sized by the manager from the fleet) or a quantity;
 // anything else, or nothing to cache in, is refused naming the flag.
 func TestControllerFlags_gitObjectCacheSize(t *testing.T) {
 	g := NewWithT(t)
@@ -26,11 +27,14 @@ func TestControllerFlags_gitObjectCacheSize(t *testing.T) {
 	}
 	o, err := parse()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o.Manager.GitObjectCacheSize).To(Equal(int64(32 << 20)))
+	g.Expect(o.Manager.GitObjectCacheSize).To(BeZero())
+	o, err = parse("--git-object-cache-size", "auto")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.Manager.GitObjectCacheSize).To(BeZero())
 	o, err = parse("--git-object-cache-size", "1Gi")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Manager.GitObjectCacheSize).To(Equal(int64(1 << 30)))
-	for _, bad := range []string{"0", "-1Mi", "lots"} {
+	for _, bad := range []string{"0", "-1Mi", "lots", "Auto", ""} {
 		_, err = parse("--git-object-cache-size", bad)
 		g.Expect(err).To(MatchError(ContainSubstring("--git-object-cache-size")), bad)
 	}

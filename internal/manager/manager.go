@@ -68,7 +68,9 @@ type Options struct {
 	// the label. Each shard elects its own leader.
 	Shard string
 	// GitObjectCacheSize bounds, in bytes, the git objects kept in memory
-	// for all repositories together (store.DefaultObjectCacheSize when 0).
+	// for all repositories together; when 0 the bound follows the fleet,
+	// ObjectCacheBase plus ObjectCachePerVariant per PackageVariant of
+	// the shard.
 	GitObjectCacheSize int64
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
@@ -175,9 +177,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	gitObjects := store.NewObjectCache(o.GitObjectCacheSize)
-	metrics.SetGitObjectCache(func() (float64, float64, float64) {
+	if o.GitObjectCacheSize == 0 {
+		if err := sizeByVariants(mgr, gitObjects, shard); err != nil {
+			return nil, err
+		}
+	}
+	metrics.SetGitObjectCache(func() metrics.GitObjectCacheFigures {
 		st := gitObjects.Stats()
-		return float64(st.Bytes), float64(st.Hits), float64(st.Misses)
+		return metrics.GitObjectCacheFigures{Bytes: float64(st.Bytes), Max: float64(st.Max), Hits: float64(st.Hits), Misses: float64(st.Misses)}
 	})
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories,
 		Objects: gitObjects}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,34 @@ func TestManager(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(body).To(ContainSubstring(`scion_git_operation_duration_seconds_count{operation="open"}`))
 	g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="repository"`))
+
+	// The git object cache's bound follows the shard's PackageVariants:
+	// those of another shard do not count, a deleted one no longer does.
+	cacheMax := func() (int64, error) {
+		_, body, err := get(fmt.Sprintf("http://%s/metrics", metricsAddr))
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, "scion_git_object_cache_max_bytes "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				return int64(f), err
+			}
+		}
+		return 0, fmt.Errorf("no scion_git_object_cache_max_bytes in\n%s", body)
+	}
+	g.Expect(cacheMax()).To(Equal(int64(ObjectCacheBase)))
+	for i, labels := range []map[string]string{nil, nil, nil, {configv1alpha1.ShardLabel: "b"}} {
+		g.Expect(env.Client.Create(context.Background(), &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v%d", i), Namespace: "default", Labels: labels},
+			Spec: configv1alpha1.PackageVariantSpec{
+				Upstream:   &configv1alpha1.Upstream{Repo: "r", Package: "missing", Revision: "1"},
+				Downstream: &configv1alpha1.Downstream{Repo: "r", Package: fmt.Sprintf("v%d", i)},
+			}})).To(Succeed())
+	}
+	g.Eventually(cacheMax, 30*time.Second, 200*time.Millisecond).Should(Equal(int64(ObjectCacheBase + 3*ObjectCachePerVariant)))
+	g.Expect(env.Client.Delete(context.Background(), &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "v0", Namespace: "default"}})).To(Succeed())
+	g.Eventually(cacheMax, 30*time.Second, 200*time.Millisecond).Should(Equal(int64(ObjectCacheBase + 2*ObjectCachePerVariant)))
+	g.Consistently(cacheMax, time.Second, 200*time.Millisecond).Should(Equal(int64(ObjectCacheBase+2*ObjectCachePerVariant)), "updates of the variants do not count them again")
 }
 
 // Two replicas, the default shard and shard "b", against one API server:

@@ -66,11 +66,20 @@ var (
 	}, []string{"namespace", "rollout", "state"})
 )
 
+// GitObjectCacheFigures are what the scion_git_object_cache_* metrics
+// report.
+type GitObjectCacheFigures struct {
+	// Bytes held, and their bound.
+	Bytes, Max float64
+	// Hits and Misses count lookups.
+	Hits, Misses float64
+}
+
 // objectCache reports the git object cache of the running manager (see
 // SetGitObjectCache).
-var objectCache atomic.Pointer[func() (bytes, hits, misses float64)]
+var objectCache atomic.Pointer[func() GitObjectCacheFigures]
 
-func gitObjectCache(pick func(b, h, m float64) float64) func() float64 {
+func gitObjectCache(pick func(GitObjectCacheFigures) float64) func() float64 {
 	return func() float64 {
 		f := objectCache.Load()
 		if f == nil {
@@ -81,25 +90,29 @@ func gitObjectCache(pick func(b, h, m float64) float64) func() float64 {
 }
 
 // SetGitObjectCache makes the scion_git_object_cache_* metrics report
-// stats, the manager's shared git object cache.
-func SetGitObjectCache(stats func() (bytes, hits, misses float64)) {
-	objectCache.Store(&stats)
+// figures, the manager's shared git object cache.
+func SetGitObjectCache(figures func() GitObjectCacheFigures) {
+	objectCache.Store(&figures)
 }
 
 func init() {
 	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, VariantProductions, RolloutWaves, RolloutTargets,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "scion_git_object_cache_bytes",
-			Help: "Bytes of git objects kept in memory, for all repositories (bounded by --git-object-cache-size).",
-		}, gitObjectCache(func(b, _, _ float64) float64 { return b })),
+			Help: "Bytes of git objects kept in memory, for all repositories (at most scion_git_object_cache_max_bytes).",
+		}, gitObjectCache(func(f GitObjectCacheFigures) float64 { return f.Bytes })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "scion_git_object_cache_max_bytes",
+			Help: "Bound of the git object cache: --git-object-cache-size, or by default a base plus a share per PackageVariant of the replica's shard.",
+		}, gitObjectCache(func(f GitObjectCacheFigures) float64 { return f.Max })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "scion_git_object_cache_hits_total",
 			Help: "Lookups of git objects found in memory.",
-		}, gitObjectCache(func(_, h, _ float64) float64 { return h })),
+		}, gitObjectCache(func(f GitObjectCacheFigures) float64 { return f.Hits })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "scion_git_object_cache_misses_total",
 			Help: "Lookups of git objects not in memory (read from the mirror on disk, or not there).",
-		}, gitObjectCache(func(_, _, m float64) float64 { return m })),
+		}, gitObjectCache(func(f GitObjectCacheFigures) float64 { return f.Misses })),
 	)
 }
 

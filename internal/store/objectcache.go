@@ -338,6 +338,8 @@ type ObjectCache struct {
 type ObjectCacheStats struct {
 	// Bytes of objects held.
 	Bytes int64
+	// Max is the bound on Bytes.
+	Max int64
 	// Hits and Misses count lookups since the cache was made.
 	Hits, Misses uint64
 	// Objects is the number of objects held.
@@ -379,7 +381,27 @@ func (c *ObjectCache) Size() int64 {
 func (c *ObjectCache) Stats() ObjectCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ObjectCacheStats{Bytes: c.size, Hits: c.hits, Misses: c.misses, Objects: len(c.entries)}
+	return ObjectCacheStats{Bytes: c.size, Max: c.max, Hits: c.hits, Misses: c.misses, Objects: len(c.entries)}
+}
+
+// SetMax changes the bound (DefaultObjectCacheSize when maxBytes <= 0),
+// evicting the least recently used objects down to a smaller one.
+func (c *ObjectCache) SetMax(maxBytes int64) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultObjectCacheSize
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max = maxBytes
+	c.evict()
+}
+
+// evict drops the least recently used objects until the cache is within
+// its bound.
+func (c *ObjectCache) evict() {
+	for c.size > c.max {
+		c.remove(c.tail)
+	}
 }
 
 // view returns the cache of one repository.
@@ -412,9 +434,7 @@ func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
 	c.pushFront(i)
 	c.entries[k] = i
 	c.size += size
-	for c.size > c.max {
-		c.remove(c.tail)
-	}
+	c.evict()
 }
 
 func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {

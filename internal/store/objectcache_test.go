@@ -64,6 +64,34 @@ func TestObjectCache(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 }
 
+// TestObjectCache_SetMax: a smaller bound evicts the least recently used
+// objects at once, a larger one keeps more from then on.
+func TestObjectCache_SetMax(t *testing.T) {
+	g := NewWithT(t)
+	c := NewObjectCache(200)
+	v := c.view()
+	objs := []plumbing.EncodedObject{blob(fmt.Sprintf("%040d", 1)), blob(fmt.Sprintf("%040d", 2)), blob(fmt.Sprintf("%040d", 3)), blob(fmt.Sprintf("%040d", 4))}
+	for _, o := range objs {
+		v.Put(o)
+	}
+	_, _ = v.Get(objs[0].Hash()) // most recently used: 0, 3, 2, 1
+	c.SetMax(80)
+	st := c.Stats()
+	g.Expect(st.Max).To(Equal(int64(80)))
+	g.Expect(st.Bytes).To(Equal(int64(80)))
+	for i, want := range []bool{true, false, false, true} {
+		_, ok := v.Get(objs[i].Hash())
+		g.Expect(ok).To(Equal(want), "object %d", i)
+	}
+	c.SetMax(160)
+	for _, o := range objs {
+		v.Put(o)
+	}
+	g.Expect(c.Stats().Bytes).To(Equal(int64(160)), "a larger bound holds more")
+	c.SetMax(0)
+	g.Expect(c.Stats().Max).To(Equal(int64(DefaultObjectCacheSize)))
+}
+
 // TestRepository_sharedObjectCache: repositories sharing a cache far too
 // small for their objects stay within it, and every draft they write is
 // pushed whole and reads back, from memory or from disk.

@@ -442,8 +442,9 @@ func pushCounts() [2]float64 {
 	return [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
 }
 
-// counterValues reads the manager's counters, by name and, for labelled
-// series, label values: "scion_packagevariant_productions_total{reused}".
+// counterValues reads the manager's counters and gauges, by name and, for
+// labelled series, label values:
+// "scion_packagevariant_productions_total{reused}".
 func counterValues() map[string]float64 {
 	out := map[string]float64{}
 	families, err := crmetrics.Registry.Gather()
@@ -452,7 +453,7 @@ func counterValues() map[string]float64 {
 	}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
-			if m.GetCounter() == nil {
+			if m.GetCounter() == nil && m.GetGauge() == nil {
 				continue
 			}
 			name := f.GetName()
@@ -463,7 +464,7 @@ func counterValues() map[string]float64 {
 				}
 				name += "{" + strings.Join(vs, ",") + "}"
 			}
-			out[name] = m.GetCounter().GetValue()
+			out[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return out
@@ -477,7 +478,7 @@ func counterSummary(before map[string]float64, n int) []string {
 	hits, misses := delta("scion_git_object_cache_hits_total"), delta("scion_git_object_cache_misses_total")
 	cache := "no lookups"
 	if hits+misses > 0 {
-		cache = fmt.Sprintf("%.0f%% of %.0f lookups hit", 100*hits/(hits+misses), hits+misses)
+		cache = fmt.Sprintf("%.0f%% of %.0f lookups hit (bound %.0f MiB)", 100*hits/(hits+misses), hits+misses, now["scion_git_object_cache_max_bytes"]/(1<<20))
 	}
 	prod := fmt.Sprintf("%.2f produced, %.2f reused", delta("scion_packagevariant_productions_total{produced}")/float64(n), delta("scion_packagevariant_productions_total{reused}")/float64(n))
 	return []string{cache, prod}
