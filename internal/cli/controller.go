@@ -87,9 +87,11 @@ func (o *ControllerOptions) Complete() error {
 	}
 	o.Manager.GitObjectCacheSize = 0 // auto: the manager sizes it by the fleet
 	if o.gitObjectCache != "auto" {
+		// A bare number is bytes: "64" meant as MiB would hold next to
+		// nothing, so less than a MiB is refused rather than taken.
 		size, err := resource.ParseQuantity(o.gitObjectCache)
-		if err != nil || size.Sign() <= 0 {
-			return fmt.Errorf("--git-object-cache-size %q: want auto or a positive quantity such as 256Mi", o.gitObjectCache)
+		if err != nil || size.Value() < 1<<20 {
+			return fmt.Errorf("--git-object-cache-size %q: want auto or a quantity of at least 1Mi, such as 256Mi (a bare number is bytes)", o.gitObjectCache)
 		}
 		o.Manager.GitObjectCacheSize = size.Value()
 	}

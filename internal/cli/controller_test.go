@@ -31,10 +31,12 @@ func TestControllerFlags_gitObjectCacheSize(t *testing.T) {
 	o, err = parse("--git-object-cache-size", "auto")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Manager.GitObjectCacheSize).To(BeZero())
+	o, err = parse("--git-object-cache-size", "1Mi")
+	g.Expect(err).NotTo(HaveOccurred())
 	o, err = parse("--git-object-cache-size", "1Gi")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Manager.GitObjectCacheSize).To(Equal(int64(1 << 30)))
-	for _, bad := range []string{"0", "-1Mi", "lots", "Auto", ""} {
+	for _, bad := range []string{"0", "-1Mi", "lots", "Auto", "", "64", "1023Ki"} {
 		_, err = parse("--git-object-cache-size", bad)
 		g.Expect(err).To(MatchError(ContainSubstring("--git-object-cache-size")), bad)
 	}
