@@ -31,7 +31,7 @@ const (
 // ObjectCachePerVariant per PackageVariant of the shard, from the events
 // of the manager's PackageVariant informer.
 type variantSizedCache struct {
-	objects *store.ObjectCache
+	objects interface{ SetMax(int64) }
 	shard   reconciler.Shard
 
 	mu       sync.Mutex
@@ -46,27 +46,36 @@ func sizeByVariants(mgr ctrl.Manager, objects *store.ObjectCache, shard reconcil
 	}
 	s := &variantSizedCache{objects: objects, shard: shard}
 	s.resize(0)
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.count(o, 1) },
-		UpdateFunc: func(old, o any) { s.count(old, -1); s.count(o, 1) },
-		DeleteFunc: func(o any) { s.count(o, -1) },
-	})
-	if err != nil {
+	if _, err := inf.AddEventHandler(s.handler()); err != nil {
 		return fmt.Errorf("watching PackageVariants to size the git object cache: %w", err)
 	}
 	return nil
 }
 
-// count adds delta variants when o is one of the shard's.
-func (s *variantSizedCache) count(o any, delta int) {
+// handler counts the shard's variants. An update changes the count only
+// when the variant moves between shards: lowering the bound and raising
+// it again would evict objects on every status write.
+func (s *variantSizedCache) handler() toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { s.resize(s.owned(o)) },
+		UpdateFunc: func(old, o any) { s.resize(s.owned(o) - s.owned(old)) },
+		DeleteFunc: func(o any) { s.resize(-s.owned(o)) },
+	}
+}
+
+// owned is 1 when o is one of the shard's variants, else 0.
+func (s *variantSizedCache) owned(o any) int {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
 	if obj, ok := o.(client.Object); ok && s.shard.Owns(obj) {
-		s.resize(delta)
+		return 1
 	}
+	return 0
 }
 
+// resize counts delta more variants and sets the bound (delta 0 on an
+// update within the shard: the bound is set again, unchanged).
 func (s *variantSizedCache) resize(delta int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
