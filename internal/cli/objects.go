@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/scion-dev/scion/internal/lenient"
 	"github.com/scion-dev/scion/internal/variant"
 )
 
@@ -52,6 +54,11 @@ func decodeStrict(u *unstructured.Unstructured, into any) error {
 	}
 	strict, err := kjson.UnmarshalStrict(raw, into)
 	if err != nil {
+		// A value the type cannot decode (a duration "10 minutes"):
+		// name the field, as the API server would.
+		if path, ferr := lenient.FirstUndecodable(raw, reflect.TypeOf(into)); path != "" {
+			return fmt.Errorf("%s: %w", path, ferr)
+		}
 		return err
 	}
 	return errors.Join(strict...)

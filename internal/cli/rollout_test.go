@@ -89,6 +89,19 @@ func TestRolloutPlan_invalid(t *testing.T) {
 	g.Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644)).To(Succeed())
 	out, err := runIn(t, dir, "rollout", "plan", "-f", "bad.yaml", "--repositories", "repos.yaml")
 	g.Expect(err).To(MatchError(ContainSubstring("spec.waves[0]: Invalid value: \"maxTargets and percent\": a wave has at most one size")), out)
+	// Durations: what Go cannot read, and what it reads but the CRD
+	// refuses, are refused as at kubectl apply, naming the field.
+	for _, tc := range []struct{ line, message string }{
+		{"  progressDeadline: 10 minutes\n", `spec.progressDeadline: time: unknown unit " minutes" in duration "10 minutes"`},
+		{"  progressDeadline: soon\n", `spec.progressDeadline: time: invalid duration "soon"`},
+		{"  progressDeadline: 0s\n", `spec.progressDeadline: Invalid value: "0s": progressDeadline must be from 1s to 8760h`},
+		{"  soakTime: -5m\n", `spec.soakTime: Invalid value: "-5m0s": soakTime must be from 0s to 8760h`},
+	} {
+		bad := strings.Replace(rolloutYAML, "spec:\n", "spec:\n"+tc.line, 1)
+		g.Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644)).To(Succeed())
+		out, err := runIn(t, dir, "rollout", "plan", "-f", "bad.yaml", "--repositories", "repos.yaml")
+		g.Expect(err).To(MatchError(ContainSubstring(tc.message)), out)
+	}
 	_, err = runIn(t, dir, "rollout", "plan", "-f", "rollout.yaml")
 	g.Expect(err).To(MatchError("--repositories is required"))
 	_, err = runIn(t, dir, "rollout", "plan", "-f", "rollout.yaml", "--repositories", "repos.yaml", "-o", "xml")

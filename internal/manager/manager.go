@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/controller/packagelock"
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/packagerollout"
@@ -29,6 +30,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/lenient"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/namedwatch"
 	"github.com/scion-dev/scion/internal/pkgdeps"
@@ -157,6 +159,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// at leader election without saying why.
 		return nil, fmt.Errorf("shard %q: %s (the shard is the value of the label %s and names its leader election lease)", o.Shard, strings.Join(errs, "; "), configv1alpha1.ShardLabel)
 	}
+	// An object that does not decode is set aside and reported, not
+	// allowed to stop the informer of its kind (internal/lenient).
+	undecodable := &lenient.Reporter{Log: ctrl.Log.WithName("undecodable")}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -167,11 +172,23 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// Nothing here reads managed fields: dropping them from the
 		// cache saves memory and the copy of every object read.
 		Cache: crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
+		NewCache: func(config *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+			informers := &lenient.Informers{Config: config, HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper,
+				Reporter: undecodable, Groups: []string{configv1alpha1.GroupVersion.Group, porchv1alpha1.GroupVersion.Group}}
+			opts.NewInformer = informers.NewInformer
+			return crcache.New(config, opts)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	shard := reconciler.Shard{Name: o.Shard}
+	undecodable.Client = mgr.GetClient()
+	undecodable.Recorder = mgr.GetEventRecorder("scion-controller")
+	undecodable.Owns = func(labels map[string]string) bool { return labels[configv1alpha1.ShardLabel] == shard.Name }
+	if err := mgr.Add(undecodable); err != nil {
+		return nil, err
+	}
 	named, err := namedReader(mgr)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,12 @@ var (
 		Name: "scion_packagevariant_productions_total",
 		Help: "Downstream packages of PackageVariant reconciles, by result (produced, reused).",
 	}, []string{"result"})
+	// UndecodableObjects counts, by kind, the objects set aside because
+	// they do not decode into Scion's Go types (internal/lenient).
+	UndecodableObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scion_undecodable_objects",
+		Help: "Objects Scion ignores because a field does not decode, by kind (see their Stalled condition).",
+	}, []string{"kind"})
 	// RolloutWaves counts each PackageRollout's waves by state.
 	RolloutWaves = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scion_rollout_waves",
@@ -96,7 +102,7 @@ func SetGitObjectCache(figures func() GitObjectCacheFigures) {
 }
 
 func init() {
-	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, VariantProductions, RolloutWaves, RolloutTargets,
+	crmetrics.Registry.MustRegister(GitOperationDuration, GitOperationErrors, GitPushUpdates, RepositorySyncs, SetExpansions, VariantProductions, RolloutWaves, RolloutTargets, UndecodableObjects,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "scion_git_object_cache_bytes",
 			Help: "Bytes of git objects kept in memory, for all repositories (at most scion_git_object_cache_max_bytes).",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,10 @@ type Wave struct {
 type Plan struct {
 	Waves []Wave `json:"waves"`
 }
+
+// MaxDuration bounds a rollout's progressDeadline and soakTime, as the
+// CRD does.
+const MaxDuration = 8760 * time.Hour
 
 // Validate checks a rollout's spec as the CRD does, so that the plan is
 // refused offline as at kubectl apply, naming the field.
@@ -75,6 +80,12 @@ func Validate(spec *configv1alpha1.PackageRolloutSpec) field.ErrorList {
 	}
 	if spec.MaxUnavailable < 0 {
 		errs = append(errs, field.Invalid(base.Child("maxUnavailable"), spec.MaxUnavailable, "must not be negative"))
+	}
+	if d := spec.ProgressDeadline; d != nil && (d.Duration < time.Second || d.Duration > MaxDuration) {
+		errs = append(errs, field.Invalid(base.Child("progressDeadline"), d.Duration.String(), "progressDeadline must be from 1s to 8760h"))
+	}
+	if d := spec.SoakTime; d != nil && (d.Duration < 0 || d.Duration > MaxDuration) {
+		errs = append(errs, field.Invalid(base.Child("soakTime"), d.Duration.String(), "soakTime must be from 0s to 8760h"))
 	}
 	if h := spec.Health; h != nil {
 		switch {

@@ -64,12 +64,21 @@ type PackageRolloutSpec struct {
 	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
 
 	// ProgressDeadline is how long a published target may take to become
-	// healthy before it counts as failed (10m when not set).
+	// healthy before it counts as failed (10m when not set): a Go
+	// duration such as 90s, 10m or 1h30m, at least 1s and at most 8760h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="progressDeadline must be from 1s to 8760h"
 	// +optional
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
 	// SoakTime is how long a complete wave is watched before the next one
-	// starts.
+	// starts: a Go duration such as 0s, 30s or 1h, at most 8760h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="soakTime must be at most 8760h"
 	// +optional
 	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
 

@@ -101,8 +101,12 @@ type SecretRef struct {
 
 // RepositorySync controls periodic re-reading of a repository.
 type RepositorySync struct {
-	// Period between syncs, for example 5m. Defaults to the controller's
-	// sync period.
+	// Period between syncs, a Go duration such as 30s, 5m or 1h, from 1s
+	// to 8760h. Defaults to the controller's sync period.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="sync.period must be from 1s to 8760h"
 	// +optional
 	Period *metav1.Duration `json:"period,omitempty"`
 }
