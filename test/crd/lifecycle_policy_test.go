@@ -172,3 +172,101 @@ func TestRolloutApprovalPolicy(t *testing.T) {
 	g.Expect(approve(bob, "alice")).To(MatchError(ContainSubstring("the approver recorded must be the user approving the wave (bob)")))
 	g.Expect(approve(bob, "bob")).To(Succeed())
 }
+
+// Approval records cannot be forged: a new revision starts as Draft and
+// without an approval, the approval record is written only by the
+// controller or by the approver it names, the status fields that say what
+// git holds only by the controller, and who approved a wave only when
+// approving it, as oneself.
+func TestLifecyclePolicy_forgery(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	installUserRoles(t)
+	alice := as(t, ns, "alice", "scion-editor")
+	bob := as(t, ns, "bob", "scion-approver")
+	carol := as(t, ns, "carol", "scion-approver")
+
+	forged := revision(ns, "forged", porchv1alpha1.LifecyclePublished)
+	forged.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "alice"}
+	g.Eventually(func() error { return alice.Create(ctx, forged.DeepCopy()) }, 30*time.Second, 200*time.Millisecond).Should(
+		MatchError(ContainSubstring("spec.lifecycle: a new PackageRevision starts as Draft, not Published")))
+	g.Expect(bob.Create(ctx, forged.DeepCopy())).To(MatchError(ContainSubstring("a new PackageRevision starts as Draft, not Published")),
+		"approving is a move, not a way to create")
+	withRecord := revision(ns, "with-record", porchv1alpha1.LifecycleDraft)
+	withRecord.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "bob"}
+	g.Expect(alice.Create(ctx, withRecord)).To(MatchError(ContainSubstring("metadata.annotations[porch.kpt.dev/approved-by]: a new PackageRevision has no approval")))
+
+	// The controller (here: the admin, who holds packagerevisions/sync)
+	// shows what git has: a revision bob published.
+	published := revision(ns, "published", porchv1alpha1.LifecyclePublished)
+	published.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "bob"}
+	g.Expect(k8sClient.Create(ctx, published)).To(Succeed())
+	published.Status.PublishedBy = "bob"
+	published.Status.Commit = "0123456789abcdef0123456789abcdef01234567"
+	g.Expect(k8sClient.Status().Update(ctx, published)).To(Succeed())
+
+	setRecord := func(c client.Client, value *string) error {
+		cur := &porchv1alpha1.PackageRevision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(published), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		if value == nil {
+			delete(cur.Annotations, porchv1alpha1.ApprovedByAnnotation)
+		} else {
+			cur.Annotations[porchv1alpha1.ApprovedByAnnotation] = *value
+		}
+		return c.Patch(ctx, cur, patch)
+	}
+	name := func(s string) *string { return &s }
+	g.Expect(setRecord(alice, name("alice"))).To(MatchError(ContainSubstring(
+		`metadata.annotations[porch.kpt.dev/approved-by]: alice may not change the approval record of PackageRevision r.app.published (from "bob" to "alice")`)))
+	g.Expect(setRecord(alice, nil)).To(MatchError(ContainSubstring("alice may not change the approval record")), "nor remove it")
+	g.Expect(setRecord(carol, name("mallory"))).To(MatchError(ContainSubstring("carol may not change the approval record")),
+		"an approver records only their own approval")
+
+	// Status: people set conditions; the rest says what git holds.
+	setStatus := func(c client.Client, edit func(*porchv1alpha1.PackageRevisionStatus)) error {
+		cur := &porchv1alpha1.PackageRevision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(published), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		edit(&cur.Status)
+		return c.Status().Patch(ctx, cur, patch)
+	}
+	g.Expect(setStatus(alice, func(s *porchv1alpha1.PackageRevisionStatus) { s.PublishedBy = "alice" })).To(MatchError(ContainSubstring(
+		"status: alice may change only status.conditions of PackageRevision r.app.published")))
+	g.Expect(setStatus(carol, func(s *porchv1alpha1.PackageRevisionStatus) { s.Commit = "" })).To(MatchError(ContainSubstring(
+		"carol may change only status.conditions")))
+	g.Expect(setStatus(alice, func(s *porchv1alpha1.PackageRevisionStatus) {
+		s.Conditions = append(s.Conditions, porchv1alpha1.Condition{Type: "example.com/reviewed", Status: "True"})
+	})).To(Succeed(), "editors set conditions")
+	cur := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(published), cur)).To(Succeed())
+	g.Expect(cur.Status.PublishedBy).To(Equal("bob"))
+	g.Expect(cur.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "bob"))
+
+	// Who approved a wave is written when approving it, as oneself.
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Waves:            []configv1alpha1.RolloutWave{{Name: "canary"}, {Name: "rest"}}, Approval: configv1alpha1.RolloutApprovalManual}}
+	g.Expect(bob.Create(ctx, ro)).To(Succeed())
+	approveWave := func(c client.Client, waves []string, by string) error {
+		cur := &configv1alpha1.PackageRollout{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ro), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.ApprovedWaves = waves
+		cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: by}
+		return c.Patch(ctx, cur, patch)
+	}
+	g.Expect(approveWave(bob, []string{"canary"}, "bob")).To(Succeed())
+	g.Expect(approveWave(carol, []string{"canary"}, "alice")).To(MatchError(ContainSubstring(
+		`metadata.annotations[config.porch.kpt.dev/wave-approved-by]: carol may not change who approved a wave (from "bob" to "alice")`)))
+	g.Expect(approveWave(carol, []string{"canary"}, "carol")).To(MatchError(ContainSubstring("carol may not change who approved a wave")),
+		"not even to oneself, without approving a wave")
+	g.Expect(approveWave(carol, []string{"canary", "rest"}, "carol")).To(Succeed(), "carol approves the next wave as herself")
+}
