@@ -125,7 +125,7 @@ func TestPvRenderMatchesController(t *testing.T) {
 	// A value the API server would refuse is refused, naming the field.
 	g.Expect(os.WriteFile(filepath.Join(dir, "pv.yaml"), []byte(strings.Replace(pv, "keep: y", "keep: 12", 1)), 0o644)).To(Succeed())
 	_, _, err = runStreamsIn(t, dir, "pv", "render", "-f", "pv.yaml", "--upstream", "v1", "--deployment", "--out", "out2")
-	g.Expect(err).To(MatchError("pv.yaml: PackageVariant tenant-a: json: cannot unmarshal number into Go struct field PackageContext.spec.packageContext.data of type string"))
+	g.Expect(err).To(MatchError("pv.yaml: PackageVariant tenant-a: spec.packageContext.data[keep]: json: cannot unmarshal number into Go value of type string"))
 }
 
 func runStreamsIn(t *testing.T, dir string, args ...string) (string, string, error) {

@@ -1,9 +1,12 @@
 package variant
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -67,6 +70,25 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 	}
 	for i, inj := range s.Injectors {
 		errs = append(errs, ValidateInjectorName(spec.Child("injectors").Index(i).Child("name"), inj.Name)...)
+	}
+	// Labels and annotations go onto the PackageRevision object: refused
+	// here, before the draft is written, rather than by the API server
+	// after it.
+	errs = append(errs, metav1validation.ValidateLabels(s.Labels, spec.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(s.Annotations, spec.Child("annotations"))...)
+	return shortValues(errs)
+}
+
+// maxShownValue bounds what of a refused value an error quotes: errors go
+// into conditions, events and logs, and a value can be a user's 70 KB.
+const maxShownValue = 100
+
+// shortValues cuts the long values errors quote.
+func shortValues(errs field.ErrorList) field.ErrorList {
+	for _, e := range errs {
+		if v, ok := e.BadValue.(string); ok && len(v) > maxShownValue {
+			e.BadValue = fmt.Sprintf("%s... (%d characters)", strings.ToValidUTF8(v[:maxShownValue], ""), len(v))
+		}
 	}
 	return errs
 }

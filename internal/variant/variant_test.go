@@ -310,6 +310,27 @@ func TestValidate(t *testing.T) {
 		`spec.injectors[0].name: Required value`,
 	))
 
+	// Labels and annotations the PackageRevision object could not carry
+	// are refused before anything is written, quoting at most the start of
+	// a long value.
+	pv = &configv1alpha1.PackageVariant{Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:    &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"},
+		Downstream:  &configv1alpha1.Downstream{Repo: "cluster-01", Package: "app"},
+		Labels:      map[string]string{"team": strings.Repeat("x", 70000), "bad key!": "v"},
+		Annotations: map[string]string{"also bad": "v"},
+	}}
+	msgs = nil
+	for _, e := range Validate(pv) {
+		msgs = append(msgs, e.Error())
+	}
+	g.Expect(msgs).To(HaveLen(3))
+	g.Expect(strings.Join(msgs, "\n")).To(And(
+		ContainSubstring(`spec.labels: Invalid value: "xxxxxxxxxx`),
+		ContainSubstring(`... (70000 characters)": must be no more than 63 bytes`),
+		ContainSubstring(`spec.labels: Invalid value: "bad key!"`),
+		ContainSubstring(`spec.annotations: Invalid value: "also bad"`)))
+	g.Expect(len(strings.Join(msgs, "\n"))).To(BeNumerically("<", 1500))
+
 	// Paths that leave the repository, and injectors naming another
 	// namespace, are refused with the field named (the CRD refuses them
 	// too; this is for objects that bypassed it).

@@ -24,6 +24,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 func appPackage(replicas string) *pkg.Package {
@@ -232,6 +233,31 @@ func TestPackageVariant_invalidAndMissingUpstream(t *testing.T) {
 		g.Expect(c.Reason).To(Equal("UpstreamNotFound"))
 		g.Expect(c.Message).To(Equal("spec.upstream.revision: Repository " + pv.Spec.Upstream.Repo + " has no revision 7 of package app (published revisions: 1)"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// A label the PackageRevision object cannot carry (a 70,000-character
+// value) stalls the variant naming the field, before anything is written
+// to git, with one short message.
+func TestPackageVariant_labelRefusedBeforeWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Labels = map[string]string{"team": strings.Repeat("x", 70000)}
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(variant.ValidationErrorReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.labels: Invalid value:"))
+		g.Expect(c.Message).To(ContainSubstring("(70000 characters)"))
+		g.Expect(len(c.Message)).To(BeNumerically("<", 500))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(BeEmpty(), "nothing was written to git")
 }
 
 func TestPackageVariant_floatingTag(t *testing.T) {
