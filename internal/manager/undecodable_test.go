@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +62,24 @@ func rolloutObject(ns, name, deadline string) *unstructured.Unstructured {
 	return u
 }
 
+// lockedLog collects a process's output, read while it runs.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // reconciled says whether the rollout's status describes its current
 // generation.
 func reconciled(g Gomega, c client.Client, ns, name string) bool {
@@ -108,11 +127,11 @@ func TestManager_undecodableObjectSetAside(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(env.WriteKubeconfig(kubeconfig, "replica")).To(Succeed())
 	metricsAddr := freeAddr(t)
-	var log strings.Builder
+	log := &lockedLog{}
 	start := func() (stop func()) {
 		cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr,
 			"--health-probe-bind-address", "0", "--cache-dir", t.TempDir(), "--leader-elect=false")
-		cmd.Stdout, cmd.Stderr = &log, &log
+		cmd.Stdout, cmd.Stderr = log, log
 		g.Expect(cmd.Start()).To(Succeed())
 		return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 	}
