@@ -356,6 +356,12 @@ func short(h string) string {
 	return h
 }
 
+// ShownBySync says whether pr was made by a sync of repo (it has the
+// Repository as owner), not by a person or a tool.
+func ShownBySync(pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository) bool {
+	return hasOwner(pr.OwnerReferences, repositoryOwner(repo))
+}
+
 func repositoryOwner(r *configv1alpha1.Repository) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: configv1alpha1.GroupVersion.String(), Kind: "Repository", Name: r.Name, UID: r.UID,

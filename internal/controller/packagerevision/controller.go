@@ -183,10 +183,16 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) (ctrl.Result, e
 	case errors.Is(err, store.ErrNotFound) && pr.Status.Commit != "":
 		s.quiet = true // removed from git by someone else: the sync deletes the object
 		return ctrl.Result{}, nil
+	case errors.Is(err, store.ErrNotFound) && pkgservice.ShownBySync(pr, s.repoObj) && !isDraft(pr):
+		// Made by the sync for a revision git no longer has: the next
+		// sync deletes it; nothing to write.
+		s.quiet = true
+		return ctrl.Result{}, nil
 	case errors.Is(err, store.ErrNotFound):
-		if lc := pr.Spec.Lifecycle; lc != "" && lc != porchv1alpha1.LifecycleDraft {
-			return ctrl.Result{}, invalid(fmt.Errorf("spec.lifecycle: a new PackageRevision starts as Draft, not %s: %w", lc, pkgservice.ErrInvalid))
-		}
+		// Someone made it (as a Draft: the lifecycle policy admits no
+		// other new revision) and may have moved it on since (proposed,
+		// approved) before any controller acted: the draft is written
+		// now, and reconcileLifecycle carries the moves out in order.
 		contents, message, err := pkgservice.Contents(ctx, pr, s.repoObj.Spec.Deployment, r.resolver(pr.Namespace))
 		if err != nil {
 			return ctrl.Result{}, invalid(err)
@@ -210,6 +216,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	s.rev, s.found = rev, true
 	return ctrl.Result{}, nil
+}
+
+func isDraft(pr *porchv1alpha1.PackageRevision) bool {
+	return pr.Spec.Lifecycle == "" || pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft
 }
 
 // reconcileKptfile writes a draft's (or proposal's) object conditions

@@ -613,6 +613,37 @@ func TestPackageRevision_specAheadOfGit(t *testing.T) {
 	g.Expect(gitserver.Git(t, bare, "for-each-ref", "refs/heads/drafts/", "refs/heads/proposed/")).To(BeEmpty())
 }
 
+// A revision created by an init task and moved to Proposed, then
+// Published (each move allowed), before any controller acted on it and
+// before git has anything of it: the controller writes the draft and
+// carries the moves out in order, instead of refusing it as "a new
+// PackageRevision starts as Draft" with nothing in git.
+func TestPackageRevision_movedBeforeTheControllerActed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pr := newRevision(ns, "later", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	setLifecycleTo(g, pr, porchv1alpha1.LifecycleProposed)
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	cur.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "bob"}
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	g.Expect(get(g, pr).Status.Commit).To(BeEmpty(), "nothing acted yet: its Repository does not exist")
+
+	bare := newRepository(t, ns, "later", false)
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(ready(got).Status).To(BeEquivalentTo("True"), ready(got).Message)
+		g.Expect(got.Spec.Revision).To(Equal(1))
+		g.Expect(got.Status.PublishedBy).To(ContainSubstring("bob"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"), "git has what the object says")
+	g.Expect(gitserver.Git(t, bare, "for-each-ref", "refs/heads/drafts/", "refs/heads/proposed/")).To(BeEmpty())
+}
+
 // A draft annotated for auto-propose is proposed once its readiness gates
 // are True, and not before; one without the annotation never is.
 func TestPackageRevision_autoPropose(t *testing.T) {
