@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -329,6 +330,15 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 	}
 	if rev.Latest {
 		pr.Labels[porchv1alpha1.LatestRevisionLabel] = "true"
+	}
+	if ns, name, ok := strings.Cut(rev.Trailers[store.TrailerRollout], "/"); ok && ns == repoObj.Namespace && rev.Trailers[store.TrailerRevertOf] != "" {
+		// A rollout's rollback: shown like the revisions the rollout
+		// published, with its label and approval record (git's tag names
+		// the same approver).
+		pr.Labels[configv1alpha1.PackageRolloutLabel] = name
+		if rev.Lifecycle == porchv1alpha1.LifecyclePublished || rev.Lifecycle == porchv1alpha1.LifecycleDeletionProposed {
+			pr.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: configv1alpha1.RolloutApprover(ns, name)}
+		}
 	}
 	if !rev.PublishedAt.IsZero() {
 		pr.Status.PublishTimestamp = ptr.To(metav1.NewTime(rev.PublishedAt))

@@ -26,6 +26,13 @@ const RemainderWave = "remainder"
 // with the rollout's name.
 const PackageRolloutLabel = "config.porch.kpt.dev/rollout"
 
+// RolloutApprover is who a rollout's publications and rollbacks are
+// recorded as approved by (the porch.kpt.dev/approved-by annotation and the
+// git tag's tagger).
+func RolloutApprover(namespace, name string) string {
+	return "scion-rollout/" + namespace + "/" + name
+}
+
 // WaveApprovedByAnnotation records, on a PackageRollout, who last
 // approved a wave (scion rollout approve sets it; the lifecycle policy
 // checks it is the user who approves).

@@ -501,7 +501,7 @@ func (r *Reconciler) publishDependencies(ctx context.Context, ro *configv1alpha1
 
 // approver is who a rollout's approvals are recorded as.
 func approver(ro *configv1alpha1.PackageRollout) string {
-	return "scion-rollout/" + ro.Namespace + "/" + ro.Name
+	return configv1alpha1.RolloutApprover(ro.Namespace, ro.Name)
 }
 
 // publish moves one Proposed revision, as reconcileObserve read it, to

@@ -322,6 +322,11 @@ func TestRollout_failureRollsBack(t *testing.T) {
 		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 		g.Expect(pr.Spec.Revision).To(Equal(3))
 		g.Expect(pr.Labels[porchv1alpha1.LatestRevisionLabel]).To(Equal("true"))
+		// Shown like what the rollout published: its label, its approval
+		// record (as git's tag has it).
+		g.Expect(pr.Labels).To(HaveKeyWithValue(configv1alpha1.PackageRolloutLabel, "broken"))
+		g.Expect(pr.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "scion-rollout/"+f.ns+"/broken"))
+		g.Expect(pr.Status.PublishedBy).To(Equal("scion-rollout/" + f.ns + "/broken"))
 	}, timeout, interval).Should(Succeed())
 	log := gitserver.Git(t, f.bares["cluster-01"], "log", "--format=%B", "-n", "20", "--all")
 	g.Expect(log).To(ContainSubstring(store.TrailerRollout + ": " + f.ns + "/broken"))
