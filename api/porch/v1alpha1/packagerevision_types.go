@@ -82,10 +82,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.revision) || oldSelf.revision == 0 || self.revision == oldSelf.revision",message="revision is immutable once set"
 type PackageRevisionSpec struct {
 	// PackageName is the package path inside the repository, such as
-	// "team-a/namespace".
+	// "team-a/namespace": slash-separated simple names (letters, digits,
+	// '.', '_', '-', '@', '+', '=', ','; no empty, '.' or '..' segment),
+	// as a PackageVariant's package.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/') && !self.contains('..') && !self.contains('//')",message="must be a relative slash-separated path without '..'"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	PackageName string `json:"packageName"`
 
 	// Repository is the name of the Repository in this namespace.
