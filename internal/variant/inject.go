@@ -89,22 +89,31 @@ func (r InjectionResult) Message() string {
 	if len(r.Errors) > 0 {
 		return strings.Join(r.Errors, "; ")
 	}
-	var missing, done []string
+	var missing, done, optional []string
 	for _, p := range r.Points {
 		switch {
 		case p.Injected != "":
 			done = append(done, fmt.Sprintf("%s/%s from %s", p.GVK.Kind, p.Name, p.Injected))
 		case p.Required:
 			missing = append(missing, fmt.Sprintf("%s/%s: %s", p.GVK.Kind, p.Name, p.Message))
+		default:
+			optional = append(optional, fmt.Sprintf("%s/%s", p.GVK.Kind, p.Name))
 		}
 	}
 	if len(missing) > 0 {
 		return "required injection points not injected: " + strings.Join(missing, "; ")
 	}
-	if len(done) == 0 {
+	var parts []string
+	if len(done) > 0 {
+		parts = append(parts, "injected "+strings.Join(done, ", "))
+	}
+	if len(optional) > 0 {
+		parts = append(parts, fmt.Sprintf("%d optional injection point(s) left as they are (no injector names an object for them): %s", len(optional), strings.Join(optional, ", ")))
+	}
+	if len(parts) == 0 {
 		return "the package has no injection points"
 	}
-	return "injected " + strings.Join(done, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // InjectConfig runs configuration injection: for each resource annotated

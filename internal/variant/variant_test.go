@@ -262,6 +262,11 @@ func TestInjectConfig(t *testing.T) {
 			message: "injection points are ambiguous: 2 resources (example.com/v1, other.example.com/v1) share condition config.injection.ServiceEndpoints.endpoints"},
 		{name: "no injection points",
 			files: map[string]string{}, objects: clusterObjects, ok: true, message: "the package has no injection points"},
+		{name: "two optional points not injected",
+			files: map[string]string{"ep.yaml": strings.Replace(endpoints, "required", "optional", 1),
+				"ep2.yaml": strings.Replace(strings.Replace(endpoints, "required", "optional", 1), "name: endpoints", "name: other", 1)},
+			objects: clusterObjects, ok: true,
+			message: "2 optional injection point(s) left as they are (no injector names an object for them): ServiceEndpoints/endpoints, ServiceEndpoints/other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -185,6 +185,20 @@ func (e *Evaluator) Compile(expr string, noRepo bool) (*program, error) {
 // upstream PackageRevision is known (an offline expansion without one).
 var ErrNoUpstream = errors.New("the expression uses upstream, but no upstream PackageRevision was given")
 
+// ErrExpression wraps what evaluating an expression failed with (a
+// missing key, a wrong type, the cost limit).
+var ErrExpression = errors.New("the expression failed")
+
+// classified is an error that errors.Is also matches with class, its
+// message unchanged.
+type classified struct {
+	error
+	class error
+}
+
+func (c classified) Is(target error) bool { return target == c.class }
+func (c classified) Unwrap() error        { return c.error }
+
 // EvalString evaluates expr with vars and returns its string value; errors
 // are prefixed with path. When vars has no repository, expr is compiled
 // without that variable (as downstream.repoExpr is), so reading it is an
@@ -200,7 +214,7 @@ func (e *Evaluator) EvalString(ctx context.Context, path *field.Path, expr strin
 	}
 	out, _, err := p.prg.ContextEval(ctx, vars)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", classified{fmt.Errorf("%s: %w", path, err), ErrExpression}
 	}
 	s, ok := out.Value().(string)
 	if !ok {

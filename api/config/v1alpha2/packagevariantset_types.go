@@ -43,7 +43,13 @@ const (
 	// being deleted (deleted by hand, or undesired a moment ago); the set
 	// creates it again once it is gone.
 	VariantDeletingReason = "VariantDeleting"
-	UnexpectedErrorReason = "UnexpectedError"
+	// DuplicateDownstreamReason: two targets generate the same downstream
+	// repository and package; nothing is written until they differ.
+	DuplicateDownstreamReason = "DuplicateDownstream"
+	// ExpressionFailedReason: a CEL expression failed when evaluated (a
+	// missing key, a wrong type, the cost limit); the message names it.
+	ExpressionFailedReason = "ExpressionFailed"
+	UnexpectedErrorReason  = "UnexpectedError"
 	ValidReason           = "Valid"
 	ReconciledReason      = "Reconciled"
 )

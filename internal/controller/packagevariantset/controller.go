@@ -369,6 +369,10 @@ func expandFailure(err error) (reason string, stalled bool) {
 		return configv1alpha2.KindNotAllowedReason, true
 	case errors.Is(err, errReadingCluster):
 		return "", false
+	case errors.Is(err, variantset.ErrDuplicateDownstream):
+		return configv1alpha2.DuplicateDownstreamReason, true
+	case errors.Is(err, variantset.ErrExpression):
+		return configv1alpha2.ExpressionFailedReason, true
 	default:
 		return configv1alpha2.UnexpectedErrorReason, true
 	}

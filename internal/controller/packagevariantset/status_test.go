@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/variantset"
 )
 
 // The set's status: counts add up over one generation, observedGeneration
@@ -94,6 +96,17 @@ func TestVariantsReadyCondition(t *testing.T) {
 // to read the cluster is retried.
 func TestExpandFailure(t *testing.T) {
 	g := NewWithT(t)
+	// Errors as the evaluator makes them: a failed conversion, the cost limit.
+	cheap, err := variantset.NewEvaluator(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, costly := cheap.EvalString(context.Background(), field.NewPath("spec", "targets").Index(0).Child("template", "downstream", "packageExpr"),
+		"[1,2,3,4,5,6,7,8].map(x, string(x)).join('-')", map[string]any{})
+	g.Expect(costly).To(MatchError(ContainSubstring("cost limit")))
+	e, err := variantset.NewEvaluator(0)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, missing := e.EvalString(context.Background(), field.NewPath("spec", "targets").Index(0).Child("template", "downstream", "repoExpr"),
+		"string(int('eleven'))", map[string]any{})
+	g.Expect(missing).To(MatchError(ContainSubstring("repoExpr")))
 	noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Team"}, SearchedVersions: []string{"v1"}}
 	for _, tc := range []struct {
 		err     error
@@ -102,7 +115,10 @@ func TestExpandFailure(t *testing.T) {
 	}{
 		{fmt.Errorf("spec.targets[0].objectSelector: listing Team.v1.example.com: %w", noMatch), configv1alpha2.NoMatchingTargetsReason, true},
 		{fmt.Errorf("spec.targets[0].objectSelector: listing Deployment.v1.apps: %w", &kindwatch.NotAllowedError{Message: "no"}), configv1alpha2.KindNotAllowedReason, true},
-		{fmt.Errorf("spec.targets[0].template.downstream.repoExpr: no such key: cluster"), configv1alpha2.UnexpectedErrorReason, true},
+		{missing, configv1alpha2.ExpressionFailedReason, true},
+		{costly, configv1alpha2.ExpressionFailedReason, true},
+		{errors.Join(fmt.Errorf("spec.targets[0]: %w", variantset.ErrDuplicateDownstream)), configv1alpha2.DuplicateDownstreamReason, true},
+		{errors.New("something no one expected"), configv1alpha2.UnexpectedErrorReason, true},
 		{fmt.Errorf("spec.targets[0].objectSelector: listing ConfigMap.v1: %w", readError(errors.New("the server is currently unable to handle the request"))), "", false},
 		{fmt.Errorf("spec.targets[0].template.downstream.repo: reading Repository \"r\": %w", readError(context.DeadlineExceeded)), "", false},
 	} {
