@@ -50,8 +50,8 @@ const (
 	// missing key, a wrong type, the cost limit); the message names it.
 	ExpressionFailedReason = "ExpressionFailed"
 	UnexpectedErrorReason  = "UnexpectedError"
-	ValidReason           = "Valid"
-	ReconciledReason      = "Reconciled"
+	ValidReason            = "Valid"
+	ReconciledReason       = "Reconciled"
 )
 
 // PackageVariantSetSpec fans one upstream package out over many targets.
