@@ -193,10 +193,20 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// reconcileValid stalls a rollout whose plan is invalid.
+// reconcileValid stalls a rollout whose plan is invalid, or whose health
+// object is of a kind the controller may not read.
 func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, error) {
 	if errs := rollout.Validate(&s.ro.Spec); len(errs) > 0 {
 		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%s", errs.ToAggregate().Error())
+	}
+	// Health read from a kind this controller may not read could never
+	// be judged: refused before anything is published.
+	if h := s.ro.Spec.Health; h != nil && h.Object != nil {
+		if gv, err := schema.ParseGroupVersion(h.Object.APIVersion); err == nil {
+			if err := r.Objects.Kinds.Check(gv.WithKind(h.Object.Kind).GroupKind()); err != nil {
+				return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.health.object: %v", err)
+			}
+		}
 	}
 	return ctrl.Result{}, nil
 }

@@ -455,6 +455,31 @@ func TestRollout_crashes(t *testing.T) {
 // that compares it with the published commit: a ConfigMap per cluster
 // standing for a Flux Kustomization. An object describing the older
 // revision never counts.
+// A health object of a kind the controller may not read (--readable-kinds)
+// stalls the rollout before it publishes anything: its health could never
+// be judged.
+func TestRollout_healthKindNotReadable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 2)
+	ro := f.rollout("unreadable", configv1alpha1.PackageRolloutSpec{
+		Health: &configv1alpha1.RolloutHealth{
+			Object: &configv1alpha1.HealthObject{APIVersion: "apps/v1", Kind: "Deployment", NameExpr: "repository.name"},
+			Expr:   "object.status.readyReplicas > 0",
+		},
+	})
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		c := condition(cur, "Stalled")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.ValidationErrorReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.health.object: this controller does not read Deployment.apps objects"))
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(BeEmpty()) }, time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
 func TestRollout_healthExpr(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
