@@ -28,10 +28,13 @@ const repositoryRetry = 15 * time.Second
 // (looked at again after a while) otherwise. The message names the
 // Repository.
 func WaitForRepository(name string, err error) error {
+	// Errors that name the Repository already (OpenNamed's) are not
+	// prefixed twice.
+	msg, _ := strings.CutPrefix(err.Error(), "repository "+name+": ")
 	if after, ok := store.RetryAfter(err); ok {
-		return reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "repository %s: %v", name, err)
+		return reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "repository %s: %s", name, msg)
 	}
-	return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotReadyReason, "repository %s is not usable: %v", name, err)
+	return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotReadyReason, "repository %s is not usable: %s", name, msg)
 }
 
 // upstreamMaxAge is how stale an upstream repository's refs may be when
