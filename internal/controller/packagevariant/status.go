@@ -50,12 +50,35 @@ func readyCondition(conds []metav1.Condition) metav1.Condition {
 	return metav1.Condition{Status: ensured.Status, Reason: ensured.Reason, Message: ensured.Message}
 }
 
+// notEnsuredYet turns a DownstreamEnsured=True the production recorded
+// into Unknown when the reconcile did not complete (the write to git
+// failed, or waits): what was produced is not in git yet.
+func notEnsuredYet(conds []metav1.Condition, o reconciler.Outcome) []metav1.Condition {
+	reason, msg := reconciler.RetryingReason, ""
+	switch {
+	case o.Waiting != nil:
+		reason, msg = o.Waiting.Reason, o.Waiting.Message
+	case o.Err != nil:
+		msg = o.Err.Error()
+	}
+	for i, c := range conds {
+		if c.Type == configv1alpha1.DownstreamEnsuredCondition && c.Status == metav1.ConditionTrue {
+			conds[i].Status, conds[i].Reason = metav1.ConditionUnknown, reason
+			conds[i].Message = "the downstream draft is not written yet: " + msg
+		}
+	}
+	return conds
+}
+
 // setStatus sets a PackageVariant's status from the facts and the
 // outcome: its own conditions, the kstatus conditions, and (for a
 // complete reconcile) observedGeneration and the downstream targets.
 func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome) {
 	gen := pv.Generation
 	own := variantConditions(s)
+	if !o.Complete() {
+		own = notEnsuredYet(own, o)
+	}
 	reconciler.SetConditions(&pv.Status.Conditions, gen, own...)
 	reconciler.SetConditions(&pv.Status.Conditions, gen, reconciler.KstatusConditions(gen, o, readyCondition(own))...)
 	if o.Complete() {

@@ -81,6 +81,11 @@ func TestSetStatus(t *testing.T) {
 			g.Expect(meta.FindStatusCondition(pv.Status.Conditions, "Ready").Reason).To(Equal(tc.reason))
 			g.Expect(pv.Status.ObservedGeneration == 2).To(Equal(tc.observed))
 			g.Expect(pv.Status.DownstreamTargets != nil).To(Equal(tc.observed && tc.s.targets != nil))
+			if tc.outcome.Err != nil {
+				c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition)
+				g.Expect(c.Status).To(Equal(metav1.ConditionUnknown), "produced, but not in git")
+				g.Expect(c.Message).To(Equal("the downstream draft is not written yet: " + tc.outcome.Err.Error()))
+			}
 			if tc.s.proposalPending != "" {
 				g.Expect(meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition).Reason).To(Equal(ProposalPendingReason))
 			}
