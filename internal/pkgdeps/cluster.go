@@ -2,7 +2,6 @@ package pkgdeps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -81,7 +80,14 @@ func (r *Reader) Declaration(ctx context.Context, st *store.Repository, rev stor
 
 // ErrLockConflict is returned when the lock changed since it was read: the
 // writer reads it again and decides again.
-var ErrLockConflict = errors.New("the PackageLock changed meanwhile")
+var ErrLockConflict error = lockRace{}
+
+// lockRace is ErrLockConflict: a lost race, which a retry that reads the
+// lock again resolves (reconciler.Expected).
+type lockRace struct{}
+
+func (lockRace) Error() string  { return "the PackageLock changed meanwhile" }
+func (lockRace) RaceLost() bool { return true }
 
 // ReadLock reads a repository's PackageLock with reader (the API server,
 // for a decision on fresh facts); a missing one is returned empty, with

@@ -1,6 +1,8 @@
 package pkgdeps
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
@@ -9,6 +11,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/deps"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
 
 func rev(t *testing.T, name, version string, provides []string, requires ...string) *deps.Revision {
@@ -128,4 +131,13 @@ func TestBlocked(t *testing.T) {
 		dirs = append(dirs, in.Dir)
 	}
 	g.Expect(dirs).To(Equal([]string{"crds", "crds-copy", "app"}))
+}
+
+// A lock write that lost a race is a race the caller's retry resolves:
+// retried soon, never logged as a failure.
+func TestErrLockConflict_isARaceLost(t *testing.T) {
+	err := fmt.Errorf("PackageLock cluster-06: %w", ErrLockConflict)
+	if !reconciler.Expected(err) || !errors.Is(err, ErrLockConflict) {
+		t.Fatalf("%v is not an expected race", err)
+	}
 }

@@ -21,8 +21,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -87,6 +89,10 @@ func (o Outcome) Done() bool { return o.Complete() && o.Stalled == nil }
 // status write's error) joined to a transient error.
 func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 	switch {
+	case o.Err != nil && statusErr == nil && Expected(o.Err):
+		// Lost a race with another writer: retried soon (reading again),
+		// without the error log and backoff of a failure.
+		return ctrl.Result{RequeueAfter: RaceRetry()}, nil
 	case o.Err != nil && statusErr == nil:
 		return ctrl.Result{}, o.Err
 	case o.Err != nil:
@@ -99,6 +105,23 @@ func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: o.Stalled.Retry}, nil
 	}
 	return o.Result, nil
+}
+
+// Expected says whether err is a race a retry resolves by itself: an
+// optimistic-lock conflict of the API server, or an error that says so
+// (a git compare-and-swap lost: store.ErrConflict).
+func Expected(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	var e interface{ RaceLost() bool }
+	return errors.As(err, &e) && e.RaceLost()
+}
+
+// RaceRetry is when a reconcile that lost a race runs again: soon, with
+// jitter so that the writers that raced do not meet again.
+func RaceRetry() time.Duration {
+	return 100*time.Millisecond + rand.N(400*time.Millisecond)
 }
 
 // Run runs the steps in order over s and stops at the first that returns

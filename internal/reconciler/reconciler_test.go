@@ -8,8 +8,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/scion-dev/scion/internal/store"
 )
 
 type facts struct{ ran []string }
@@ -71,6 +75,33 @@ func TestOutcome_ReturnJoinsTheStatusError(t *testing.T) {
 	_, err = Outcome{Err: errors.New("git")}.Return(statusErr)
 	g.Expect(err).To(MatchError(statusErr))
 	g.Expect(err).To(MatchError(ContainSubstring("git")))
+}
+
+// A lost race (an API server conflict, a git compare-and-swap lost) is
+// retried soon without an error (no error log, no failure backoff); any
+// other failure is returned.
+func TestOutcome_ReturnRetriesLostRaces(t *testing.T) {
+	g := NewWithT(t)
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "packagelocks"}, "cluster-06", errors.New("the object has been modified"))
+	for _, err := range []error{
+		conflict,
+		fmt.Errorf("writing the lock: %w", conflict),
+		fmt.Errorf("pushing: %w", store.ErrConflict),
+		&store.ConflictError{Ref: "refs/heads/drafts/app/ws"},
+	} {
+		res, rerr := Outcome{Err: err}.Return(nil)
+		g.Expect(rerr).NotTo(HaveOccurred(), err.Error())
+		g.Expect(res.RequeueAfter).To(BeNumerically(">=", 100*time.Millisecond), err.Error())
+		g.Expect(res.RequeueAfter).To(BeNumerically("<", 500*time.Millisecond), err.Error())
+		g.Expect(Expected(err)).To(BeTrue())
+	}
+	other := errors.New("push refused: pre-receive hook declined")
+	_, rerr := Outcome{Err: other}.Return(nil)
+	g.Expect(rerr).To(Equal(other))
+	g.Expect(Expected(other)).To(BeFalse())
+	// The status write failing is not hidden.
+	_, rerr = Outcome{Err: conflict}.Return(errors.New("status write failed"))
+	g.Expect(rerr).To(MatchError(ContainSubstring("status write failed")))
 }
 
 func TestKstatusConditions(t *testing.T) {

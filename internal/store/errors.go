@@ -8,7 +8,7 @@ import (
 var (
 	// ErrConflict is matched (errors.Is) by errors from a ref update that
 	// lost a race: the ref no longer had the value the writer read.
-	ErrConflict = errors.New("conflict")
+	ErrConflict error = lostRace{}
 	// ErrNotFound is matched by errors about a revision, package or ref
 	// that does not exist.
 	ErrNotFound = errors.New("not found")
@@ -64,6 +64,16 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// RaceLost says the error is a lost race, which a retry that reads again
+// resolves (reconciler.Expected).
+func (e *ConflictError) RaceLost() bool { return true }
+
+// lostRace is ErrConflict.
+type lostRace struct{}
+
+func (lostRace) Error() string  { return "conflict" }
+func (lostRace) RaceLost() bool { return true }
 
 func short(h string) string {
 	if len(h) > 12 {

@@ -134,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		conflicts = l.Conflicts
 	})
 	if errors.Is(err, pkgdeps.ErrLockConflict) {
-		return ctrl.Result{Requeue: true}, nil // read again, decide again
+		return ctrl.Result{RequeueAfter: reconciler.RaceRetry()}, nil // read again, decide again
 	}
 	if err != nil {
 		return ctrl.Result{}, err
