@@ -69,14 +69,14 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 	defer cancel()
 	sess, err := r.transport.NewReceivePackSession(r.endpoint, r.auth)
 	if err != nil {
-		return failAll(r.remoteError("connecting to", err))
+		return failAll(r.remoteError("connecting to push to", err))
 	}
 	defer sess.Close()
 
 	var ar *packp.AdvRefs
 	r.unlocked(func() { ar, err = sess.AdvertisedReferencesContext(ctx) })
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return failAll(r.remoteError("reading refs of", err))
+		return failAll(r.remoteError("pushing to", err))
 	}
 	remote := map[plumbing.ReferenceName]plumbing.Hash{}
 	var haves []plumbing.Hash

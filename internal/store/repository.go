@@ -549,12 +549,29 @@ func (r *Repository) remoteError(op string, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, r.timeout(), ErrTimeout)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.opts.Credentials, ErrAuthentication)
+		if strings.Contains(op, "push") {
+			// Reading may well work: git serves reads and pushes
+			// (upload-pack, receive-pack) under separate permissions.
+			return fmt.Errorf("%s %s: the remote refused the push (credentials: %s; reading may be allowed): %w", op, u, r.credentialsUsed(), ErrAuthentication)
+		}
+		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.credentialsUsed(), ErrAuthentication)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
 	default:
 		return r.scrub(fmt.Errorf("%s %s: %w", op, u, err))
 	}
+}
+
+// credentialsUsed says which credentials an exchange used, never their
+// value.
+func (r *Repository) credentialsUsed() string {
+	if r.opts.Credentials != (Credentials{}) {
+		return r.opts.Credentials.String()
+	}
+	if HasCredentials(r.opts.URL) {
+		return "the user and password in the URL"
+	}
+	return "none"
 }
 
 // scrub removes the repository's secrets (a password or token, given as

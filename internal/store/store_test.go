@@ -290,6 +290,27 @@ func TestRepository_smartHTTP(t *testing.T) {
 
 		_, err = Open(ctx, Options{URL: srv.URLFor("pkgs.git"), CacheDir: t.TempDir()})
 		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "no credentials: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("the remote refused the credentials (none)"))
+
+		// Credentials in the URL are named as such (never printed).
+		inURL := strings.Replace(srv.URLFor("pkgs.git"), "http://", "http://scion:wrong-in-url@", 1)
+		_, err = Open(ctx, Options{URL: inURL, CacheDir: t.TempDir()})
+		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("the remote refused the credentials (the user and password in the URL)"))
+		g.Expect(err.Error()).NotTo(ContainSubstring("wrong-in-url"))
+	})
+
+	t.Run("read but not push", func(t *testing.T) {
+		g := NewWithT(t)
+		roRoot := t.TempDir()
+		bare := gitserver.InitBare(t, roRoot, "ro.git")
+		gitserver.SeedRevisions(t, bare, 1, 1, 1)
+		ro := gitserver.NewServer(t, roRoot)
+		ro.ReadOnly = true
+		r := open(t, Options{URL: ro.URLFor("ro.git")})
+		_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+		g.Expect(errors.Is(err, ErrAuthentication)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("the remote refused the push (credentials: none; reading may be allowed)"))
 	})
 
 	t.Run("bearer token", func(t *testing.T) {

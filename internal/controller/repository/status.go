@@ -57,6 +57,9 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef != nil {
 			return AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
 		}
+		if repo.Spec.Git != nil && store.HasCredentials(repo.Spec.Git.Repo) {
+			return AuthenticationFailedReason, fmt.Sprintf("%s; fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef", err)
+		}
 		return AuthenticationFailedReason, fmt.Sprintf("%s; the repository needs credentials: set spec.git.secretRef", err)
 	case errors.Is(err, store.ErrRepositoryNotFound):
 		return RepositoryNotFoundReason, err.Error()

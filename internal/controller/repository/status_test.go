@@ -22,6 +22,8 @@ func TestOpenFailure(t *testing.T) {
 		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://example.com/r.git", SecretRef: &configv1alpha1.SecretRef{Name: "creds"}}}}
 	bare := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
 		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://example.com/r.git"}}}
+	inURL := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://bob:hunter2@example.com/r.git"}}}
 	for _, tc := range []struct {
 		name    string
 		repo    *configv1alpha1.Repository
@@ -32,6 +34,7 @@ func TestOpenFailure(t *testing.T) {
 	}{
 		{"refused credentials name the Secret", withSecret, fmt.Errorf("fetch: %w", store.ErrAuthentication), true, AuthenticationFailedReason, "check the credentials in secret ns/creds"},
 		{"no credentials say which field", bare, store.ErrAuthentication, true, AuthenticationFailedReason, "set spec.git.secretRef"},
+		{"credentials in the URL are named as such", inURL, store.ErrAuthentication, true, AuthenticationFailedReason, "fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef"},
 		{"missing repository", bare, store.ErrRepositoryNotFound, true, RepositoryNotFoundReason, ""},
 		{"missing branch", bare, store.ErrBranchNotFound, true, BranchNotFoundReason, ""},
 		{"bad Secret", withSecret, repocache.ErrSecret, true, SecretErrorReason, ""},

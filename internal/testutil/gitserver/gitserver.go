@@ -78,6 +78,9 @@ type Server struct {
 	Token string
 	// Root is the folder of the bare repositories served.
 	Root string
+	// ReadOnly refuses pushes (receive-pack) with 401, as a server that
+	// lets the credentials read but not write.
+	ReadOnly bool
 }
 
 // NewServer serves the bare repositories under root at /<name>. Call
@@ -111,6 +114,8 @@ func NewServer(t testing.TB, root string) *Server {
 
 func (s *Server) authorized(r *http.Request) bool {
 	switch {
+	case s.ReadOnly && (strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"):
+		return false
 	case s.Token != "":
 		return r.Header.Get("Authorization") == "Bearer "+s.Token
 	case s.Username != "" || s.Password != "":
