@@ -26,6 +26,8 @@ type ControllerOptions struct {
 
 	readableKinds  []string
 	gitObjectCache string
+	// The limits, as quantities (parsed by Complete).
+	maxFetch, maxPackage, maxFile string
 }
 
 // NewCmdController returns `scion controller`, the controller manager.
@@ -62,6 +64,10 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
+	f.StringVar(&o.maxFetch, "git-max-fetch-size", quantity(store.DefaultLimits.FetchBytes), "the most one exchange with a git remote may send (its refs, a pack): a remote sending more is cut off, reported and left alone for a while")
+	f.StringVar(&o.maxPackage, "max-package-size", quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
+	f.IntVar(&o.Manager.Limits.PackageFiles, "max-package-files", store.DefaultLimits.PackageFiles, "the most files a package may have")
+	f.StringVar(&o.maxFile, "max-file-size", quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
@@ -72,6 +78,8 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	}
 	return cmd
 }
+
+func quantity(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
 
 // Complete fills in defaults.
 func (o *ControllerOptions) Complete() error {
@@ -94,6 +102,23 @@ func (o *ControllerOptions) Complete() error {
 			return fmt.Errorf("--git-object-cache-size %q: want auto or a quantity of at least 1Mi, such as 256Mi (a bare number is bytes)", o.gitObjectCache)
 		}
 		o.Manager.GitObjectCacheSize = size.Value()
+	}
+	for _, l := range []struct {
+		flag, value string
+		into        *int64
+	}{
+		{"git-max-fetch-size", o.maxFetch, &o.Manager.Limits.FetchBytes},
+		{"max-package-size", o.maxPackage, &o.Manager.Limits.PackageBytes},
+		{"max-file-size", o.maxFile, &o.Manager.Limits.FileBytes},
+	} {
+		q, err := resource.ParseQuantity(l.value)
+		if err != nil || q.Value() < 1<<10 {
+			return fmt.Errorf("--%s %q: want a quantity of at least 1Ki, such as 64Mi (a bare number is bytes)", l.flag, l.value)
+		}
+		*l.into = q.Value()
+	}
+	if o.Manager.Limits.PackageFiles < 1 {
+		return fmt.Errorf("--max-package-files %d: want at least 1", o.Manager.Limits.PackageFiles)
 	}
 	kinds, err := kindwatch.ParseKinds(o.readableKinds)
 	if err != nil {

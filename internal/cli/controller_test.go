@@ -4,27 +4,36 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/scion-dev/scion/internal/store"
 )
+
+// parseControllerFlags parses args as scion controller does and
+// completes the options: the command keeps its options to itself, so a
+// set is read back from the parsed flags.
+func parseControllerFlags(t *testing.T, args ...string) (*ControllerOptions, error) {
+	cmd := NewCmdController(Streams{})
+	if err := cmd.Flags().Parse(append([]string{"--cache-dir", t.TempDir()}, args...)); err != nil {
+		return nil, err
+	}
+	o := &ControllerOptions{}
+	o.gitObjectCache, _ = cmd.Flags().GetString("git-object-cache-size")
+	o.readableKinds, _ = cmd.Flags().GetStringSlice("readable-kinds")
+	o.maxFetch, _ = cmd.Flags().GetString("git-max-fetch-size")
+	o.maxPackage, _ = cmd.Flags().GetString("max-package-size")
+	o.maxFile, _ = cmd.Flags().GetString("max-file-size")
+	o.Manager.Limits.PackageFiles, _ = cmd.Flags().GetInt("max-package-files")
+	o.Manager.CacheDir, _ = cmd.Flags().GetString("cache-dir")
+	o.Manager.SyncPeriod, _ = cmd.Flags().GetDuration("sync-period")
+	return o, o.Complete()
+}
 
 // TestControllerFlags_gitObjectCacheSize: the cache size is auto (the
 // default: 0, sized by the manager from the fleet) or a quantity;
 // anything else, or nothing to cache in, is refused naming the flag.
 func TestControllerFlags_gitObjectCacheSize(t *testing.T) {
 	g := NewWithT(t)
-	parse := func(args ...string) (*ControllerOptions, error) {
-		cmd := NewCmdController(Streams{})
-		if err := cmd.Flags().Parse(append([]string{"--cache-dir", t.TempDir()}, args...)); err != nil {
-			return nil, err
-		}
-		// The command keeps its options to itself: complete a set read
-		// back from the parsed flags.
-		o := &ControllerOptions{}
-		o.gitObjectCache, _ = cmd.Flags().GetString("git-object-cache-size")
-		o.readableKinds, _ = cmd.Flags().GetStringSlice("readable-kinds")
-		o.Manager.CacheDir, _ = cmd.Flags().GetString("cache-dir")
-		o.Manager.SyncPeriod, _ = cmd.Flags().GetDuration("sync-period")
-		return o, o.Complete()
-	}
+	parse := func(args ...string) (*ControllerOptions, error) { return parseControllerFlags(t, args...) }
 	o, err := parse()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Manager.GitObjectCacheSize).To(BeZero())
@@ -39,5 +48,23 @@ func TestControllerFlags_gitObjectCacheSize(t *testing.T) {
 	for _, bad := range []string{"0", "-1Mi", "lots", "Auto", "", "64", "1023Ki"} {
 		_, err = parse("--git-object-cache-size", bad)
 		g.Expect(err).To(MatchError(ContainSubstring("--git-object-cache-size")), bad)
+	}
+}
+
+// The limits: store.DefaultLimits unless set; quantities of at least 1Ki
+// and a file count of at least 1, else refused naming the flag.
+func TestControllerFlags_limits(t *testing.T) {
+	g := NewWithT(t)
+	o, err := parseControllerFlags(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.Manager.Limits).To(Equal(store.DefaultLimits), "the defaults")
+	o, err = parseControllerFlags(t, "--git-max-fetch-size", "2Gi", "--max-package-size", "8Mi", "--max-package-files", "500", "--max-file-size", "512Ki")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.Manager.Limits).To(Equal(store.Limits{FetchBytes: 2 << 30, PackageBytes: 8 << 20, PackageFiles: 500, FileBytes: 512 << 10}))
+	for _, bad := range [][]string{
+		{"--git-max-fetch-size", "lots"}, {"--max-package-size", "64"}, {"--max-file-size", "-1Mi"}, {"--max-package-files", "0"},
+	} {
+		_, err = parseControllerFlags(t, bad...)
+		g.Expect(err).To(MatchError(ContainSubstring(bad[0])), bad[1])
 	}
 }

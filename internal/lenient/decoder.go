@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Undecodable stands, in a watch event, for an object that does not
@@ -37,7 +39,7 @@ func (u *Undecodable) DeepCopyObject() runtime.Object {
 // Problem says what is wrong, naming the field, in at most a few hundred
 // bytes (the decoder's message may quote a user's value at length).
 func (u *Undecodable) Problem() string {
-	msg := truncate(u.Err, maxValueBytes)
+	msg := store.Shorten(u.Err, maxValueBytes)
 	if u.Path == "" {
 		return msg
 	}
@@ -47,17 +49,6 @@ func (u *Undecodable) Problem() string {
 // maxValueBytes bounds what of a decoder's message (which may quote a
 // user's value) goes into logs, events and conditions.
 const maxValueBytes = 300
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut at a rune boundary.
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("... (%d bytes more)", len(s)-n)
-}
 
 // decoder wraps the decoder of one kind's responses: a list with an
 // item that does not decode is returned without that item, and a single

@@ -18,6 +18,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // UndecodableReason is the reason of the Ready=False and Stalled=True
@@ -195,7 +196,7 @@ func (r *Reporter) report(ctx context.Context, k objectKey) error {
 	}
 	msg := fmt.Sprintf("%s does not decode, and Scion ignores this %s until it is fixed", e.u.Problem(), k.gvk.Kind)
 	if e.u.Path != "" {
-		msg = fmt.Sprintf("%s does not decode (%s), and Scion ignores this %s until it is fixed", e.u.Path, truncate(e.u.Err, maxValueBytes), k.gvk.Kind)
+		msg = fmt.Sprintf("%s does not decode (%s), and Scion ignores this %s until it is fixed", e.u.Path, store.Shorten(e.u.Err, maxValueBytes), k.gvk.Kind)
 	}
 	before := obj.DeepCopy()
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")

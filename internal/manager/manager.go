@@ -74,6 +74,9 @@ type Options struct {
 	// ObjectCacheBase plus ObjectCachePerVariant per PackageVariant of
 	// the shard.
 	GitObjectCacheSize int64
+	// Limits bound what a remote and its packages may make the
+	// controller hold (store.DefaultLimits for fields not set).
+	Limits store.Limits
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
@@ -203,7 +206,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		st := gitObjects.Stats()
 		return metrics.GitObjectCacheFigures{Bytes: float64(st.Bytes), Max: float64(st.Max), Hits: float64(st.Hits), Misses: float64(st.Misses)}
 	})
-	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, AllowFileRepositories: o.AllowFileRepositories,
+	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, Limits: o.Limits, AllowFileRepositories: o.AllowFileRepositories,
 		Objects: gitObjects}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()

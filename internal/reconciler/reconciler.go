@@ -138,9 +138,13 @@ func Run[S any](ctx context.Context, s S, steps ...Step[S]) Outcome {
 	return Outcome{Result: res}
 }
 
+// stallRetry is how often an object stalled on an error that says so
+// (StallReason) is looked at again.
+const stallRetry = 10 * time.Minute
+
 // Classify turns an error into an outcome: a *StalledError or
-// *WaitingError anywhere in its chain decides; anything else is
-// transient.
+// *WaitingError anywhere in its chain decides, then an error with a
+// StallReason (stalled with that reason); anything else is transient.
 func Classify(res ctrl.Result, err error) Outcome {
 	var stalled *StalledError
 	var waiting *WaitingError
@@ -151,6 +155,13 @@ func Classify(res ctrl.Result, err error) Outcome {
 		return Outcome{Result: res, Stalled: stalled}
 	case errors.As(err, &waiting):
 		return Outcome{Result: res, Waiting: waiting}
+	}
+	var stalls interface{ StallReason() string }
+	if errors.As(err, &stalls) {
+		// An error that says retrying cannot help (a package over a
+		// limit): stalled, looked at again after a while in case what it
+		// depends on changed without an event.
+		return Outcome{Result: res, Stalled: &StalledError{Reason: stalls.StallReason(), Message: err.Error(), Retry: stallRetry}}
 	}
 	return Outcome{Result: res, Err: err}
 }

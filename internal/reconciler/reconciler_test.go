@@ -104,6 +104,19 @@ func TestOutcome_ReturnRetriesLostRaces(t *testing.T) {
 	g.Expect(rerr).To(MatchError(ContainSubstring("status write failed")))
 }
 
+// An error that says retrying cannot help (a package over a limit) stalls
+// with its reason, wrapped however deep, and is looked at again later.
+func TestClassify_stallReason(t *testing.T) {
+	g := NewWithT(t)
+	err := fmt.Errorf("reading upstream: %w", &store.LimitError{What: "file big.yaml of package app (20Mi)", Limit: "max-file-size", Value: 16 << 20})
+	o := Classify(ctrl.Result{}, err)
+	g.Expect(o.Err).NotTo(HaveOccurred())
+	g.Expect(o.Stalled).NotTo(BeNil())
+	g.Expect(o.Stalled.Reason).To(Equal(store.LimitExceededReason))
+	g.Expect(o.Stalled.Message).To(Equal("reading upstream: file big.yaml of package app (20Mi) is over the max-file-size limit of 16Mi"))
+	g.Expect(o.Stalled.Retry).To(Equal(stallRetry))
+}
+
 func TestKstatusConditions(t *testing.T) {
 	ready := metav1.Condition{Status: metav1.ConditionTrue, Reason: "Synced", Message: "all good"}
 	notReady := metav1.Condition{Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: "conflict"}

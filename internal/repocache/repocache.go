@@ -62,6 +62,9 @@ type Cache struct {
 	Dir string
 	// Timeout bounds each exchange with a remote (store.Options.Timeout).
 	Timeout time.Duration
+	// Limits bound what a remote and its packages may make Scion hold
+	// (store.Options.Limits).
+	Limits store.Limits
 	// OpenWait bounds how long Open waits behind another reconcile's open
 	// of the same Repository (DefaultOpenWait when 0): a slow remote then
 	// costs the waiting worker only that, not the whole open.
@@ -141,7 +144,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: dir, Timeout: c.Timeout, Gate: e.gate, Objects: objects,
+		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

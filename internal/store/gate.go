@@ -200,7 +200,10 @@ func (g *Gate) exit(err error) {
 	g.mu.Lock()
 	g.since = time.Time{}
 	switch {
-	case unreachable(err):
+	case unreachable(err) || errors.Is(err, ErrLimit):
+		// A remote that sent more than it may is paused like one that
+		// does not answer: fetching again at once would fill the disk
+		// again.
 		g.failures++
 		pause := g.Backoff
 		if pause <= 0 {

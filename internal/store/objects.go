@@ -178,15 +178,27 @@ func (r *Repository) subtree(commit plumbing.Hash, p string) (plumbing.Hash, err
 }
 
 // readTreeFiles reads every file below a tree into a package.
-func (r *Repository) readTreeFiles(tree plumbing.Hash) (*pkg.Package, error) {
+func (r *Repository) readTreeFiles(tree plumbing.Hash, pkgPath string) (*pkg.Package, error) {
 	t, err := object.GetTree(r.storer, tree)
 	if err != nil {
 		return nil, fmt.Errorf("reading tree %s: %w", tree, err)
 	}
 	files := map[string][]byte{}
+	limits := r.opts.Limits.orDefaults()
+	var total int64
 	err = t.Files().ForEach(func(f *object.File) error {
 		if f.Mode == filemode.Submodule {
 			return nil
+		}
+		// Sizes come from the objects' headers: nothing over a limit is
+		// read into memory.
+		switch total += f.Blob.Size; {
+		case len(files) >= limits.PackageFiles:
+			return &LimitError{What: fmt.Sprintf("package %s (more than %d files)", pkgPath, limits.PackageFiles), Limit: "max-package-files", Value: int64(limits.PackageFiles)}
+		case f.Blob.Size > limits.FileBytes:
+			return &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", f.Name, pkgPath, quantity(f.Blob.Size)), Limit: "max-file-size", Value: limits.FileBytes}
+		case total > limits.PackageBytes:
+			return &LimitError{What: fmt.Sprintf("package %s (more than %s of files)", pkgPath, quantity(limits.PackageBytes)), Limit: "max-package-size", Value: limits.PackageBytes}
 		}
 		rd, err := f.Blob.Reader()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/scion-dev/scion/internal/metrics"
 )
@@ -259,7 +261,12 @@ func hashString(h plumbing.Hash) string {
 	return h.String()
 }
 
-// newTransport returns the transport for an endpoint.
-func newTransport(ep *transport.Endpoint) (transport.Transport, error) {
+// newTransport returns the transport for an endpoint: over HTTP(S), each
+// answer of the remote is bounded to maxBytes (what names the remote in
+// the error).
+func newTransport(ep *transport.Endpoint, maxBytes int64, what string) (transport.Transport, error) {
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		return githttp.NewClient(&http.Client{Transport: &limitedTransport{base: http.DefaultTransport, max: maxBytes, what: "an answer of " + what}}), nil
+	}
 	return client.NewClient(ep)
 }

@@ -73,6 +73,9 @@ type Options struct {
 	// by the Repositories given the same cache; a cache of
 	// DefaultObjectCacheSize of its own when nil.
 	Objects *ObjectCache
+	// Limits bound what the remote and the packages may make Scion hold
+	// (DefaultLimits for fields not set).
+	Limits Limits
 	// Gate admits the exchanges with the remote; a new one when nil.
 	// Passing the same Gate to the Repositories that replace one another
 	// (after a change of settings, a restart of the cache) keeps the
@@ -153,7 +156,8 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := newTransport(ep)
+	opts.Limits = opts.Limits.orDefaults()
+	tr, err := newTransport(ep, opts.Limits.FetchBytes, Redact(opts.URL))
 	if err != nil {
 		return nil, err
 	}
@@ -408,9 +412,14 @@ func (r *Repository) download(ctx context.Context) (map[plumbing.ReferenceName]p
 	if err != nil {
 		return nil, nil, fmt.Errorf("spooling a fetch from %s: %w", r.URL(), err)
 	}
-	if _, err := io.Copy(pack, body); err != nil {
+	limited := &limitedReader{r: body, max: r.opts.Limits.FetchBytes, what: "the pack fetched from " + r.URL()}
+	if _, err := io.Copy(pack, limited); err != nil {
 		_ = pack.Close()
 		_ = os.Remove(pack.Name())
+		var over *LimitError
+		if errors.As(err, &over) {
+			return nil, nil, over
+		}
 		return nil, nil, r.remoteError("fetching", err)
 	}
 	if _, err := pack.Seek(0, io.SeekStart); err != nil {
@@ -545,7 +554,10 @@ func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
 // a message naming the repository (never the credentials).
 func (r *Repository) remoteError(op string, err error) error {
 	u := Redact(r.opts.URL)
+	var over *LimitError
 	switch {
+	case errors.As(err, &over):
+		return over
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, r.timeout(), ErrTimeout)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
@@ -558,9 +570,21 @@ func (r *Repository) remoteError(op string, err error) error {
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
 	default:
-		return r.scrub(fmt.Errorf("%s %s: %w", op, u, err))
+		// The library's message may quote what the server sent, at any
+		// length: kept short (errors.Is and As still see the cause).
+		return r.scrub(&remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, Shorten(err.Error(), maxRemoteText)), err: err})
 	}
 }
+
+// remoteText is an error whose message is shortened, wrapping the
+// original.
+type remoteText struct {
+	msg string
+	err error
+}
+
+func (e *remoteText) Error() string { return e.msg }
+func (e *remoteText) Unwrap() error { return e.err }
 
 // credentialsUsed says which credentials an exchange used, never their
 // value.

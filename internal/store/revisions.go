@@ -321,7 +321,7 @@ func (r *Repository) Read(ctx context.Context, rev Revision) (*pkg.Package, erro
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", rev.Package, err)
 	}
-	return r.readTreeFiles(tree)
+	return r.readTreeFiles(tree, rev.Package)
 }
 
 // ReadFile returns one file of a revision (such as its Kptfile), without
@@ -343,6 +343,9 @@ func (r *Repository) ReadFile(ctx context.Context, rev Revision, name string) ([
 			return nil, fmt.Errorf("%s of %s: %w", name, rev.Package, ErrNotFound)
 		}
 		return nil, err
+	}
+	if limit := r.opts.Limits.orDefaults().FileBytes; f.Size > limit {
+		return nil, &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", name, rev.Package, quantity(f.Size)), Limit: "max-file-size", Value: limit}
 	}
 	s, err := f.Contents()
 	if err != nil {

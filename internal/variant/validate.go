@@ -1,7 +1,6 @@
 package variant
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -13,6 +12,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Validate checks a PackageVariant's spec (the rules the CRD schema also
@@ -87,7 +87,7 @@ const maxShownValue = 100
 func shortValues(errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
 		if v, ok := e.BadValue.(string); ok && len(v) > maxShownValue {
-			e.BadValue = fmt.Sprintf("%s... (%d characters)", strings.ToValidUTF8(v[:maxShownValue], ""), len(v))
+			e.BadValue = store.Shorten(v, maxShownValue)
 		}
 	}
 	return errs

@@ -331,7 +331,7 @@ func TestValidate(t *testing.T) {
 	g.Expect(msgs).To(HaveLen(3))
 	g.Expect(strings.Join(msgs, "\n")).To(And(
 		ContainSubstring(`spec.labels: Invalid value: "xxxxxxxxxx`),
-		ContainSubstring(`... (70000 characters)": must be no more than 63 bytes`),
+		ContainSubstring(`... (69900 bytes more)": must be no more than 63 bytes`),
 		ContainSubstring(`spec.labels: Invalid value: "bad key!"`),
 		ContainSubstring(`spec.annotations: Invalid value: "also bad"`)))
 	g.Expect(len(strings.Join(msgs, "\n"))).To(BeNumerically("<", 1500))

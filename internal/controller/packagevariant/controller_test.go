@@ -253,7 +253,7 @@ func TestPackageVariant_labelRefusedBeforeWrite(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(variant.ValidationErrorReason))
 		g.Expect(c.Message).To(ContainSubstring("spec.labels: Invalid value:"))
-		g.Expect(c.Message).To(ContainSubstring("(70000 characters)"))
+		g.Expect(c.Message).To(ContainSubstring("(69900 bytes more)"))
 		g.Expect(len(c.Message)).To(BeNumerically("<", 500))
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 	}, timeout, interval).Should(Succeed())

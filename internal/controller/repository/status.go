@@ -63,6 +63,8 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 		return AuthenticationFailedReason, fmt.Sprintf("%s; the repository needs credentials: set spec.git.secretRef", err)
 	case errors.Is(err, store.ErrRepositoryNotFound):
 		return RepositoryNotFoundReason, err.Error()
+	case errors.Is(err, store.ErrLimit):
+		return store.LimitExceededReason, err.Error()
 	case errors.Is(err, store.ErrBranchNotFound):
 		return BranchNotFoundReason, err.Error()
 	case errors.Is(err, repocache.ErrSecret):

@@ -81,6 +81,15 @@ type Server struct {
 	// ReadOnly refuses pushes (receive-pack) with 401, as a server that
 	// lets the credentials read but not write.
 	ReadOnly bool
+	// Flood, when set, makes the server hostile: it answers a fetch with
+	// a pack that does not end (it stops after Flood bytes, or when the
+	// client hangs up), or with FloodRefs, answers the request for refs
+	// so.
+	Flood     int64
+	FloodRefs bool
+	// Flooded counts the bytes of flood sent, Floods the answers flooded.
+	Flooded atomic.Int64
+	Floods  atomic.Int32
 }
 
 // NewServer serves the bare repositories under root at /<name>. Call
@@ -103,6 +112,11 @@ func NewServer(t testing.TB, root string) *Server {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		if s.Flood > 0 && (s.FloodRefs && strings.HasSuffix(r.URL.Path, "/info/refs") ||
+			!s.FloodRefs && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack")) {
+			s.flood(w, r)
+			return
+		}
 		// http-backend enables receive-pack for authenticated users.
 		h := *backend
 		h.Env = append(append([]string{}, backend.Env...), "REMOTE_USER=scion")
@@ -110,6 +124,40 @@ func NewServer(t testing.TB, root string) *Server {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// flood writes an answer that does not end: refs without end (well
+// formed), or after the NAK of an upload-pack exchange, pack data on side
+// band 1 in 64 KiB pkt-lines.
+func (s *Server) flood(w http.ResponseWriter, r *http.Request) {
+	s.Floods.Add(1)
+	next := func(i int) []byte {
+		payload := make([]byte, 65515)
+		copy(payload, "PACK\x00\x00\x00\x02\x7f\xff\xff\xff")
+		return append([]byte(fmt.Sprintf("%04x\x01", len(payload)+5)), payload...)
+	}
+	if s.FloodRefs {
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		_, _ = w.Write([]byte("001e# service=git-upload-pack\n0000"))
+		next = func(i int) []byte {
+			ref := fmt.Sprintf("%040x refs/heads/flood-%012d", i+1, i)
+			if i == 0 {
+				ref += "\x00side-band-64k ofs-delta"
+			}
+			ref += "\n"
+			return []byte(fmt.Sprintf("%04x%s", len(ref)+4, ref))
+		}
+	} else {
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
+		_, _ = w.Write([]byte("0008NAK\n"))
+	}
+	for i := 0; s.Flooded.Load() < s.Flood && r.Context().Err() == nil; i++ {
+		line := next(i)
+		if _, err := w.Write(line); err != nil {
+			return
+		}
+		s.Flooded.Add(int64(len(line)))
+	}
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Limits bound what one repository's remote and packages may make Scion
+// hold, whatever its server sends. Zero fields take DefaultLimits'.
+type Limits struct {
+	// FetchBytes bounds the bytes received in one exchange with the
+	// remote (its refs, a pack).
+	FetchBytes int64
+	// PackageBytes bounds the total size of a package's files.
+	PackageBytes int64
+	// PackageFiles bounds the number of files of a package.
+	PackageFiles int
+	// FileBytes bounds the size of one file of a package.
+	FileBytes int64
+}
+
+// DefaultLimits are the limits of a repository that sets none: far above
+// any configuration package, far below what would fill a controller's
+// disk or memory.
+var DefaultLimits = Limits{FetchBytes: 1 << 30, PackageBytes: 64 << 20, PackageFiles: 10000, FileBytes: 16 << 20}
+
+func (l Limits) orDefaults() Limits {
+	if l.FetchBytes <= 0 {
+		l.FetchBytes = DefaultLimits.FetchBytes
+	}
+	if l.PackageBytes <= 0 {
+		l.PackageBytes = DefaultLimits.PackageBytes
+	}
+	if l.PackageFiles <= 0 {
+		l.PackageFiles = DefaultLimits.PackageFiles
+	}
+	if l.FileBytes <= 0 {
+		l.FileBytes = DefaultLimits.FileBytes
+	}
+	return l
+}
+
+// ErrLimit is matched by the errors of something over a limit.
+var ErrLimit = errors.New("over a limit")
+
+// LimitError says what went over which limit. Retrying does not help
+// until the remote or the package changes: reconcilers stall on it
+// (StallReason).
+type LimitError struct {
+	// What went over, such as "file crds/huge.yaml (20Mi)".
+	What string
+	// Limit is the limit's name, as the controller's flag says it
+	// (max-file-size), and Value its value.
+	Limit string
+	Value int64
+}
+
+// LimitExceededReason is the reason of a condition of an object stalled
+// on a LimitError.
+const LimitExceededReason = "LimitExceeded"
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s is over the %s limit of %s", e.What, e.Limit, quantity(e.Value))
+}
+
+// Is matches ErrLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// StallReason makes reconcilers stall on it (reconciler.Classify).
+func (e *LimitError) StallReason() string { return LimitExceededReason }
+
+// Shorten cuts text that may carry a user's or a remote's words (a value,
+// what a server sent) to at most n bytes, at a character boundary, saying
+// how much was left out: such text goes into errors, conditions, events
+// and logs.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes more)", s[:cut], len(s)-cut)
+}
+
+// maxRemoteText bounds what of a remote's own words an error carries.
+const maxRemoteText = 300
+
+func quantity(n int64) string {
+	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+// limitedReader fails a read once more than max bytes came through.
+type limitedReader struct {
+	r    io.Reader
+	n    int64
+	max  int64
+	what string
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	if l.n > l.max {
+		return n, &LimitError{What: l.what, Limit: "git-max-fetch-size", Value: l.max}
+	}
+	return n, err
+}
+
+// limitedTransport bounds each HTTP response body an exchange with the
+// remote reads (the refs advertised, a pack).
+type limitedTransport struct {
+	base http.RoundTripper
+	max  int64
+	what string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, r: &limitedReader{r: resp.Body, max: t.max, what: t.what}}
+	return resp, nil
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	r *limitedReader
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
