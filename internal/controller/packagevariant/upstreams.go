@@ -14,6 +14,12 @@ import (
 // are on and the one they move to).
 const maxUpstreams = 32
 
+// maxUpstreamBytes bounds the files of the upstream packages kept parsed,
+// all together (their parse takes several times as much): a package
+// larger than a quarter of it is not kept at all, so the memory a large
+// package took is given back once its variants are done.
+const maxUpstreamBytes = 32 << 20
+
 // upstreamPackages shares the upstream packages variants are made from,
 // parsed once: reading and parsing the same upstream revision (and the
 // one a downstream was derived from, for the 3-way update) for every
@@ -24,6 +30,7 @@ type upstreamPackages struct {
 	mu      sync.Mutex
 	lru     *list.List // of *upstreamPackage, most recently used first
 	entries map[upstreamKey]*list.Element
+	bytes   int64 // the files of the packages kept
 }
 
 // upstreamKey names a package revision of one opened repository (a
@@ -35,8 +42,9 @@ type upstreamKey struct {
 }
 
 type upstreamPackage struct {
-	key upstreamKey
-	p   *pkg.Package
+	key  upstreamKey
+	p    *pkg.Package
+	size int64
 }
 
 // read returns a copy of the package of rev in st.
@@ -57,14 +65,23 @@ func (u *upstreamPackages) read(ctx context.Context, st *store.Repository, rev s
 	if err != nil {
 		return nil, err
 	}
+	var size int64
+	for _, data := range p.Files() {
+		size += int64(len(data))
+	}
+	if size > maxUpstreamBytes/4 {
+		return p, nil // not kept: this caller's alone
+	}
 	p.ResourceFiles() // parses every resource file, for the copies to share
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if _, ok := u.entries[k]; !ok {
-		u.entries[k] = u.lru.PushFront(&upstreamPackage{key: k, p: p})
-		for u.lru.Len() > maxUpstreams {
+		u.entries[k] = u.lru.PushFront(&upstreamPackage{key: k, p: p, size: size})
+		u.bytes += size
+		for u.lru.Len() > maxUpstreams || u.bytes > maxUpstreamBytes {
 			old := u.lru.Remove(u.lru.Back()).(*upstreamPackage)
 			delete(u.entries, old.key)
+			u.bytes -= old.size
 		}
 	}
 	return p.DeepCopy(), nil

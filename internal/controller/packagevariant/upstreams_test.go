@@ -2,6 +2,8 @@ package packagevariant
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -59,4 +61,34 @@ func TestUpstreamPackages(t *testing.T) {
 
 	_, err = u.read(ctx, st, store.Revision{Package: "app", Commit: "0123456789012345678901234567890123456789"})
 	g.Expect(err).To(HaveOccurred())
+}
+
+// A large upstream package is not kept parsed (its memory is given back
+// once its variants are done), and what is kept stays within the bound.
+func TestUpstreamPackages_bytes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bare := gitserver.InitBare(t, t.TempDir(), "catalog.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	write := func(ws string, size int) store.Revision {
+		rev, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: ws, Contents: pkg.New(map[string][]byte{
+			"Kptfile":  []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"),
+			"big.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  x: " + strings.Repeat("z", size) + "\n"),
+		})})
+		g.Expect(err).NotTo(HaveOccurred())
+		return rev
+	}
+	var u upstreamPackages
+	large := write("large", maxUpstreamBytes/4+1)
+	p, err := u.read(ctx, st, large)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Len()).To(Equal(2))
+	g.Expect(u.lru.Len()).To(BeZero(), "a package over a quarter of the bound is not kept")
+	for i := range 6 {
+		_, err := u.read(ctx, st, write(fmt.Sprintf("mid-%d", i), maxUpstreamBytes/5))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(u.bytes).To(BeNumerically("<=", maxUpstreamBytes))
+	}
+	g.Expect(u.lru.Len()).To(Equal(4), "five would be over the bound")
 }
