@@ -319,6 +319,7 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 			ReadinessGates: gates,
 		},
 		Status: porchv1alpha1.PackageRevisionStatus{
+			Lifecycle:    rev.Lifecycle,
 			Commit:       rev.Commit,
 			UpstreamLock: lock,
 			PublishedBy:  rev.PublishedBy,

@@ -144,7 +144,7 @@ func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.Packag
 		if ref := metav1.GetControllerOf(&pr); ref != nil && ref.UID != pv.UID {
 			continue
 		}
-		rn := &Node{Kind: "PackageRevision", Name: pr.Name, Lifecycle: string(pr.Spec.Lifecycle), Ready: "Unknown"}
+		rn := &Node{Kind: "PackageRevision", Name: pr.Name, Lifecycle: pr.ShownLifecycle(), Ready: "Unknown"}
 		for _, cond := range pr.Status.Conditions {
 			if cond.Type == configv1alpha1.ReadyCondition {
 				rn.Ready = string(cond.Status)

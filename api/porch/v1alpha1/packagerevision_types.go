@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
@@ -234,6 +236,13 @@ type PackageRevisionStatus struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 
+	// Lifecycle is the lifecycle git has for the revision, written by the
+	// controller. spec.lifecycle is what someone asked for: the two differ
+	// while a move waits (an unmet readiness gate, a conflict) or is not
+	// carried out yet.
+	// +optional
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+
 	// PublishedBy is who approved the revision.
 	// +optional
 	PublishedBy string `json:"publishedBy,omitempty"`
@@ -256,7 +265,8 @@ type PackageRevisionStatus struct {
 // +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspaceName`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
-// +kubebuilder:printcolumn:name="Lifecycle",type=string,JSONPath=`.spec.lifecycle`
+// +kubebuilder:printcolumn:name="Lifecycle",type=string,JSONPath=`.status.lifecycle`,description="the lifecycle git has"
+// +kubebuilder:printcolumn:name="Requested",type=string,JSONPath=`.spec.lifecycle`,priority=1,description="the lifecycle asked for (spec.lifecycle)"
 // +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.repository`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 type PackageRevision struct {
@@ -281,14 +291,48 @@ func init() {
 	SchemeBuilder.Register(&PackageRevision{}, &PackageRevisionList{})
 }
 
-// GitLifecycle is the lifecycle git has for the revision (the lifecycle
-// label, which the PackageRevision controller sets from git), or the
-// spec's before the object was first shown. The spec says what someone
-// asked for: a publication refused (an unmet gate, a conflict) leaves
-// spec.lifecycle Published on a revision git still has as Proposed.
+// GitLifecycle is the lifecycle git has for the revision
+// (status.lifecycle, which the controller writes from git; the lifecycle
+// label on objects shown before that field existed), or the spec's before
+// the object was first shown. The spec says what someone asked for: a
+// publication refused (an unmet gate, a conflict) leaves spec.lifecycle
+// Published on a revision git still has as Proposed.
 func (pr *PackageRevision) GitLifecycle() Lifecycle {
+	if pr.Status.Lifecycle != "" {
+		return pr.Status.Lifecycle
+	}
 	if lc := pr.Labels[LifecycleLabel]; lc != "" {
 		return Lifecycle(lc)
 	}
 	return pr.Spec.Lifecycle
+}
+
+// ShownLifecycle is what people are shown of a revision's lifecycle: the
+// one git has, and the one requested when it differs, with why it waits
+// (the Ready condition's reason and the start of its message), such as
+// "Proposed → Published (waiting: PackageConflict: ...)".
+func (pr *PackageRevision) ShownLifecycle() string {
+	have, want := pr.GitLifecycle(), pr.Spec.Lifecycle
+	if want == "" {
+		want = LifecycleDraft
+	}
+	if have == "" || have == want {
+		return string(want)
+	}
+	out := string(have) + " → " + string(want)
+	for _, c := range pr.Status.Conditions {
+		if c.Type != "Ready" || c.Status == ConditionStatus("True") || c.Reason == "" {
+			continue
+		}
+		msg := c.Message
+		if r := []rune(msg); len(r) > 80 {
+			msg = strings.TrimRight(string(r[:77]), " ") + "..."
+		}
+		out += " (waiting: " + c.Reason
+		if msg != "" {
+			out += ": " + msg
+		}
+		out += ")"
+	}
+	return out
 }

@@ -176,6 +176,11 @@ func TestPackageRevision_readinessGates(t *testing.T) {
 		g.Expect(c.Message).To(Equal("cannot publish into deployment repository cluster-01: readiness gates not met: example.com/approved"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "tag")).To(BeEmpty(), "nothing is published while a gate is unmet")
+	// What is shown is what git has, and what is asked for beside it.
+	waiting := get(g, down)
+	g.Expect(waiting.Status.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed), "git has it Proposed")
+	g.Expect(waiting.GitLifecycle()).To(Equal(porchv1alpha1.LifecycleProposed))
+	g.Expect(waiting.ShownLifecycle()).To(Equal("Proposed → Published (waiting: ReadinessGatesNotMet: cannot publish into deployment repository cluster-01: readiness gates not met...)"))
 
 	// Setting the condition lets the publish through.
 	cur = get(g, down)
@@ -186,6 +191,8 @@ func TestPackageRevision_readinessGates(t *testing.T) {
 		got := get(g, down)
 		g.Expect(got.Spec.Revision).To(Equal(1))
 		g.Expect(ready(got).Status).To(BeEquivalentTo("True"))
+		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+		g.Expect(got.ShownLifecycle()).To(Equal("Published"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"))
 	// The condition set while proposed is recorded in git: the published
