@@ -438,10 +438,10 @@ func (o *Options) approve(ctx context.Context, ns string) error {
 	if err == nil {
 		return errors.New("the approval went through with the canary gate unmet")
 	}
-	if !errors.Is(err, rpkg.ErrNotReady) {
+	if !errors.Is(err, rpkg.ErrRefused) {
 		return err
 	}
-	o.say("    refused: %v", err)
+	o.say("    refused, nothing recorded: %v", err)
 	o.say("==> %s rpkg condition set %s %s True", o.scion(), pr.Name, canaryGate)
 	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary in cluster-01 passed"}); err != nil {
 		return err

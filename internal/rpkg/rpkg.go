@@ -4,6 +4,7 @@
 package rpkg
 
 import (
+	"strings"
 	"context"
 	"errors"
 	"fmt"
@@ -268,9 +269,26 @@ func (c *Client) move(ctx context.Context, name string, annotations map[string]s
 		pr.Annotations[k] = v
 	}
 	if err := c.Client.Patch(ctx, pr, patch); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, refusal(name, err)
 	}
 	return c.wait(ctx, name)
+}
+
+// ErrRefused is matched when the API server refused a change (the
+// lifecycle policy, validation): nothing was recorded.
+var ErrRefused = errors.New("refused")
+
+// refusal says what the API server refused, without the admission
+// policy's preamble.
+func refusal(name string, err error) error {
+	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	msg := err.Error()
+	if _, why, ok := strings.Cut(msg, "denied request: "); ok {
+		msg = why
+	}
+	return fmt.Errorf("%s: %s: %w", name, msg, ErrRefused)
 }
 
 // Ready returns the Ready condition of a PackageRevision.

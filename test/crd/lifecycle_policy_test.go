@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
@@ -269,4 +271,69 @@ func TestLifecyclePolicy_forgery(t *testing.T) {
 	g.Expect(approveWave(carol, []string{"canary"}, "carol")).To(MatchError(ContainSubstring("carol may not change who approved a wave")),
 		"not even to oneself, without approving a wave")
 	g.Expect(approveWave(carol, []string{"canary", "rest"}, "carol")).To(Succeed(), "carol approves the next wave as herself")
+}
+
+// Approving a revision of a deployment repository whose readiness gates
+// are not all True is refused at the door, naming each unmet gate with its
+// condition's message; nothing is recorded, so nothing publishes later by
+// itself.
+func TestLifecyclePolicy_gatesAtApproval(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	installUserRoles(t)
+	bob := as(t, ns, "bob", "scion-approver")
+
+	pr := revision(ns, "gated", porchv1alpha1.LifecycleProposed)
+	pr.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/canary"}, {ConditionType: "config.porch.kpt.dev/dependencies"}}
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	pr.Status.Deployment = true
+	pr.Status.Lifecycle = porchv1alpha1.LifecycleProposed
+	pr.Status.Conditions = []porchv1alpha1.Condition{{Type: "config.porch.kpt.dev/dependencies", Status: "False", Reason: "DependencyPending",
+		Message: "base 1.0.0 in base is draft: publish it"}}
+	g.Expect(k8sClient.Status().Update(ctx, pr)).To(Succeed())
+
+	g.Eventually(func() error { return move(bob, pr, porchv1alpha1.LifecyclePublished, "bob") }, 30*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring(
+		"spec.lifecycle: cannot publish r.app.gated into deployment repository r: readiness gates not met: example.com/canary (not set); config.porch.kpt.dev/dependencies (False: base 1.0.0 in base is draft: publish it). Nothing was recorded: approve again once they are True")))
+	cur := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), cur)).To(Succeed())
+	g.Expect(cur.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed), "nothing recorded")
+	g.Expect(cur.Annotations).NotTo(HaveKey(porchv1alpha1.ApprovedByAnnotation))
+
+	cur.Status.Conditions = []porchv1alpha1.Condition{{Type: "config.porch.kpt.dev/dependencies", Status: "True"}, {Type: "example.com/canary", Status: "True"}}
+	g.Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+	g.Expect(move(bob, pr, porchv1alpha1.LifecyclePublished, "bob")).To(Succeed(), "with every gate True, the approval goes through")
+
+	// Outside deployment repositories gates do not hold publication.
+	free := revision(ns, "free", porchv1alpha1.LifecycleProposed)
+	free.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/canary"}}
+	g.Expect(k8sClient.Create(ctx, free)).To(Succeed())
+	g.Expect(move(bob, free, porchv1alpha1.LifecyclePublished, "bob")).To(Succeed())
+}
+
+// The gates hold an administrator approving as themselves too (scion rpkg
+// approve with an admin kubeconfig), not the controller showing what git
+// has (which records no approver of its own).
+func TestLifecyclePolicy_gatesHoldAdminsApproving(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pr := revision(ns, "gated", porchv1alpha1.LifecycleProposed)
+	pr.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/canary"}}
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	pr.Status.Deployment = true
+	g.Expect(k8sClient.Status().Update(ctx, pr)).To(Succeed())
+	admin, err := rpkgWhoami(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { return move(k8sClient, pr, porchv1alpha1.LifecyclePublished, admin) }, 30*time.Second, 200*time.Millisecond).Should(
+		MatchError(ContainSubstring("readiness gates not met: example.com/canary (not set)")))
+	g.Expect(move(k8sClient, pr, porchv1alpha1.LifecyclePublished, "")).To(Succeed(), "the controller showing git records no approver")
+}
+
+func rpkgWhoami(ctx context.Context) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := k8sClient.Create(ctx, review); err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -117,7 +117,7 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/team-sandboxes  Ready=True  2/2 ready"), "run %d", run)
 		g.Expect(out).To(ContainSubstring("+  DATABASE_URL: postgres://db.us-east.example.com:5432/web"), "run %d: the diff shows the injected endpoints", run)
 		g.Expect(out).To(ContainSubstring("updated in place; the downstream edit is kept"), "run %d", run)
-		g.Expect(out).To(ContainSubstring("readiness gates not met: example.com/canary-passed (ReadinessGatesNotMet)"), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`refused, nothing recorded: .*readiness gates not met: example.com/canary-passed \(not set\)`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`cluster-01\.web\.packagevariant-\d+ is Published`), "run %d", run)
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
 	}
