@@ -4,12 +4,12 @@
 package rpkg
 
 import (
-	"strings"
 	"context"
 	"errors"
 	"fmt"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
