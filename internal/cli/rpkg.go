@@ -203,7 +203,7 @@ func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, fn func(context.Cont
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(o.Out, "%s is %s\n", name, pr.Spec.Lifecycle)
+				fmt.Fprintf(o.Out, "%s is %s\n", name, pr.ShownLifecycle())
 			}
 			return errors.Join(errs...)
 		})(cc, args)

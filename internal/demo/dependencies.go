@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -129,18 +128,15 @@ func (o *Options) showDependencies(ctx context.Context, ns string) error {
 			return err
 		}
 	}
-	_, err = rc.Approve(ctx, legacy.Name)
+	got, err := rc.Approve(ctx, legacy.Name)
 	switch {
-	case err == nil:
-		return errors.New("widgets-legacy was published next to widget-crds")
-	case !errors.Is(err, rpkg.ErrNotReady):
+	case err != nil:
 		return err
+	case got.GitLifecycle() == porchv1alpha1.LifecyclePublished:
+		return errors.New("widgets-legacy was published next to widget-crds")
 	}
-	msg := err.Error()
-	if i := strings.Index(msg, "kind "); i >= 0 {
-		msg = msg[i:]
-	}
-	o.say("    refused: %s", msg)
+	o.say("    %s is %s", got.Name, got.ShownLifecycle())
+	o.say("    the approval is recorded and waits: kubectl shows LIFECYCLE Proposed (what git has), REQUESTED Published; it publishes once the conflict is gone")
 	o.say("    %s stays Ready: a draft that cannot be published does not unsettle what the cluster runs", dependant)
 	o.say("    (delete %s to end the conflict: kubectl delete pvar %s)", conflictVariant, conflictVariant)
 	return nil

@@ -181,12 +181,23 @@ func (c *Client) Propose(ctx context.Context, name string) (*porchv1alpha1.Packa
 
 // Approve publishes a Proposed revision, recording the user approving as
 // the API server knows them (the admission policy admits no other name).
+// An approval the API server refuses (unmet readiness gates) is an error
+// (ErrRefused) and nothing is recorded; one the controller cannot carry
+// out yet (a conflict) is recorded and pending: the revision returned
+// shows why (ShownLifecycle).
 func (c *Client) Approve(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
 	approver, err := c.Whoami(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return c.move(ctx, name, map[string]string{porchv1alpha1.ApprovedByAnnotation: approver}, porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleProposed)
+	pr, err := c.move(ctx, name, map[string]string{porchv1alpha1.ApprovedByAnnotation: approver}, porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleProposed)
+	if errors.Is(err, ErrNotReady) && pr != nil && pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && pr.GitLifecycle() == porchv1alpha1.LifecycleProposed {
+		// Recorded, and waiting for what only git can tell (a conflict
+		// with the lock): a pending approval, shown as such
+		// (ShownLifecycle), not a refusal.
+		return pr, nil
+	}
+	return pr, err
 }
 
 // Whoami returns the user name the API server authenticates this client

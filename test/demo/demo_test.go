@@ -111,7 +111,7 @@ func TestDevDemo(t *testing.T) {
 		// installed; the second run also has the conflicting one.
 		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 35+run, 35+run)), "run %d", run)
 		g.Expect(out).To(ContainSubstring("Dependency/widget-crds  Ready=True  1.0.0 Satisfied in widget-crds (Published 1.0.0), installed by PackageVariant/cluster-01.widget-crds.dependency"), "run %d", run)
-		g.Expect(out).To(MatchRegexp(`refused: kind example.com/v1/Widget is provided by widget-crds, Published in this repository`), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`cluster-01.widgets-legacy.packagevariant-\d+ is Proposed → Published \(waiting: PackageConflict: kind example.com/v1/Widget is provided by widget-crds, Published in this repo`), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/regional-app  Ready=True  6/6 ready"), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/tenants  Ready=True  3/3 ready"), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/team-sandboxes  Ready=True  2/2 ready"), "run %d", run)
