@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -72,7 +73,22 @@ const (
 	// UpdateAvailableReason: a newer upstream revision is published in
 	// the range of a variant with updatePolicy Manual.
 	UpdateAvailableReason = "NewerRevisionInRange"
+	// DownstreamOwnedReason: another PackageVariant has the same
+	// downstream repository and package; one variant per package, the
+	// oldest.
+	DownstreamOwnedReason = "DownstreamOwned"
 )
+
+// DownstreamPackageIndex indexes PackageVariants by downstream repository
+// and package ("repo/package"): one variant per package.
+const DownstreamPackageIndex = "spec.downstream.repo+package"
+
+func downstreamPackageKey(pv *configv1alpha1.PackageVariant) string {
+	if pv.Spec.Downstream == nil {
+		return ""
+	}
+	return pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
+}
 
 // Options configure the Reconciler.
 type Options struct {
@@ -130,6 +146,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamPackageIndex, func(o client.Object) []string {
+		if k := downstreamPackageKey(o.(*configv1alpha1.PackageVariant)); k != "" {
+			return []string{k}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantOfIndex, func(o client.Object) []string {
 		if o.GetLabels()[configv1alpha1.DependencyLabel] == "" {
 			return nil
@@ -181,6 +205,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		Watches(&configv1alpha1.PackageLock{}, handler.EnqueueRequestsFromMapFunc(r.requestsForLock)).
+		// A variant that goes (or moves its downstream) frees its package
+		// for the next variant that wants it.
+		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSamePackage), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return downstreamPackageKey(e.ObjectOld.(*configv1alpha1.PackageVariant)) != downstreamPackageKey(e.ObjectNew.(*configv1alpha1.PackageVariant))
+			},
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
 	if err != nil {
@@ -188,6 +221,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient(), memo: &r.memo}
 	return nil
+}
+
+// requestsForSamePackage maps a variant to the other variants of its
+// downstream package.
+func (r *Reconciler) requestsForSamePackage(ctx context.Context, o client.Object) []reconcile.Request {
+	pv := o.(*configv1alpha1.PackageVariant)
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingFields{DownstreamPackageIndex: downstreamPackageKey(pv)}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, other := range list.Items {
+		if other.UID != pv.UID {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&other)})
+		}
+	}
+	return out
 }
 
 // requestsForRevision maps a PackageRevision to its owning variant, to
@@ -289,7 +339,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
 		return out.Return(r.patchStatus(ctx, s, out))
 	}
-	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
+	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileOwnership, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
 	out := reconciler.Run(ctx, s, steps...)
 	if errors.Is(out.Err, store.ErrConflict) {
 		// Someone else wrote to git meanwhile, and the mirror has
@@ -317,6 +367,37 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 	msg := errs.ToAggregate().Error()
 	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: msg})
 	return ctrl.Result{}, reconciler.Stall(variant.ValidationErrorReason, "%s", msg)
+}
+
+// reconcileOwnership stalls a variant whose downstream package another
+// variant has: one variant per package, the oldest (by creation, then
+// name), so two variants never write one package. Nothing is written for
+// the others; they are looked at again when the owner goes.
+func (r *Reconciler) reconcileOwnership(ctx context.Context, s *scope) (ctrl.Result, error) {
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(s.pv.Namespace), client.MatchingFields{DownstreamPackageIndex: downstreamPackageKey(s.pv)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the variants of downstream %s: %w", downstreamPackageKey(s.pv), err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		// An older variant being deleted still owns the package until
+		// it is gone (it is removing its drafts).
+		if other.UID == s.pv.UID || !olderVariant(other, s.pv) {
+			continue
+		}
+		return ctrl.Result{}, reconciler.Stall(DownstreamOwnedReason,
+			"spec.downstream: package %s of repository %s is the downstream of PackageVariant %s; one variant per package: change this variant's downstream, or delete one of them",
+			s.pv.Spec.Downstream.Package, s.pv.Spec.Downstream.Repo, other.Name)
+	}
+	return ctrl.Result{}, nil
+}
+
+// olderVariant says whether a owns a downstream package before b.
+func olderVariant(a, b *configv1alpha1.PackageVariant) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }
 
 // reconcileUpstream resolves the upstream revision in git; it records the

@@ -260,6 +260,52 @@ func TestPackageVariant_labelRefusedBeforeWrite(t *testing.T) {
 	g.Expect(drafts(t, cluster)).To(BeEmpty(), "nothing was written to git")
 }
 
+// One variant per package: a second variant whose downstream is a package
+// another variant has is stalled naming it, and writes nothing; when the
+// first goes, the second takes the package.
+func TestPackageVariant_oneVariantPerPackage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	first := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	createReady(t, first)
+	head := gitserver.Git(t, cluster, "rev-parse", "drafts/tenant-a/packagevariant-1")
+
+	second := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	second.Name = "tenant.a-again"
+	second.Spec.Upstream.Package = "other" // what would be recorded in the Kptfile
+	second.Spec.PackageContext = nil
+	g.Expect(k8sClient.Create(ctx, second)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(packagevariant.DownstreamOwnedReason))
+		g.Expect(c.Message).To(Equal("spec.downstream: package tenant-a of repository cluster-01 is the downstream of PackageVariant tenant.a; one variant per package: change this variant's downstream, or delete one of them"))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1))
+	g.Expect(gitserver.Git(t, cluster, "rev-parse", "drafts/tenant-a/packagevariant-1")).To(Equal(head), "nothing written by the second")
+	ready(g, first)
+
+	// The first goes (its draft with it): the second takes the package.
+	g.Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+	second.Spec.Upstream.Package = "app"
+	g.Eventually(func(g Gomega) {
+		cur := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(second), cur)).To(Succeed())
+		if cur.Spec.Upstream.Package != "app" {
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec.Upstream.Package = "app"
+			g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+		}
+		ready(g, second)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1), "the second's own draft")
+}
+
 func TestPackageVariant_floatingTag(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
