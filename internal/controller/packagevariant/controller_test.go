@@ -107,6 +107,17 @@ func ready(g Gomega, pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageV
 	return got
 }
 
+// stalled reads pv and expects it Stalled with reason.
+func stalled(g Gomega, pv *configv1alpha1.PackageVariant, reason string) (*configv1alpha1.PackageVariant, *metav1.Condition) {
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(c.Reason).To(Equal(reason))
+	return got, c
+}
+
 func drafts(t *testing.T, bare string) []string {
 	return strings.Fields(gitserver.Git(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/drafts/"))
 }
@@ -246,12 +257,7 @@ func TestPackageVariant_labelRefusedBeforeWrite(t *testing.T) {
 	pv.Spec.Labels = map[string]string{"team": strings.Repeat("x", 70000)}
 	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &configv1alpha1.PackageVariant{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(variant.ValidationErrorReason))
+		got, c := stalled(g, pv, variant.ValidationErrorReason)
 		g.Expect(c.Message).To(ContainSubstring("spec.labels: Invalid value:"))
 		g.Expect(c.Message).To(ContainSubstring("(69900 bytes more)"))
 		g.Expect(len(c.Message)).To(BeNumerically("<", 500))
@@ -277,12 +283,7 @@ func TestPackageVariant_oneVariantPerPackage(t *testing.T) {
 	second.Spec.PackageContext = nil
 	g.Expect(k8sClient.Create(ctx, second)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &configv1alpha1.PackageVariant{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(packagevariant.DownstreamOwnedReason))
+		got, c := stalled(g, second, packagevariant.DownstreamOwnedReason)
 		g.Expect(c.Message).To(Equal("spec.downstream: package tenant-a of repository cluster-01 is the downstream of PackageVariant tenant.a; one variant per package: change this variant's downstream, or delete one of them"))
 		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
