@@ -16,6 +16,12 @@ const (
 	// StalledCondition is True when the controller cannot make progress
 	// without a change to the object or its environment.
 	StalledCondition = "Stalled"
+	// NoTargetsCondition is True while the object is Ready with nothing
+	// to do because what it selects is empty (a set's target, a rollout's
+	// revisionSelector); its message says which.
+	NoTargetsCondition = "NoTargets"
+	// NoTargetsReason is the reason of NoTargets=True.
+	NoTargetsReason = "NoTargets"
 )
 
 // ReadyAt reports whether conditions say Ready=True of the object's

@@ -22,6 +22,11 @@ const PackageVariantSetFinalizer = "config.porch.kpt.dev/packagevariantsets"
 // (Ready says the set itself is reconciled: its variants exist.)
 const VariantsReadyCondition = "VariantsReady"
 
+// NoTargetsCondition is True while a target of the set selects nothing
+// (its message says which): the set can be Ready with nothing to do, and
+// this says so. It is removed once every target selects something.
+const NoTargetsCondition = configv1alpha1.NoTargetsCondition
+
 // Condition reasons of a PackageVariantSet.
 const (
 	// AllVariantsReadyReason: VariantsReady is True.
@@ -43,6 +48,8 @@ const (
 	// being deleted (deleted by hand, or undesired a moment ago); the set
 	// creates it again once it is gone.
 	VariantDeletingReason = "VariantDeleting"
+	// NoTargetsReason: a target's selector or list matches nothing.
+	NoTargetsReason = configv1alpha1.NoTargetsReason
 	// DuplicateDownstreamReason: two targets generate the same downstream
 	// repository and package; nothing is written until they differ.
 	DuplicateDownstreamReason = "DuplicateDownstream"

@@ -455,6 +455,25 @@ func TestRollout_crashes(t *testing.T) {
 // that compares it with the published commit: a ConfigMap per cluster
 // standing for a Flux Kustomization. An object describing the older
 // revision never counts.
+// A rollout whose selector matches no Proposed revision is Ready with
+// nothing to do, and carries a NoTargets condition saying so.
+func TestRollout_noTargets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 1)
+	ro := f.rollout("nothing", configv1alpha1.PackageRolloutSpec{})
+	ro.Spec.RevisionSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "no-such-app"}}
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, ro)
+		g.Expect(condition(cur, configv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		nt := condition(cur, configv1alpha1.NoTargetsCondition)
+		g.Expect(nt.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(nt.Reason).To(Equal(configv1alpha1.NoTargetsReason))
+		g.Expect(nt.Message).To(Equal("nothing to roll out: no Proposed revision matched spec.revisionSelector when the rollout started"))
+	}, timeout, interval).Should(Succeed())
+}
+
 // A health object of a kind the controller may not read (--readable-kinds)
 // stalls the rollout before it publishes anything: its health could never
 // be judged.

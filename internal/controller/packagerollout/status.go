@@ -78,6 +78,10 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 	}
 	ready, progressing, kstatus := phaseConditions(s, o)
 	reconciler.SetConditions(&ro.Status.Conditions, gen, progressing)
+	if d := s.decision; d != nil && d.Phase == rollout.PhaseComplete && (len(d.Waves) == 0 || allEmpty(d.Waves)) {
+		reconciler.SetConditions(&ro.Status.Conditions, gen, metav1.Condition{Type: configv1alpha1.NoTargetsCondition, Status: metav1.ConditionTrue,
+			Reason: configv1alpha1.NoTargetsReason, Message: ready.Message})
+	}
 	reconciler.SetConditions(&ro.Status.Conditions, gen, reconciler.KstatusConditions(gen, kstatus, ready)...)
 	if kstatus.Complete() || s.started {
 		ro.Status.ObservedGeneration = gen

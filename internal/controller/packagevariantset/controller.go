@@ -258,6 +258,10 @@ type scope struct {
 	variants []*configv1alpha1.PackageVariant
 	// summary counts this reconcile's writes (reconcileVariants).
 	summary *configv1alpha2.Summary
+	// empty says, for each target that selects nothing, which
+	// (reconcileExpand; expanded says the expansion ran).
+	empty    []string
+	expanded bool
 	// notReady names the desired PackageVariants that are not Ready yet
 	// (created or updated by this reconcile, or not Ready for their
 	// generation), sorted.
@@ -350,9 +354,12 @@ func (r *Reconciler) reconcileExpand(ctx context.Context, s *scope) (ctrl.Result
 		}
 		return ctrl.Result{}, st
 	}
-	for _, e := range expanded.Empty {
-		r.Recorder.Eventf(s.pvs, nil, "Warning", "NoTargets", "Expand", "%s", e)
+	if len(expanded.Empty) > 0 && !meta.IsStatusConditionTrue(s.pvs.Status.Conditions, configv1alpha2.NoTargetsCondition) {
+		// An event on the transition; the condition says it for as long
+		// as it holds.
+		r.Recorder.Eventf(s.pvs, nil, "Warning", configv1alpha2.NoTargetsReason, "Expand", "%s", strings.Join(expanded.Empty, "; "))
 	}
+	s.empty, s.expanded = expanded.Empty, true
 	s.variants = expanded.Variants
 	r.expansions.put(s.pvs, expanded.Variants)
 	return ctrl.Result{}, nil

@@ -490,6 +490,24 @@ func TestErrors(t *testing.T) {
 				}
 			}
 			g.Expect(notes).To(ContainElement("spec.targets[0].repositorySelector selects no Repository"))
+			// Ready, and saying why there is nothing to do.
+			nt := condition(g, pvs, configv1alpha2.NoTargetsCondition)
+			g.Expect(nt.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(nt.Reason).To(Equal(configv1alpha2.NoTargetsReason))
+			g.Expect(nt.Message).To(Equal("spec.targets[0].repositorySelector selects no Repository"))
+		}, timeout, interval).Should(Succeed())
+		// Once the selector matches, the condition goes.
+		cur := &configv1alpha2.PackageVariantSet{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Targets[0].RepositorySelector = nil
+		cur.Spec.Targets[0].Repositories = []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}}
+		g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got := &configv1alpha2.PackageVariantSet{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pvs), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha2.NoTargetsCondition)).To(BeNil())
 		}, timeout, interval).Should(Succeed())
 	})
 	t.Run("a name taken by someone else's variant", func(t *testing.T) {

@@ -67,6 +67,13 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 func setStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, o reconciler.Outcome) {
 	gen := pvs.Generation
 	reconciler.SetConditions(&pvs.Status.Conditions, gen, variantsReadyCondition(s, o))
+	switch {
+	case len(s.empty) > 0:
+		reconciler.SetConditions(&pvs.Status.Conditions, gen, metav1.Condition{Type: configv1alpha2.NoTargetsCondition, Status: metav1.ConditionTrue,
+			Reason: configv1alpha2.NoTargetsReason, Message: strings.Join(s.empty, "; ")})
+	case s.expanded:
+		meta.RemoveStatusCondition(&pvs.Status.Conditions, configv1alpha2.NoTargetsCondition)
+	}
 	reconciler.SetConditions(&pvs.Status.Conditions, gen, reconciler.KstatusConditions(gen, o, readyCondition(s, o))...)
 	if s.summary != nil {
 		sum := *s.summary
