@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -62,23 +63,23 @@ type Filter struct {
 // List returns the namespace's PackageRevisions matching f, sorted by
 // repository, package and revision.
 func (c *Client) List(ctx context.Context, f Filter) ([]porchv1alpha1.PackageRevision, error) {
-	labels := client.MatchingLabels{}
+	// Selected on the spec, server side (the CRD's selectable fields):
+	// a revision just created, not shown by the controller yet (so
+	// without its labels), is listed too, as kubectl lists it.
+	fields := client.MatchingFields{}
 	if f.Repository != "" {
-		labels[porchv1alpha1.RepositoryLabel] = pkgservice.LabelValue(f.Repository)
+		fields["spec.repository"] = f.Repository
 	}
 	if f.Package != "" {
-		labels[porchv1alpha1.PackageLabel] = pkgservice.LabelValue(f.Package)
-	}
-	if f.Lifecycle != "" {
-		labels[porchv1alpha1.LifecycleLabel] = string(f.Lifecycle)
+		fields["spec.packageName"] = f.Package
 	}
 	list := &porchv1alpha1.PackageRevisionList{}
-	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), labels); err != nil {
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), fields); err != nil {
 		return nil, err
 	}
 	out := list.Items[:0]
 	for _, pr := range list.Items {
-		if (f.Package == "" || pr.Spec.PackageName == f.Package) && (f.Repository == "" || pr.Spec.Repository == f.Repository) {
+		if f.Lifecycle == "" || pr.GitLifecycle() == f.Lifecycle {
 			out = append(out, pr)
 		}
 	}
@@ -163,6 +164,9 @@ func (c *Client) Upgrade(ctx context.Context, local, newUpstream, workspace stri
 }
 
 func (c *Client) create(ctx context.Context, o CreateOptions, task porchv1alpha1.Task) (*porchv1alpha1.PackageRevision, error) {
+	if err := c.remoteAvailable(ctx, o.Repository); err != nil {
+		return nil, err
+	}
 	pr := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: pkgservice.ObjectName(o.Repository, o.Package, o.Workspace), Namespace: c.Namespace},
 		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: o.Package, Repository: o.Repository, WorkspaceName: o.Workspace,
@@ -172,6 +176,24 @@ func (c *Client) create(ctx context.Context, o CreateOptions, task porchv1alpha1
 		return nil, err
 	}
 	return c.wait(ctx, pr.Name)
+}
+
+// ErrRemoteUnavailable is matched when a Repository's git server is known
+// not to answer: nothing is created, rather than waited for in vain.
+var ErrRemoteUnavailable = errors.New("the repository's remote is unavailable")
+
+// remoteAvailable fails at once when the Repository says its remote does
+// not answer (its message says until when it is left alone). A Repository
+// that cannot be read is left to the controller to report.
+func (c *Client) remoteAvailable(ctx context.Context, name string) error {
+	repo := &configv1alpha1.Repository{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, repo); err != nil {
+		return nil
+	}
+	if r := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition); r != nil && r.Reason == configv1alpha1.RemoteUnavailableReason {
+		return fmt.Errorf("repository %s: %s; nothing was created: %w", name, r.Message, ErrRemoteUnavailable)
+	}
+	return nil
 }
 
 // Propose moves a Draft to Proposed.

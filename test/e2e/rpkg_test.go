@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -238,4 +241,45 @@ func TestRpkgTag(t *testing.T) {
 func gitserverGit(dir string, args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// A Repository whose git server does not answer is reported at once
+// (nothing is created), and a revision the controller has not shown yet
+// is listed by repository as kubectl lists it.
+func TestRpkg_unavailableRemote(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "unavailable")
+	// A port nothing listens on: connection refused, at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := ln.Addr().String()
+	g.Expect(ln.Close()).To(Succeed())
+	down := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "down", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "http://" + addr + "/down.git"}}}
+	g.Expect(k8sClient.Create(ctx, down)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &configv1alpha1.Repository{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(down), cur)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(cur.Status.Conditions, configv1alpha1.ReadyCondition)).To(HaveField("Reason", configv1alpha1.RemoteUnavailableReason))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	_, err = scion(ns, "rpkg", "init", "app", "--repository", "down", "--workspace", "ws")
+	g.Expect(err).To(MatchError(ContainSubstring("repository down: ")))
+	g.Expect(err).To(MatchError(ContainSubstring("nothing was created: the repository's remote is unavailable")))
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(BeEmpty())
+
+	// Created with kubectl for a repository not registered yet: not
+	// shown by the controller (no labels), listed all the same.
+	pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: "later.app.ws", Namespace: ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{PackageName: "app", Repository: "later", WorkspaceName: "ws", Lifecycle: porchv1alpha1.LifecycleDraft}}
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	out, err := scion(ns, "rpkg", "get", "--repository", "later")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("later.app.ws"))
+	out, err = scion(ns, "rpkg", "get", "--repository", "down")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).NotTo(ContainSubstring("later.app.ws"))
 }

@@ -99,6 +99,11 @@ type SecretRef struct {
 	Name string `json:"name"`
 }
 
+// RemoteUnavailableReason is the reason of a Repository's Ready=False
+// while its git server does not answer (or is left alone for a while
+// after it did not).
+const RemoteUnavailableReason = "RemoteUnavailable"
+
 // RepositorySync controls periodic re-reading of a repository.
 type RepositorySync struct {
 	// Period between syncs, a Go duration such as 30s, 5m or 1h, from 1s

@@ -262,6 +262,8 @@ type PackageRevisionStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=scion,shortName=pr
+// +kubebuilder:selectablefield:JSONPath=`.spec.repository`
+// +kubebuilder:selectablefield:JSONPath=`.spec.packageName`
 // +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspaceName`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`

@@ -25,7 +25,7 @@ const (
 	GitErrorReason             = "GitError"
 	SyncFailedReason           = "SyncFailed"
 	URLNotAllowedReason        = "URLNotAllowed"
-	RemoteUnavailableReason    = "RemoteUnavailable"
+	RemoteUnavailableReason    = configv1alpha1.RemoteUnavailableReason
 )
 
 // CredentialsInURLReason is the reason of the Warning event for a
