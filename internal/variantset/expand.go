@@ -17,6 +17,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/variant"
 )
 
@@ -450,15 +451,19 @@ func (e *Evaluator) functions(ctx context.Context, p *field.Path, fns []configv1
 	return out, nil
 }
 
+// shown cuts what an expression produced to what an error quotes: errors
+// go into conditions, events and logs.
+func shown(s string) string { return store.Shorten(s, 100) }
+
 func validateLabels(p *field.Path, l map[string]string) error {
 	var msgs []string
 	for _, k := range slices.Sorted(maps.Keys(l)) {
 		v := l[k]
 		for _, m := range validation.IsQualifiedName(k) {
-			msgs = append(msgs, fmt.Sprintf("%s: key %q: %s", p.Key(k), k, m))
+			msgs = append(msgs, fmt.Sprintf("%s: key %q: %s", p.Key(shown(k)), shown(k), m))
 		}
 		for _, m := range validation.IsValidLabelValue(v) {
-			msgs = append(msgs, fmt.Sprintf("%s: value %q: %s", p.Key(k), v, m))
+			msgs = append(msgs, fmt.Sprintf("%s: value %q: %s", p.Key(shown(k)), shown(v), m))
 		}
 	}
 	return joinMessages(msgs)
@@ -468,7 +473,7 @@ func validateAnnotationKeys(p *field.Path, a map[string]string) error {
 	var msgs []string
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		for _, m := range validation.IsQualifiedName(strings.ToLower(k)) {
-			msgs = append(msgs, fmt.Sprintf("%s: key %q: %s", p.Key(k), k, m))
+			msgs = append(msgs, fmt.Sprintf("%s: key %q: %s", p.Key(shown(k)), shown(k), m))
 		}
 	}
 	return joinMessages(msgs)

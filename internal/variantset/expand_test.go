@@ -229,6 +229,7 @@ func TestExpandErrors(t *testing.T) {
 		noUp   bool
 		errors []string
 		is     error // the class of error, when it has one
+		short  bool  // the message is a few hundred bytes at most
 	}{{
 		name:   "a listed repository that does not exist",
 		edit:   func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets[0].Repositories[1].Name = "cluster-99" },
@@ -246,6 +247,13 @@ func TestExpandErrors(t *testing.T) {
 			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("x"), ValueExpr: ptr("'not a value!'")}}}
 		},
 		errors: []string{`spec.targets[0].template.labels[x]: value "not a value!"`},
+	}, {
+		name: "a long label value is quoted in part",
+		edit: func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("x"), ValueExpr: ptr("'" + strings.Repeat("y", 70000) + "'")}}}
+		},
+		errors: []string{`spec.targets[0].template.labels[x]: value "yyyyyyyyyy`, `... (69900 bytes more)": must be no more than 63`},
+		short:  true,
 	}, {
 		name: "a reserved package context key from an expression",
 		edit: func(s *configv1alpha2.PackageVariantSet) {
@@ -293,6 +301,9 @@ func TestExpandErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not contain %q", err, want)
 				}
+			}
+			if tc.short && len(err.Error()) > 600 {
+				t.Errorf("the message is %d bytes long", len(err.Error()))
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %q is not %v", err, tc.is)
