@@ -232,12 +232,19 @@ func (c *Client) Whoami(ctx context.Context) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
-// Reject sends a Proposed revision back to Draft, or a DeletionProposed
-// one back to Published.
+// Reject sends a Proposed revision back to Draft, a DeletionProposed one
+// back to Published, and withdraws a pending approval (one git has not
+// carried out yet): the revision stays Proposed.
 func (c *Client) Reject(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
 	pr, err := c.Get(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && pr.GitLifecycle() == porchv1alpha1.LifecycleProposed:
+		// A pending approval (git has it Proposed): withdrawn, with its
+		// record; the revision stays Proposed.
+		return c.withdraw(ctx, pr)
 	}
 	switch pr.Spec.Lifecycle {
 	case porchv1alpha1.LifecycleProposed:
@@ -247,6 +254,18 @@ func (c *Client) Reject(ctx context.Context, name string) (*porchv1alpha1.Packag
 	default:
 		return nil, fmt.Errorf("%s is %s; only Proposed and DeletionProposed revisions can be rejected", name, pr.Spec.Lifecycle)
 	}
+}
+
+// withdraw takes back a pending approval: spec.lifecycle Proposed again,
+// the approval record removed (checked against the version read).
+func (c *Client) withdraw(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+	delete(pr.Annotations, porchv1alpha1.ApprovedByAnnotation)
+	if err := c.Client.Patch(ctx, pr, patch); err != nil {
+		return nil, refusal(pr.Name, err)
+	}
+	return c.wait(ctx, pr.Name)
 }
 
 // ProposeDelete moves a Published revision to DeletionProposed.

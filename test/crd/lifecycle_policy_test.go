@@ -337,3 +337,43 @@ func rpkgWhoami(ctx context.Context) (string, error) {
 	}
 	return review.Status.UserInfo.Username, nil
 }
+
+// A pending approval (spec Published, git still Proposed: the controller
+// waits on a conflict) can be withdrawn, back to Proposed with its record
+// removed, or rejected to Draft, by an editor; a revision git has
+// Published still cannot go back.
+func TestLifecyclePolicy_withdrawPendingApproval(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	installUserRoles(t)
+	alice := as(t, ns, "alice", "scion-editor")
+	pending := func(name string, git porchv1alpha1.Lifecycle) *porchv1alpha1.PackageRevision {
+		pr := revision(ns, name, porchv1alpha1.LifecyclePublished)
+		pr.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "bob"}
+		g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+		pr.Status.Lifecycle = git
+		g.Expect(k8sClient.Status().Update(ctx, pr)).To(Succeed())
+		return pr
+	}
+	withdraw := func(pr *porchv1alpha1.PackageRevision, to porchv1alpha1.Lifecycle) error {
+		cur := &porchv1alpha1.PackageRevision{}
+		if err := alice.Get(ctx, client.ObjectKeyFromObject(pr), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Lifecycle = to
+		delete(cur.Annotations, porchv1alpha1.ApprovedByAnnotation)
+		return alice.Patch(ctx, cur, patch)
+	}
+	g.Eventually(func() error { return withdraw(pending("waiting", porchv1alpha1.LifecycleProposed), porchv1alpha1.LifecycleProposed) },
+		30*time.Second, 200*time.Millisecond).Should(Succeed(), "withdrawn: Proposed again, no approval record")
+	got := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r.app.waiting"}, got)).To(Succeed())
+	g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+	g.Expect(got.Annotations).NotTo(HaveKey(porchv1alpha1.ApprovedByAnnotation))
+	g.Expect(withdraw(pending("rejected", porchv1alpha1.LifecycleProposed), porchv1alpha1.LifecycleDraft)).To(Succeed(), "rejected to Draft")
+
+	done := pending("done", porchv1alpha1.LifecyclePublished)
+	g.Expect(withdraw(done, porchv1alpha1.LifecycleProposed)).To(MatchError(ContainSubstring("a Published revision")))
+}

@@ -80,7 +80,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.packageName == oldSelf.packageName",message="packageName is immutable"
 // +kubebuilder:validation:XValidation:rule="self.repository == oldSelf.repository",message="repository is immutable"
 // +kubebuilder:validation:XValidation:rule="self.workspaceName == oldSelf.workspaceName",message="workspaceName is immutable"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.lifecycle) || oldSelf.lifecycle != 'Published' || self.lifecycle in ['Published', 'DeletionProposed']",message="a Published revision can only move to DeletionProposed"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.revision) || oldSelf.revision == 0 || self.revision == oldSelf.revision",message="revision is immutable once set"
 type PackageRevisionSpec struct {
 	// PackageName is the package path inside the repository, such as
@@ -262,6 +261,7 @@ type PackageRevisionStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=scion,shortName=pr
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.lifecycle) || oldSelf.spec.lifecycle != 'Published' || (has(oldSelf.status) && has(oldSelf.status.lifecycle) && oldSelf.status.lifecycle == 'Proposed') || (has(self.spec.lifecycle) && self.spec.lifecycle in ['Published', 'DeletionProposed'])",message="a Published revision can only move to DeletionProposed (an approval git has not carried out yet, status.lifecycle Proposed, can be withdrawn)",fieldPath=".spec.lifecycle"
 // +kubebuilder:selectablefield:JSONPath=`.spec.repository`
 // +kubebuilder:selectablefield:JSONPath=`.spec.packageName`
 // +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
