@@ -366,7 +366,9 @@ func TestLifecyclePolicy_withdrawPendingApproval(t *testing.T) {
 		delete(cur.Annotations, porchv1alpha1.ApprovedByAnnotation)
 		return alice.Patch(ctx, cur, patch)
 	}
-	g.Eventually(func() error { return withdraw(pending("waiting", porchv1alpha1.LifecycleProposed), porchv1alpha1.LifecycleProposed) },
+	g.Eventually(func() error {
+		return withdraw(pending("waiting", porchv1alpha1.LifecycleProposed), porchv1alpha1.LifecycleProposed)
+	},
 		30*time.Second, 200*time.Millisecond).Should(Succeed(), "withdrawn: Proposed again, no approval record")
 	got := &porchv1alpha1.PackageRevision{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r.app.waiting"}, got)).To(Succeed())
