@@ -89,9 +89,10 @@ func (o Outcome) Done() bool { return o.Complete() && o.Stalled == nil }
 // status write's error) joined to a transient error.
 func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 	switch {
-	case o.Err != nil && statusErr == nil && Expected(o.Err):
-		// Lost a race with another writer: retried soon (reading again),
-		// without the error log and backoff of a failure.
+	case (o.Err != nil || statusErr != nil) && (o.Err == nil || Expected(o.Err)) && (statusErr == nil || Expected(statusErr)):
+		// Lost a race with another writer (the work or the status write):
+		// retried soon (reading again), without the error log and backoff
+		// of a failure.
 		return ctrl.Result{RequeueAfter: RaceRetry()}, nil
 	case o.Err != nil && statusErr == nil:
 		return ctrl.Result{}, o.Err
@@ -109,8 +110,18 @@ func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 
 // Expected says whether err is a race a retry resolves by itself: an
 // optimistic-lock conflict of the API server, or an error that says so
-// (a git compare-and-swap lost: store.ErrConflict).
+// (a git compare-and-swap lost: store.ErrConflict); errors joined are
+// expected when each is.
 func Expected(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		// Several errors: expected only if each is.
+		for _, e := range joined.Unwrap() {
+			if e != nil && !Expected(e) {
+				return false
+			}
+		}
+		return true
+	}
 	if apierrors.IsConflict(err) {
 		return true
 	}

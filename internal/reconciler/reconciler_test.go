@@ -99,9 +99,15 @@ func TestOutcome_ReturnRetriesLostRaces(t *testing.T) {
 	_, rerr := Outcome{Err: other}.Return(nil)
 	g.Expect(rerr).To(Equal(other))
 	g.Expect(Expected(other)).To(BeFalse())
-	// The status write failing is not hidden.
+	// The status write failing is not hidden; its losing a race is one.
 	_, rerr = Outcome{Err: conflict}.Return(errors.New("status write failed"))
 	g.Expect(rerr).To(MatchError(ContainSubstring("status write failed")))
+	res, rerr := Outcome{}.Return(conflict)
+	g.Expect(rerr).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+	// Joined, a race hides nothing else.
+	g.Expect(Expected(errors.Join(fmt.Errorf("x: %w", store.ErrConflict), errors.New("fetch failed")))).To(BeFalse())
+	g.Expect(Expected(errors.Join(fmt.Errorf("x: %w", store.ErrConflict), nil))).To(BeTrue())
 }
 
 // An error that says retrying cannot help (a package over a limit) stalls
