@@ -379,7 +379,12 @@ func (c *Client) wait(ctx context.Context, name string) (*porchv1alpha1.PackageR
 		if fresh && r.Status == "False" && r.Reason != "" && r.Reason != porchv1alpha1.RepositoryUnavailableReason {
 			return false, fmt.Errorf("%s: %s (%s): %w", name, r.Message, r.Reason, ErrNotReady)
 		}
-		return cur.Status.ObservedGeneration == cur.Generation && r.Status == "True", nil
+		// Done when the verdict is for this spec and git has what it asks.
+		want := cur.Spec.Lifecycle
+		if want == "" {
+			want = porchv1alpha1.LifecycleDraft
+		}
+		return cur.Status.ObservedGeneration == cur.Generation && r.Status == "True" && cur.GitLifecycle() == want, nil
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotReady) {
