@@ -64,10 +64,10 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", repository.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
-	f.StringVar(&o.maxFetch, "git-max-fetch-size", quantity(store.DefaultLimits.FetchBytes), "the most one exchange with a git remote may send (its refs, a pack): a remote sending more is cut off, reported and left alone for a while")
-	f.StringVar(&o.maxPackage, "max-package-size", quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
+	f.StringVar(&o.maxFetch, "git-max-fetch-size", store.Quantity(store.DefaultLimits.FetchBytes), "the most one exchange with a git remote may send (its refs, a pack): a remote sending more is cut off, reported and left alone for a while")
+	f.StringVar(&o.maxPackage, "max-package-size", store.Quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
 	f.IntVar(&o.Manager.Limits.PackageFiles, "max-package-files", store.DefaultLimits.PackageFiles, "the most files a package may have")
-	f.StringVar(&o.maxFile, "max-file-size", quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
+	f.StringVar(&o.maxFile, "max-file-size", store.Quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
@@ -78,8 +78,6 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	}
 	return cmd
 }
-
-func quantity(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
 
 // Complete fills in defaults.
 func (o *ControllerOptions) Complete() error {

@@ -40,7 +40,7 @@ type Reporter struct {
 	// Owns says whether this replica reports on an object, by its labels
 	// (its shard's); all when nil.
 	Owns func(labels map[string]string) bool
-	// Log is where each object set aside is logged, once per version.
+	// Log is where each object set aside is logged, once per problem.
 	Log logr.Logger
 
 	mu    sync.Mutex

@@ -64,7 +64,7 @@ type LimitError struct {
 const LimitExceededReason = "LimitExceeded"
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s is over the %s limit of %s", e.What, e.Limit, quantity(e.Value))
+	return fmt.Sprintf("%s is over the %s limit of %s", e.What, e.Limit, Quantity(e.Value))
 }
 
 // Is matches ErrLimit.
@@ -91,7 +91,9 @@ func Shorten(s string, n int) string {
 // maxRemoteText bounds what of a remote's own words an error carries.
 const maxRemoteText = 300
 
-func quantity(n int64) string {
+// Quantity writes a number of bytes as Kubernetes writes quantities
+// (16Mi), as the limit flags take them.
+func Quantity(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 

@@ -345,7 +345,7 @@ func (r *Repository) ReadFile(ctx context.Context, rev Revision, name string) ([
 		return nil, err
 	}
 	if limit := r.opts.Limits.orDefaults().FileBytes; f.Size > limit {
-		return nil, &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", name, rev.Package, quantity(f.Size)), Limit: "max-file-size", Value: limit}
+		return nil, &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", name, rev.Package, Quantity(f.Size)), Limit: "max-file-size", Value: limit}
 	}
 	s, err := f.Contents()
 	if err != nil {
