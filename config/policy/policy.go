@@ -1,6 +1,7 @@
 // Package policy embeds the admission policies Scion installs in the API
 // server: the ValidatingAdmissionPolicies that enforce a PackageRevision's
-// lifecycle, and the MutatingAdmissionPolicy that sets the controllers'
+// lifecycle and warn when a Repository in use is deleted, and the
+// MutatingAdmissionPolicy that sets the controllers'
 // finalizers on creation; binaries (scion dev, the tests' control plane)
 // install them without a checkout.
 package policy
@@ -20,13 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-//go:embed lifecycle.yaml finalizers.yaml
+//go:embed lifecycle.yaml finalizers.yaml repository.yaml
 var files embed.FS
 
 // Objects returns the policies and their bindings.
 func Objects() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, name := range []string{"lifecycle.yaml", "finalizers.yaml"} {
+	for _, name := range []string{"lifecycle.yaml", "finalizers.yaml", "repository.yaml"} {
 		data, err := files.ReadFile(name)
 		if err != nil {
 			return nil, err

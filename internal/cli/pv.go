@@ -244,7 +244,7 @@ func (o *PvRenderOptions) checkDependencies(pv *configv1alpha1.PackageVariant, u
 	}
 	res, err := pkgdeps.Resolve(v)
 	if err != nil {
-		cond.Message = pkgdeps.Explain(err)
+		cond.Message = pkgdeps.Explain(err, nil)
 		return cond, nil
 	}
 	a := pkgdeps.Assess(res.Needs, spec.Install, nil)

@@ -217,11 +217,18 @@ func newCmdRpkgDelete(o *RpkgOptions) *cobra.Command {
 		return rpkgRun(o, func(ctx context.Context) error {
 			var errs []error
 			for _, name := range args {
-				if err := o.client.Delete(ctx, name); err != nil {
+				pr, err := o.client.Get(ctx, name)
+				if err == nil {
+					err = o.client.Delete(ctx, name)
+				}
+				if err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(o.Out, "%s deleted\n", name)
+				fmt.Fprintf(o.Out, "%s deleted (from git too)\n", name)
+				if c := rpkg.Consequence(pr); c != "" {
+					fmt.Fprintf(o.Out, "  note: %s\n", c)
+				}
 			}
 			return errors.Join(errs...)
 		})(cc, args)

@@ -84,9 +84,7 @@ func (c *Catalog) check(r *semver.Constraints, rng string, v *semver.Version) bo
 	if found {
 		return ok
 	}
-	inclusive := *r
-	inclusive.IncludePrerelease = true
-	ok = inclusive.Check(v)
+	ok = admits(r, v)
 	c.checkMu.Lock()
 	if c.checked == nil || len(c.checked) >= maxChecked {
 		c.checked = map[string]bool{}
@@ -94,6 +92,14 @@ func (c *Catalog) check(r *semver.Constraints, rng string, v *semver.Version) bo
 	c.checked[key] = ok
 	c.checkMu.Unlock()
 	return ok
+}
+
+// admits checks a version against a range, comparing pre-releases like
+// any version.
+func admits(r *semver.Constraints, v *semver.Version) bool {
+	inclusive := *r
+	inclusive.IncludePrerelease = true
+	return inclusive.Check(v)
 }
 
 // NewCatalog returns an empty catalog.
@@ -161,6 +167,14 @@ func (c *Catalog) index() {
 func (c *Catalog) Revisions(name string) []*Revision {
 	c.index()
 	return c.sorted[name]
+}
+
+// InstallationType returns a package's installation type (false: the
+// catalog does not have the package).
+func (c *Catalog) InstallationType(name string) (configv1alpha1.InstallationType, bool) {
+	c.index()
+	t, ok := c.types[name]
+	return t, ok
 }
 
 // providersOf returns the catalog packages any revision of which provides

@@ -29,6 +29,12 @@ type Declaration struct {
 	Provides []string
 	// InstallationType is onePerRepository or noRestrictions.
 	InstallationType configv1alpha1.InstallationType
+	// Declared is true when the package has a PackageDependencies object
+	// or provides kinds: it is held to its installation type. A package
+	// that is neither is resolved as onePerRepository, but copies of it
+	// at different versions (tenant-ns v1 beside tenant-ns v2 during an
+	// upgrade) conflict with nothing.
+	Declared bool
 }
 
 // Requirement is one checked requirement: exactly one of Package, GVK and
@@ -68,11 +74,24 @@ func (r Requirement) String() string {
 	}
 }
 
+// Admits says whether a version satisfies a package requirement's range,
+// comparing pre-releases like any version; an unversioned package (nil)
+// satisfies only "any version".
+func (r Requirement) Admits(v *semver.Version) bool {
+	if r.Range == nil {
+		return true
+	}
+	return v != nil && admits(r.Range, v)
+}
+
 // ParsePackage reads the declaration of a package: its PackageDependencies
 // object, when there is one, and its CustomResourceDefinitions. Objects of
 // nested subpackages are not the package's. A package without a
 // PackageDependencies object requires nothing and provides its CRDs'
-// kinds. Errors name the file and the field.
+// kinds; it is resolved as onePerRepository (a requirement on it moves
+// it rather than adding a copy), but copies of it at different versions
+// in different folders are tolerated (Declared is false), unless it ships
+// CRDs. Errors name the file and the field.
 func ParsePackage(p *pkg.Package) (*Declaration, error) {
 	views, err := p.Views()
 	if err != nil {
@@ -130,6 +149,7 @@ func ParsePackage(p *pkg.Package) (*Declaration, error) {
 		d.Provides = append(d.Provides, g)
 	}
 	sort.Strings(d.Provides)
+	d.Declared = declFile != "" || len(d.Provides) > 0
 	if d.InstallationType == configv1alpha1.NoRestrictions && len(d.Provides) > 0 {
 		return nil, fmt.Errorf("%s: PackageDependencies: spec.installationType: Invalid value: %q: a package that provides kinds (%s) is installed once per repository, since a kind has one provider",
 			declFile, d.InstallationType, strings.Join(d.Provides, ", "))

@@ -78,6 +78,19 @@ spec:
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Requires).To(BeEmpty())
 	g.Expect(d.Provides).To(Equal([]string{"example.com/v1/Widget", "example.com/v2/Widget"}))
+	g.Expect(d.Declared).To(BeTrue(), "a kind has one provider")
+
+	// No declaration and no kinds: copies at different versions
+	// (tenant-ns v1 beside tenant-ns v2 during an upgrade) are tolerated.
+	d, err = ParsePackage(pkg.New(map[string][]byte{"Kptfile": []byte(testKptfile), "ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: t}\n")}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Declared).To(BeFalse())
+
+	// A declaration that does not say is onePerRepository, as documented.
+	d, err = ParsePackage(pkg.New(map[string][]byte{"Kptfile": []byte(testKptfile), "deps.yaml": []byte(declFile("  requires: []\n"))}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.InstallationType).To(Equal(configv1alpha1.OnePerRepository))
+	g.Expect(d.Declared).To(BeTrue())
 }
 
 func TestParsePackage_errors(t *testing.T) {

@@ -22,9 +22,12 @@ func provides(gvks ...string) revOpt {
 
 func noRestrictions(d *Declaration) { d.InstallationType = configv1alpha1.NoRestrictions }
 
+// undeclared is a package without a PackageDependencies object or CRDs.
+func undeclared(d *Declaration) { d.Declared = false }
+
 func mkRev(t testing.TB, name, version string, opts ...revOpt) *Revision {
 	t.Helper()
-	d := &Declaration{InstallationType: configv1alpha1.OnePerRepository}
+	d := &Declaration{InstallationType: configv1alpha1.OnePerRepository, Declared: true}
 	for _, o := range opts {
 		o(d)
 	}

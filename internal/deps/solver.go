@@ -257,10 +257,12 @@ func (s *solver) indexInstalled() error {
 			continue
 		}
 		if o := s.installed[r.Package]; o != nil {
-			if sameVersion(o.Revision.Version, r.Version) {
+			if sameVersion(o.Revision.Version, r.Version) || !declared(o.Revision) && !declared(r) {
 				// Another copy of the same version (two tenants of one
 				// blueprint): one version in the repository, as
 				// onePerRepository asks; the first copy stands for both.
+				// Copies of a package that does not declare itself may
+				// differ (an upgrade under way): the first stands too.
 				continue
 			}
 			return fmt.Errorf("package %s is installed twice at different versions (%s at %s, %s at %s), and it allows one version per repository",
@@ -270,6 +272,9 @@ func (s *solver) indexInstalled() error {
 	}
 	return nil
 }
+
+// declared says whether a revision is held to its installation type.
+func declared(r *Revision) bool { return r.Decl != nil && r.Decl.Declared }
 
 // typeOf is the installation type of a package, from the catalog or, for a
 // package only installed, from what is installed.

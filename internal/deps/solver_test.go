@@ -351,6 +351,14 @@ func TestResolve_inputErrors(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planText(res)).To(Equal("lib 1.0.0 keep"))
 
+	// Copies of a package that does not declare itself may differ (an
+	// upgrade under way): the first stands for the package.
+	res, err = Resolve(Problem{Catalog: catalogOf(t, mkRev(t, "tenant-ns", "1.0.0", undeclared), mkRev(t, "tenant-ns", "2.0.0", undeclared)),
+		Installed: []Installed{{Dir: "tenant-a", Revision: mkRev(t, "tenant-ns", "1.0.0", undeclared)}, {Dir: "ops", Revision: mkRev(t, "tenant-ns", "2.0.0", undeclared)}},
+		Requests:  requests(t, "tenant-ns")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planText(res)).To(Equal("tenant-ns 1.0.0 keep"))
+
 	_, err = Resolve(Problem{Requests: []Request{{Package: "lib", Range: ">>1"}}})
 	g.Expect(err).To(MatchError(`request lib@>>1: improper constraint: ">>1"`))
 

@@ -41,6 +41,9 @@ type Catalog struct {
 	*deps.Catalog
 	where    map[string]Location
 	byCommit map[string]*deps.Revision
+	// Unavailable are the repositories whose packages are missing
+	// because they cannot be read, each with the reason.
+	Unavailable []string
 }
 
 // Location returns where a package's version is published.

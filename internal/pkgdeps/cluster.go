@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,14 +23,15 @@ import (
 
 // NamespaceCatalog reads the catalog of a namespace: every Repository in
 // it that is not a deployment repository. A repository that cannot be
-// opened is an error naming it (the catalog would otherwise miss its
-// packages and explain that wrongly).
+// opened leaves its packages out and is named in Catalog.Unavailable:
+// a broken catalog is its own packages' problem, not every resolution's.
 func (r *Reader) NamespaceCatalog(ctx context.Context, cache *repocache.Cache, c client.Reader, ns string) (*Catalog, error) {
 	list := &configv1alpha1.RepositoryList{}
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{UpstreamIndex: "true"}); err != nil {
 		return nil, err
 	}
 	var sources []Source
+	var unavailable []string
 	for i := range list.Items {
 		repo := &list.Items[i]
 		if repo.Spec.Deployment || !repo.DeletionTimestamp.IsZero() {
@@ -37,11 +39,19 @@ func (r *Reader) NamespaceCatalog(ctx context.Context, cache *repocache.Cache, c
 		}
 		st, err := cache.Open(ctx, repo)
 		if err != nil {
-			return nil, pkgservice.WaitForRepository(repo.Name, fmt.Errorf("repository %s: %w", repo.Name, err))
+			unavailable = append(unavailable, fmt.Sprintf("%s (%s)", repo.Name, store.Shorten(err.Error(), 200)))
+			continue
 		}
 		sources = append(sources, Source{Name: repo.Name, Store: st})
 	}
-	return r.Catalog(ctx, sources)
+	cat, err := r.Catalog(ctx, sources)
+	if err != nil || len(unavailable) == 0 {
+		return cat, err
+	}
+	sort.Strings(unavailable)
+	out := *cat // the cached catalog is shared: the note is this answer's
+	out.Unavailable = unavailable
+	return &out, nil
 }
 
 // UpstreamIndex indexes Repositories that are not deployment
@@ -142,7 +152,7 @@ func equalLocks(a, b *configv1alpha1.PackageLock) bool {
 				slices.Equal(x.Provides, y.Provides) && slices.Equal(x.Dependants, y.Dependants) && slices.Equal(x.PlannedBy, y.PlannedBy)
 		}) &&
 		slices.EqualFunc(a.Conflicts, b.Conflicts, func(x, y configv1alpha1.LockConflict) bool {
-			return x.Kind == y.Kind && x.Message == y.Message && slices.Equal(x.Packages, y.Packages)
+			return x.Kind == y.Kind && x.Package == y.Package && x.Message == y.Message && slices.Equal(x.Packages, y.Packages) && slices.Equal(x.RequiredBy, y.RequiredBy)
 		})
 }
 

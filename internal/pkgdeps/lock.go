@@ -23,6 +23,13 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 		decl   *deps.Declaration
 	}
 	var entries []*entry
+	entriesOf := func(es []*entry) []lockEntry {
+		out := make([]lockEntry, len(es))
+		for i, e := range es {
+			out[i] = lockEntry{locked: &e.locked, decl: e.decl}
+		}
+		return out
+	}
 	inGit := map[string]bool{}
 	for _, in := range installed {
 		e := &entry{decl: in.Rev.Decl, locked: configv1alpha1.LockedPackage{Name: in.Rev.Package, Directory: in.Dir, State: configv1alpha1.LockedPublished}}
@@ -124,15 +131,15 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 	sort.Strings(kinds)
 	for _, g := range kinds {
 		ps := providers[g]
-		if len(ps) < 2 {
-			continue
-		}
 		sort.SliceStable(ps, func(i, j int) bool {
 			if a, b := stateRank(ps[i].locked.State), stateRank(ps[j].locked.State); a != b {
 				return a < b
 			}
 			return ps[i].locked.Name < ps[j].locked.Name
 		})
+		if len(ps) < 2 {
+			continue
+		}
 		c := configv1alpha1.LockConflict{Kind: g}
 		var labels []string
 		for _, p := range ps {
@@ -143,6 +150,13 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 			g, strings.Join(labels, " and "), c.Packages[0], strings.Join(c.Packages[1:], ", "))
 		conflicts = append(conflicts, c)
 	}
+	conflicts = append(conflicts, versionConflicts(entriesOf(entries), cat)...)
+	conflicts = append(conflicts, requirementConflicts(entriesOf(entries), func(g string) *configv1alpha1.LockedPackage {
+		if ps := providers[g]; len(ps) > 0 {
+			return &ps[0].locked
+		}
+		return nil
+	}, cat)...)
 	return out, conflicts
 }
 
@@ -177,16 +191,180 @@ func WithPlan(planned []configv1alpha1.LockedPackage, variant string, installs [
 	return slices.DeleteFunc(out, func(pl configv1alpha1.LockedPackage) bool { return len(pl.PlannedBy) == 0 })
 }
 
-// ConflictFor returns the conflicts of a lock in which a package is not
-// the holder: its publication is refused while they stand.
-func ConflictFor(conflicts []configv1alpha1.LockConflict, name string) []configv1alpha1.LockConflict {
+// ConflictFor returns the conflicts of a lock in which a package of the
+// repository is not the holder: a provider of a kind another holds, or a
+// folder holding a package at another version than the one that stays.
+// Its publication is refused while they stand.
+func ConflictFor(conflicts []configv1alpha1.LockConflict, p configv1alpha1.LockedPackage) []configv1alpha1.LockConflict {
 	var out []configv1alpha1.LockConflict
 	for _, c := range conflicts {
-		if len(c.Packages) > 1 && slices.Contains(c.Packages[1:], name) {
+		switch {
+		case len(c.Packages) < 2:
+		case c.Kind != "" && slices.Contains(c.Packages[1:], p.Name),
+			c.Package != "" && c.Package == p.Name && slices.Contains(c.Packages[1:], p.Directory):
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// lockEntry is a package of the lock with its declaration.
+type lockEntry struct {
+	locked *configv1alpha1.LockedPackage
+	decl   *deps.Declaration
+}
+
+// versionConflicts lists the packages that allow one version per
+// repository (they declare onePerRepository, or provide kinds) and are in
+// it at two versions: the Published one stays (else the first folder).
+func versionConflicts(entries []lockEntry, cat *Catalog) []configv1alpha1.LockConflict {
+	byName := map[string][]lockEntry{}
+	var names []string
+	for _, e := range entries {
+		if e.locked.Directory == "" || e.decl == nil {
+			continue
+		}
+		if _, ok := byName[e.locked.Name]; !ok {
+			names = append(names, e.locked.Name)
+		}
+		byName[e.locked.Name] = append(byName[e.locked.Name], e)
+	}
+	sort.Strings(names)
+	var out []configv1alpha1.LockConflict
+	for _, name := range names {
+		es := byName[name]
+		if len(es) < 2 || installationType(es, cat) == configv1alpha1.NoRestrictions {
+			continue
+		}
+		sort.SliceStable(es, func(i, j int) bool {
+			if a, b := stateRank(es[i].locked.State), stateRank(es[j].locked.State); a != b {
+				return a < b
+			}
+			return es[i].locked.Directory < es[j].locked.Directory
+		})
+		var others []lockEntry
+		for _, e := range es[1:] {
+			if e.locked.Version != es[0].locked.Version {
+				others = append(others, e)
+			}
+		}
+		if len(others) == 0 {
+			continue // copies of one version (two tenants of one blueprint)
+		}
+		c := configv1alpha1.LockConflict{Package: name, Packages: []string{es[0].locked.Directory}}
+		labels := []string{label(*es[0].locked)}
+		var dirs []string
+		for _, e := range others {
+			c.Packages = append(c.Packages, e.locked.Directory)
+			labels = append(labels, label(*e.locked))
+			dirs = append(dirs, e.locked.Directory)
+		}
+		c.Message = fmt.Sprintf("package %s is in the repository as %s, and it allows one version per repository (installationType onePerRepository): %s stays, and publishing %s is refused while the conflict stands; move one copy to the other's version, or remove it",
+			name, strings.Join(labels, " and "), es[0].locked.Directory, strings.Join(dirs, ", "))
+		out = append(out, c)
+	}
+	return out
+}
+
+// installationType is a package's, from the catalog when it has the
+// package, else from the repository's copies; a package none of whose
+// copies declares itself tolerates copies at other versions.
+func installationType(es []lockEntry, cat *Catalog) configv1alpha1.InstallationType {
+	if !slices.ContainsFunc(es, func(e lockEntry) bool { return e.decl.Declared }) {
+		return configv1alpha1.NoRestrictions
+	}
+	if cat != nil {
+		if t, ok := cat.InstallationType(es[0].locked.Name); ok {
+			return t
+		}
+	}
+	for _, e := range es {
+		if e.decl.InstallationType != configv1alpha1.NoRestrictions {
+			return configv1alpha1.OnePerRepository
+		}
+	}
+	return configv1alpha1.NoRestrictions
+}
+
+// requirementConflicts lists the packages of the repository that require
+// a package it does not hold, every version of which in range provides a
+// kind another package holds (holder): they cannot be installed while it
+// does.
+func requirementConflicts(entries []lockEntry, holder func(gvk string) *configv1alpha1.LockedPackage, cat *Catalog) []configv1alpha1.LockConflict {
+	if cat == nil {
+		return nil
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		present[e.locked.Name] = true
+	}
+	type key struct{ kind, holder, rival string }
+	found := map[key]map[string]bool{}
+	var order []key
+	for _, e := range entries {
+		if e.decl == nil {
+			continue
+		}
+		for _, r := range e.decl.Requires {
+			if r.Package == "" || r.Optional || present[r.Package] {
+				continue
+			}
+			g, h := heldKind(cat, r, holder)
+			if h == nil || h.Name == e.locked.Name {
+				continue
+			}
+			k := key{g, h.Name, r.Package}
+			if found[k] == nil {
+				found[k] = map[string]bool{}
+				order = append(order, k)
+			}
+			found[k][e.locked.Name] = true
+		}
+	}
+	var out []configv1alpha1.LockConflict
+	for _, k := range order {
+		by := make([]string, 0, len(found[k]))
+		for n := range found[k] {
+			by = append(by, n)
+		}
+		sort.Strings(by)
+		h := holder(k.kind)
+		out = append(out, configv1alpha1.LockConflict{Kind: k.kind, Packages: []string{k.holder, k.rival}, RequiredBy: by,
+			Message: fmt.Sprintf("%s requires %s, which provides kind %s, and %s holds it: a kind has one provider per repository, so %s cannot be installed while %s is there",
+				strings.Join(by, ", "), k.rival, k.kind, label(*h), strings.Join(by, ", "), k.holder)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// heldKind returns a kind every catalog version of a requirement's range
+// provides and some package of the repository holds, with its holder
+// (nil: none).
+func heldKind(cat *Catalog, r deps.Requirement, holder func(gvk string) *configv1alpha1.LockedPackage) (string, *configv1alpha1.LockedPackage) {
+	var common map[string]bool
+	for _, rev := range cat.Revisions(r.Package) {
+		if rev.Decl == nil || !r.Admits(rev.Version) {
+			continue
+		}
+		has := map[string]bool{}
+		for _, g := range rev.Decl.Provides {
+			if common == nil || common[g] {
+				has[g] = true
+			}
+		}
+		common = has
+	}
+	var kinds []string
+	for g := range common {
+		kinds = append(kinds, g)
+	}
+	sort.Strings(kinds)
+	for _, g := range kinds {
+		if h := holder(g); h != nil && h.Name != r.Package {
+			return g, h
+		}
+	}
+	return "", nil
 }
 
 func stateRank(s configv1alpha1.LockedState) int {

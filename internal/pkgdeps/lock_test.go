@@ -55,8 +55,88 @@ func TestLock(t *testing.T) {
 	}))
 	g.Expect(conflicts).To(Equal([]configv1alpha1.LockConflict{{Kind: widget, Packages: []string{"operator", "community"},
 		Message: "kind example.com/v1/Widget is provided by operator 1.0.0 (published in operator) and community 1.0.0 (planned by a, b), and a kind has one provider per repository: operator holds it, and publishing community is refused while the conflict stands"}}))
-	g.Expect(ConflictFor(conflicts, "community")).To(HaveLen(1))
-	g.Expect(ConflictFor(conflicts, "operator")).To(BeEmpty(), "the holder may publish")
+	g.Expect(ConflictFor(conflicts, pkgs[1])).To(HaveLen(1))
+	g.Expect(ConflictFor(conflicts, pkgs[3])).To(BeEmpty(), "the holder may publish")
+}
+
+// The lock lists every conflict it causes anyone: a package that allows
+// one version at two versions (not one that allows several, nor two
+// copies of one version), and a package that requires a rival of a
+// kind's holder.
+func TestLock_everyConflict(t *testing.T) {
+	g := NewWithT(t)
+	const widget = "example.com/v1/Widget"
+	cat := &Catalog{Catalog: deps.NewCatalog(), where: map[string]Location{}, byCommit: map[string]*deps.Revision{}}
+	g.Expect(cat.Add(rev(t, "widgets-community", "1.0.0", []string{widget}))).To(Succeed())
+	free := func(r *deps.Revision) *deps.Revision {
+		r.Decl.InstallationType = configv1alpha1.NoRestrictions
+		return r
+	}
+	declared := func(r *deps.Revision) *deps.Revision { r.Decl.Declared = true; return r }
+	installed := []Package{
+		{Dir: "operator", Rev: rev(t, "widget-operator", "1.0.0", []string{widget}), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "app-b", Rev: rev(t, "app-b", "1.0.0", nil, "widgets-community"), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "app-c", Rev: rev(t, "app-c", "1.0.0", nil, "widgets-community"), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "tenant-a", Rev: declared(rev(t, "platform", "1.0.0", nil)), Lifecycle: porchv1alpha1.LifecyclePublished},
+		{Dir: "ops", Rev: declared(rev(t, "platform", "2.0.0", nil)), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "tenant-b", Rev: declared(rev(t, "platform", "1.0.0", nil)), Lifecycle: porchv1alpha1.LifecyclePublished},
+		{Dir: "ns-a", Rev: declared(free(rev(t, "shared", "1.0.0", nil))), Lifecycle: porchv1alpha1.LifecyclePublished},
+		{Dir: "ns-b", Rev: declared(free(rev(t, "shared", "2.0.0", nil))), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "tenant-c", Rev: rev(t, "tenant-ns", "1.0.0", nil), Lifecycle: porchv1alpha1.LifecyclePublished}, // no declaration
+		{Dir: "tenant-d", Rev: rev(t, "tenant-ns", "2.0.0", nil), Lifecycle: porchv1alpha1.LifecycleDraft},
+	}
+	pkgs, conflicts := Lock(installed, nil, cat)
+	g.Expect(conflicts).To(Equal([]configv1alpha1.LockConflict{
+		{Package: "platform", Packages: []string{"tenant-a", "ops"},
+			Message: "package platform is in the repository as platform 1.0.0 (published in tenant-a) and platform 2.0.0 (draft in ops), and it allows one version per repository (installationType onePerRepository): tenant-a stays, and publishing ops is refused while the conflict stands; move one copy to the other's version, or remove it"},
+		{Kind: widget, Packages: []string{"widget-operator", "widgets-community"}, RequiredBy: []string{"app-b", "app-c"},
+			Message: "app-b, app-c requires widgets-community, which provides kind example.com/v1/Widget, and widget-operator 1.0.0 (draft in operator) holds it: a kind has one provider per repository, so app-b, app-c cannot be installed while widget-operator is there"},
+	}))
+	byDir := map[string]configv1alpha1.LockedPackage{}
+	for _, p := range pkgs {
+		byDir[p.Directory] = p
+	}
+	g.Expect(ConflictFor(conflicts, byDir["ops"])).To(HaveLen(1), "the other version's publication is refused")
+	g.Expect(ConflictFor(conflicts, byDir["tenant-a"])).To(BeEmpty())
+	g.Expect(ConflictFor(conflicts, byDir["operator"])).To(BeEmpty(), "the holder may publish")
+}
+
+// Two drafts needing rival providers of a kind: neither binds the other
+// until its needs are claimed; once one is (planned in the lock), it
+// binds, and the other cannot resolve.
+func TestResolve_rivalDrafts(t *testing.T) {
+	g := NewWithT(t)
+	const widget = "example.com/v1/Widget"
+	c := deps.NewCatalog()
+	for _, r := range []*deps.Revision{
+		rev(t, "widget-operator", "1.0.0", []string{widget}), rev(t, "widgets-community", "1.0.0", []string{widget}),
+		rev(t, "app-a", "1.0.0", nil, "widget-operator"), rev(t, "app-b", "1.0.0", nil, "widgets-community"),
+	} {
+		g.Expect(c.Add(r)).To(Succeed())
+	}
+	cat := OfflineCatalog(c)
+	installed := []Package{
+		{Dir: "app-a", Rev: rev(t, "app-a", "1.0.0", nil, "widget-operator"), Lifecycle: porchv1alpha1.LifecycleDraft},
+		{Dir: "app-b", Rev: rev(t, "app-b", "1.0.0", nil, "widgets-community"), Lifecycle: porchv1alpha1.LifecycleDraft},
+	}
+	variant := func(name string, planned ...configv1alpha1.LockedPackage) error {
+		_, err := Resolve(Variant{Catalog: cat, Installed: installed, Self: name, Package: name, Version: semver.MustParse("1.0.0"), Planned: planned})
+		return err
+	}
+	g.Expect(variant("app-a")).To(Succeed(), "app-b's draft has claimed nothing")
+	g.Expect(variant("app-b")).To(Succeed(), "app-a's draft has claimed nothing")
+
+	// app-a claims widget-operator first.
+	claim := configv1alpha1.LockedPackage{Name: "widget-operator", Version: "1.0.0", State: configv1alpha1.LockedPlanned, PlannedBy: []string{"app-a"}}
+	g.Expect(variant("app-a", claim)).To(Succeed())
+	err := variant("app-b", claim)
+	g.Expect(err).To(MatchError(ContainSubstring("both provide kind " + widget)))
+
+	// Its draft is there too: still one winner.
+	installed = append(installed, Package{Dir: "widget-operator", Rev: rev(t, "widget-operator", "1.0.0", []string{widget}), Lifecycle: porchv1alpha1.LifecycleDraft})
+	g.Expect(variant("app-a")).To(Succeed())
+	g.Expect(variant("widget-operator")).To(Succeed(), "the provider's own resolution is not held back by app-b's draft")
+	g.Expect(variant("app-b")).To(MatchError(ContainSubstring("both provide kind " + widget)))
 }
 
 func TestWithPlan(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/deps"
 )
 
@@ -72,7 +73,9 @@ func Resolve(v Variant) (*Resolution, error) {
 		}
 		p.Installed = append(p.Installed, deps.Installed{Dir: v.Self, Revision: &deps.Revision{Package: v.Package, Decl: decl}})
 	}
-	res, err := deps.Resolve(p)
+	// Only what the variant's package can meet counts: another package's
+	// trouble stays its own.
+	res, err := deps.Resolve(p.Relevant(v.Package))
 	if err != nil {
 		return nil, err
 	}
@@ -99,16 +102,30 @@ func RepositoryProblem(cat *Catalog, installed []Package, planned []configv1alph
 // problem builds a repository's problem, leaving out the folder self and
 // planned packages named selfPkg; it returns the repository's packages by
 // name and who plans each planned package.
+//
+// A draft or proposal (a package not Published in its folder) binds
+// others with its requirements only once they are met: each is in the
+// repository or planned in the lock, in range. Until its own variant has
+// claimed what it needs, it holds its package and kinds and nothing more,
+// so two drafts needing rival providers do not lock each other out: the
+// first resolution to claim a provider in the lock wins, and the other's
+// draft then needs what it cannot have and is told so by its own
+// resolution (and the lock's conflicts).
 func problem(cat *Catalog, installed []Package, plannedPkgs []configv1alpha1.LockedPackage, self, selfPkg string) (deps.Problem, map[string]*Package, map[string][]string) {
 	p := deps.Problem{Catalog: cat.Catalog}
 	byName := map[string]*Package{}
 	blocked := Blocked(installed)
+	have := holdings(cat, installed, plannedPkgs, self)
 	for i := range installed {
 		in := &installed[i]
 		if self != "" && in.Dir == self || blocked[in.Dir] {
 			continue
 		}
-		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: in.Rev})
+		rev := in.Rev
+		if in.Lifecycle != porchv1alpha1.LifecyclePublished && rev.Decl != nil && !have.meets(rev.Decl.Requires) {
+			rev = identity(rev)
+		}
+		p.Installed = append(p.Installed, deps.Installed{Dir: in.Dir, Revision: rev})
 		byName[in.Rev.Package] = in
 	}
 	planned := map[string][]string{}
@@ -128,6 +145,86 @@ func problem(cat *Catalog, installed []Package, plannedPkgs []configv1alpha1.Loc
 		p.Installed = append(p.Installed, deps.Installed{Dir: "(planned by " + joinNames(pl.PlannedBy) + ")", Revision: rev})
 	}
 	return p, byName, planned
+}
+
+// identity is a revision that holds its package, version and kinds, and
+// requires nothing.
+func identity(r *deps.Revision) *deps.Revision {
+	out := *r
+	d := *r.Decl
+	d.Requires = nil
+	out.Decl = &d
+	return &out
+}
+
+// held is what a repository holds or its lock plans: versions by package
+// (nil for an unversioned one) and kinds.
+type held struct {
+	versions map[string][]*semver.Version
+	kinds    map[string]bool
+}
+
+// holdings reads what a repository holds (but the folder self) and what
+// its lock plans.
+func holdings(cat *Catalog, installed []Package, planned []configv1alpha1.LockedPackage, self string) held {
+	h := held{versions: map[string][]*semver.Version{}, kinds: map[string]bool{}}
+	add := func(r *deps.Revision) {
+		h.versions[r.Package] = append(h.versions[r.Package], r.Version)
+		if r.Decl != nil {
+			for _, g := range r.Decl.Provides {
+				h.kinds[g] = true
+			}
+		}
+	}
+	for _, in := range installed {
+		if in.Dir != self || self == "" {
+			add(in.Rev)
+		}
+	}
+	for _, pl := range planned {
+		if pl.State != configv1alpha1.LockedPlanned {
+			continue
+		}
+		if v, err := semver.NewVersion(pl.Version); err == nil {
+			if rev := revisionOf(cat, pl.Name, v); rev != nil {
+				add(rev)
+			}
+		}
+	}
+	return h
+}
+
+// meets says whether requirements are met by what is held: a package in
+// range, a kind provided, one alternative of an anyOf; an optional one
+// always is.
+func (h held) meets(reqs []deps.Requirement) bool {
+	for _, r := range reqs {
+		if !r.Optional && !h.meet(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (h held) meet(r deps.Requirement) bool {
+	switch {
+	case r.GVK != "":
+		return h.kinds[r.GVK]
+	case r.AnyOf != nil:
+		for _, a := range r.AnyOf {
+			if h.meet(a) {
+				return true
+			}
+		}
+		return false
+	default:
+		for _, v := range h.versions[r.Package] {
+			if r.Admits(v) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Blocked returns the folders of packages that are only drafts (or
@@ -234,10 +331,15 @@ func joinNames(names []string) string {
 }
 
 // Explain is the text of a resolution's failure: the explanation of an
-// unsatisfiable one, else the error.
-func Explain(err error) string {
+// unsatisfiable one, else the error; it names the catalog's repositories
+// that could not be read (their packages were not there to choose).
+func Explain(err error, cat *Catalog) string {
+	msg := fmt.Sprint(err)
 	if u, ok := err.(*deps.UnsatisfiableError); ok {
-		return u.Explanation
+		msg = u.Explanation
 	}
-	return fmt.Sprint(err)
+	if cat != nil && len(cat.Unavailable) > 0 {
+		msg += fmt.Sprintf(" (the catalog lacks the packages of %s, which cannot be read)", strings.Join(cat.Unavailable, ", "))
+	}
+	return msg
 }

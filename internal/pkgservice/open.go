@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -23,11 +24,18 @@ import (
 const repositoryRetry = 15 * time.Second
 
 // WaitForRepository is how every controller waits for a repository it
-// could not open or use: RepositoryUnavailable until the remote may have
-// recovered (store.RetryAfter) when it did not answer, RepositoryNotReady
-// (looked at again after a while) otherwise. The message names the
-// Repository.
+// could not open or use: RepositoryNotFound when the Repository object
+// does not exist or is being deleted, RepositoryUnavailable until the
+// remote may have recovered (store.RetryAfter) when it did not answer,
+// RepositoryNotReady (looked at again after a while) otherwise. The
+// message names the Repository.
 func WaitForRepository(name string, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s does not exist in this namespace (deleted, or not created yet)", name)
+	case errors.Is(err, repocache.ErrDeleting):
+		return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s is being deleted", name)
+	}
 	// Errors that name the Repository already (OpenNamed's) are not
 	// prefixed twice.
 	msg, _ := strings.CutPrefix(err.Error(), "repository "+name+": ")

@@ -154,13 +154,21 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	return repo, nil
 }
 
+// ErrDeleting is returned for a Repository being deleted: nothing is
+// written through it any more.
+var ErrDeleting = errors.New("the Repository is being deleted")
+
 // OpenNamed reads the Repository ns/name with reader and opens its store:
 // the one way a reconciler goes from a Repository's name to its git.
-// Errors name the Repository; a missing one is apierrors.IsNotFound.
+// Errors name the Repository; a missing one is apierrors.IsNotFound, one
+// being deleted ErrDeleting.
 func (c *Cache) OpenNamed(ctx context.Context, reader client.Reader, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
 	repo := &configv1alpha1.Repository{}
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repo); err != nil {
 		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
+	}
+	if !repo.DeletionTimestamp.IsZero() {
+		return nil, nil, fmt.Errorf("repository %s: %w", name, ErrDeleting)
 	}
 	st, err := c.Open(ctx, repo)
 	if err != nil {

@@ -273,6 +273,18 @@ func (c *Client) ProposeDelete(ctx context.Context, name string) (*porchv1alpha1
 	return c.move(ctx, name, nil, porchv1alpha1.LifecycleDeletionProposed)
 }
 
+// Consequence says in a sentence what deleting a revision means beyond
+// the revision itself ("" when nothing): a PackageVariant that writes the
+// package makes it again.
+func Consequence(pr *porchv1alpha1.PackageRevision) string {
+	ref := metav1.GetControllerOf(pr)
+	if ref == nil || ref.Kind != "PackageVariant" {
+		return ""
+	}
+	return fmt.Sprintf("PackageVariant %s writes package %s in %s and makes a new draft of it from its upstream; to remove the package for good, delete the PackageVariant (its deletionPolicy decides what happens to its revisions)",
+		ref.Name, pr.Spec.PackageName, pr.Spec.Repository)
+}
+
 // Delete deletes a revision (the controller removes it from git) and
 // waits until it is gone.
 func (c *Client) Delete(ctx context.Context, name string) error {

@@ -75,8 +75,10 @@ func TestLock_conflict(t *testing.T) {
 }
 
 // Two variants resolving in one repository at once, each needing another
-// provider of one kind: the lock lets one win; the other is told why, and
-// the kind never gets a second provider.
+// provider of one kind: the lock lets one win; the other is told why (and
+// the lock lists the conflict), the kind never gets a second provider,
+// and the winner's provider publishes and satisfies it (the loser's
+// gated draft does not hold it back).
 func TestLock_concurrentResolution(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -103,14 +105,19 @@ func TestLock_concurrentResolution(t *testing.T) {
 		}
 		return out
 	}
-	var loser string
+	var loser, winner, provider string
 	g.Eventually(func(g Gomega) {
 		g.Expect(providers(g)).To(HaveLen(1))
-		won := providers(g)[0]
-		loser = map[string]string{"widget-operator": "app-b", "widgets-community": "app-a"}[won]
+		provider = providers(g)[0]
+		winner = map[string]string{"widget-operator": "app-a", "widgets-community": "app-b"}[provider]
+		loser = map[string]string{"widget-operator": "app-b", "widgets-community": "app-a"}[provider]
 		c := condition(g, getPV(g, ns, loser), configv1alpha1.DependenciesReadyCondition)
 		g.Expect(c.Reason).To(Equal(pkgdeps.DependenciesUnsatisfiableReason))
 		g.Expect(c.Message).To(ContainSubstring("both provide kind " + widget))
+		// The lock shows what the loser cannot have.
+		l := lock(g, ns, "cluster-01")
+		g.Expect(l.Conflicts).To(ContainElement(And(HaveField("Kind", widget), HaveField("RequiredBy", []string{loser}))), "%+v", l.Conflicts)
+		g.Expect(l.Summary.Conflicts).To(BeNumerically(">=", 1))
 	}, timeout, interval).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(providers(g)).To(HaveLen(1))
@@ -123,6 +130,16 @@ func TestLock_concurrentResolution(t *testing.T) {
 		}
 		g.Expect(n).To(Equal(1), "one provider of the kind in the lock: %+v", l.Packages)
 	}, 3*time.Second, interval).Should(Succeed())
+
+	// The winner is not held back by the loser's draft: its provider
+	// publishes, and its dependencies are then satisfied.
+	publishVariant(t, ns, pkgdeps.DependencyVariantName("cluster-01", provider))
+	g.Eventually(func(g Gomega) {
+		c := condition(g, getPV(g, ns, winner), configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		c = condition(g, getPV(g, ns, loser), configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Reason).To(Equal(pkgdeps.DependenciesUnsatisfiableReason))
+	}, timeout, interval).Should(Succeed())
 
 	// The loser goes: its stall was about the other's kind, and nothing it
 	// installed is left.

@@ -74,7 +74,8 @@ type requires struct{ name, version string }
 
 // publish publishes a revision of a package requiring others and
 // providing kinds (as CRDs), and returns its revision number; tag, when
-// set, is a semver floating tag for it.
+// set, is a semver floating tag for it. reqs nil: no PackageDependencies
+// object.
 func (c *catalog) publish(name, tag string, reqs []requires, crdKinds ...string) int {
 	c.t.Helper()
 	ctx := context.Background()
@@ -82,9 +83,13 @@ func (c *catalog) publish(name, tag string, reqs []requires, crdKinds ...string)
 		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
 		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  tag: \"" + tag + "\"\n"),
 	}
-	if len(reqs) > 0 {
+	if reqs != nil { // an empty list declares the package, requiring nothing
 		var b strings.Builder
-		b.WriteString("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageDependencies\nmetadata:\n  name: dependencies\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  requires:\n")
+		b.WriteString("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageDependencies\nmetadata:\n  name: dependencies\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  requires:")
+		if len(reqs) == 0 {
+			b.WriteString(" []")
+		}
+		b.WriteString("\n")
 		for _, r := range reqs {
 			fmt.Fprintf(&b, "  - package: {name: %s, version: %q}\n", r.name, r.version)
 		}

@@ -158,7 +158,7 @@ func TestRpkg(t *testing.T) {
 	// Delete removes the draft from git too.
 	out, err = scion(ns, "rpkg", "delete", "cluster-01.base.ws2")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(Equal("cluster-01.base.ws2 deleted\n"))
+	g.Expect(out).To(Equal("cluster-01.base.ws2 deleted (from git too)\n"))
 	g.Expect(gitserver.Git(t, cluster, "branch", "--list", "drafts/*")).To(BeEmpty())
 
 	// Errors name the revision.

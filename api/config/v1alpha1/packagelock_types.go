@@ -46,14 +46,26 @@ type LockedPackage struct {
 	PlannedBy []string `json:"plannedBy,omitempty"`
 }
 
-// LockConflict is a kind two packages of the repository provide.
+// LockConflict is something the repository cannot hold at once: a kind
+// two packages provide (Kind), or a package that allows one version per
+// repository at two versions (Package).
 type LockConflict struct {
-	// Kind is apiVersion/kind.
-	Kind string `json:"kind"`
-	// Packages are its providers: the first holds the kind (Published
-	// first, then the first planned or drafted); the others' publication
-	// is refused while the conflict stands.
+	// Kind is apiVersion/kind, for a kind with two providers.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Package is the package, for a package at two versions.
+	// +optional
+	Package string `json:"package,omitempty"`
+	// Packages are, for a kind, its providers: the first holds the kind
+	// (Published first, then the first planned or drafted); the others'
+	// publication is refused while the conflict stands. For a package,
+	// the folders holding it, the first holding the version that stays.
 	Packages []string `json:"packages"`
+	// RequiredBy are the packages of the repository that cannot be
+	// installed because of the conflict: they require a provider of the
+	// kind that is not its holder.
+	// +optional
+	RequiredBy []string `json:"requiredBy,omitempty"`
 	// Message says it as a person reads it.
 	Message string `json:"message"`
 }

@@ -146,6 +146,12 @@ type RepositoryStatus struct {
 	// LastSyncTime is when the repository was last read from git.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// PackageVariants counts the PackageVariants that read from or write
+	// to the repository (kept as they come and go): deleting a Repository
+	// in use warns with it.
+	// +optional
+	PackageVariants int `json:"packageVariants,omitempty"`
 }
 
 // Repository registers a git repository of packages.
@@ -157,6 +163,7 @@ type RepositoryStatus struct {
 // +kubebuilder:printcolumn:name="Deployment",type=boolean,JSONPath=`.spec.deployment`
 // +kubebuilder:printcolumn:name="Packages",type=integer,JSONPath=`.status.packageCount`
 // +kubebuilder:printcolumn:name="Revisions",type=integer,JSONPath=`.status.revisionCount`
+// +kubebuilder:printcolumn:name="Variants",type=integer,JSONPath=`.status.packageVariants`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.git.repo`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

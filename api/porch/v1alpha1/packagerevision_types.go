@@ -50,8 +50,11 @@ const (
 const (
 	// SyncedReason: git has the revision as the spec asks.
 	SyncedReason = "Synced"
-	// RepositoryNotReadyReason: the Repository is missing or unusable.
+	// RepositoryNotReadyReason: the Repository is unusable.
 	RepositoryNotReadyReason = "RepositoryNotReady"
+	// RepositoryNotFoundReason: the Repository object does not exist (or
+	// is being deleted); for a Repository itself, its remote does not.
+	RepositoryNotFoundReason = "RepositoryNotFound"
 	// RepositoryUnavailableReason: the repository's remote did not answer
 	// in time (or is left alone for a while after it did not).
 	RepositoryUnavailableReason = "RepositoryUnavailable"

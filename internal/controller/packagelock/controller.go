@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := map[string]bool{}
 	for _, c := range lock.Conflicts {
-		before[c.Kind] = true
+		before[c.Message] = true
 	}
 	var conflicts []configv1alpha1.LockConflict
 	err = pkgdeps.WriteLock(ctx, r.Client, repo, lock, exists, func(l *configv1alpha1.PackageLock) {
@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	for _, c := range conflicts {
-		if !before[c.Kind] {
+		if !before[c.Message] {
 			r.Recorder.Eventf(repo, nil, "Warning", pkgdeps.PackageConflictReason, "Lock", "%s", c.Message)
 		}
 	}

@@ -158,6 +158,16 @@ func (r *Reconciler) reconcileRepository(ctx context.Context, s *scope) (ctrl.Re
 		s.quiet = true
 		return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pr, porchv1alpha1.PackageRevisionFinalizer)
 	}
+	if gone, gerr := r.orphaned(ctx, pr, repoObj, err); gerr != nil || gone {
+		// Shown for a Repository that is gone (a writer that read it
+		// before its deletion created this object after the Repository
+		// removed its objects): it goes too; git stays.
+		s.quiet = true
+		if gerr == nil {
+			gerr = client.IgnoreNotFound(r.Delete(ctx, pr, client.Preconditions{UID: &pr.UID}))
+		}
+		return ctrl.Result{}, gerr
+	}
 	var st *store.Repository
 	if err == nil {
 		st, err = r.Cache.Open(ctx, repoObj)
@@ -167,6 +177,37 @@ func (r *Reconciler) reconcileRepository(ctx context.Context, s *scope) (ctrl.Re
 	}
 	s.repoObj, s.store = repoObj, st
 	return ctrl.Result{}, nil
+}
+
+// orphaned says whether a PackageRevision was shown for a Repository that
+// is gone: it has a Repository owner, and that Repository is being
+// deleted, or does not exist (confirmed with the API server: the cache
+// may not have seen a new one yet) or is another one of the same name.
+// An object a person created for a Repository not there yet is not.
+func (r *Reconciler) orphaned(ctx context.Context, pr *porchv1alpha1.PackageRevision, repoObj *configv1alpha1.Repository, getErr error) (bool, error) {
+	var owners []types.UID
+	for _, ref := range pr.OwnerReferences {
+		if ref.Kind == "Repository" && ref.APIVersion == configv1alpha1.GroupVersion.String() && ref.Name == pr.Spec.Repository {
+			owners = append(owners, ref.UID)
+		}
+	}
+	switch {
+	case len(owners) == 0 || getErr != nil && !apierrors.IsNotFound(getErr):
+		return false, nil
+	case getErr == nil && !repoObj.DeletionTimestamp.IsZero():
+		return true, nil
+	case getErr == nil && slices.Contains(owners, repoObj.UID):
+		return false, nil
+	}
+	fresh := &configv1alpha1.Repository{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, fresh)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return !slices.Contains(owners, fresh.UID) || !fresh.DeletionTimestamp.IsZero(), nil
 }
 
 // reconcileFinalizer adds the finalizer before anything is written.
@@ -276,26 +317,29 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 const conflictRetry = time.Minute
 
 // publishConflict says why a proposal of a deployment repository may not
-// be published because of the kinds it provides: a kind a Published
-// package of the repository provides already (read from git now), or a
-// conflict of the repository's PackageLock this package does not hold.
+// be published: a kind it provides that a Published package of the
+// repository provides already (read from git now), or a conflict of the
+// repository's PackageLock this package does not hold (a kind another
+// package holds, or its package at another version in another folder).
 func (r *Reconciler) publishConflict(ctx context.Context, s *scope) (string, error) {
 	decl, err := r.Deps.Declaration(ctx, s.store, s.rev)
-	if err != nil || decl == nil || len(decl.Provides) == 0 {
+	if err != nil || decl == nil {
 		return "", nil // a declaration that does not read provides nothing we can check; the render reports it
 	}
-	installed, err := r.Deps.Installed(ctx, s.store, nil)
-	if err != nil {
-		return "", err
-	}
 	var msgs []string
-	for _, in := range installed {
-		if in.Dir == s.rev.Package || in.Published == nil || in.Published.Decl == nil {
-			continue
+	if len(decl.Provides) > 0 {
+		installed, err := r.Deps.Installed(ctx, s.store, nil)
+		if err != nil {
+			return "", err
 		}
-		for _, g := range decl.Provides {
-			if slices.Contains(in.Published.Decl.Provides, g) {
-				msgs = append(msgs, fmt.Sprintf("kind %s is provided by %s, Published in this repository, and a kind has one provider per repository: publishing %s is refused while %s provides it", g, in.Dir, s.rev.Package, in.Dir))
+		for _, in := range installed {
+			if in.Dir == s.rev.Package || in.Published == nil || in.Published.Decl == nil {
+				continue
+			}
+			for _, g := range decl.Provides {
+				if slices.Contains(in.Published.Decl.Provides, g) {
+					msgs = append(msgs, fmt.Sprintf("kind %s is provided by %s, Published in this repository, and a kind has one provider per repository: publishing %s is refused while %s provides it", g, in.Dir, s.rev.Package, in.Dir))
+				}
 			}
 		}
 	}
@@ -303,7 +347,7 @@ func (r *Reconciler) publishConflict(ctx context.Context, s *scope) (string, err
 	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pr.Namespace, Name: s.repoObj.Name}, lock); err == nil && len(msgs) == 0 {
 		for _, p := range lock.Packages {
 			if p.Directory == s.rev.Package {
-				for _, c := range pkgdeps.ConflictFor(lock.Conflicts, p.Name) {
+				for _, c := range pkgdeps.ConflictFor(lock.Conflicts, p) {
 					msgs = append(msgs, c.Message)
 				}
 			}

@@ -46,6 +46,23 @@ import (
 // deriving from it.
 const UpstreamIndex = "spec.upstream.repoPackage"
 
+// RepositoryIndex indexes PackageVariants by the Repositories they read
+// from and write to (Repositories), so a Repository counts its users.
+const RepositoryIndex = "spec.upstream.repo+spec.downstream.repo"
+
+// Repositories are the names of the Repositories a variant reads from and
+// writes to.
+func Repositories(pv *configv1alpha1.PackageVariant) []string {
+	var out []string
+	if pv.Spec.Upstream != nil && pv.Spec.Upstream.Repo != "" {
+		out = append(out, pv.Spec.Upstream.Repo)
+	}
+	if pv.Spec.Downstream != nil && pv.Spec.Downstream.Repo != "" && (len(out) == 0 || out[0] != pv.Spec.Downstream.Repo) {
+		out = append(out, pv.Spec.Downstream.Repo)
+	}
+	return out
+}
+
 // RevisionIndex indexes PackageRevisions by repository, package and
 // workspace, so a variant finds its draft's object without listing the
 // namespace's revisions.
@@ -171,6 +188,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return []string{pv.Spec.Downstream.Repo}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, RepositoryIndex, func(o client.Object) []string {
+		return Repositories(o.(*configv1alpha1.PackageVariant))
 	}); err != nil {
 		return err
 	}

@@ -109,13 +109,8 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 	// before is decided again.
 	v.Planned = pkgdeps.WithPlan(pkgdeps.Planned(lock), pv.Name, nil)
 	res, err := pkgdeps.Resolve(v)
-	var unsat *deps.UnsatisfiableError
-	switch {
-	case errors.As(err, &unsat) || errors.Is(err, deps.ErrTooComplex):
-		f.failure = pkgdeps.Explain(err)
-		return ctrl.Result{}, nil
-	case err != nil:
-		f.failure = err.Error()
+	if err != nil {
+		f.failure = pkgdeps.Explain(err, cat)
 		return ctrl.Result{}, nil
 	}
 	installers, err := r.installers(ctx, pv)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
@@ -19,7 +20,7 @@ import (
 const (
 	SyncedReason               = "Synced"
 	AuthenticationFailedReason = "AuthenticationFailed"
-	RepositoryNotFoundReason   = "RepositoryNotFound"
+	RepositoryNotFoundReason   = porchv1alpha1.RepositoryNotFoundReason
 	BranchNotFoundReason       = "BranchNotFound"
 	SecretErrorReason          = "SecretError"
 	GitErrorReason             = "GitError"
@@ -91,6 +92,7 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 // setStatus sets a Repository's status from the facts and the outcome.
 func setStatus(repo *configv1alpha1.Repository, s *scope, o reconciler.Outcome, now time.Time) {
 	st := &repo.Status
+	st.PackageVariants = s.users
 	reconciler.SetConditions(&st.Conditions, repo.Generation, reconciler.KstatusConditions(repo.Generation, o, readyCondition(s, o))...)
 	if o.Complete() {
 		st.ObservedGeneration = repo.Generation
