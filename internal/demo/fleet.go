@@ -29,6 +29,11 @@ type Fleet struct {
 	Namespace string    `json:"namespace"`
 	Catalog   string    `json:"catalog"`
 	Clusters  []Cluster `json:"clusters"`
+
+	// Sets and Variants name the objects the demo applied (Load): it
+	// waits for them and what they make, not for other objects of the
+	// namespace.
+	Sets, Variants map[string]bool `json:"-"`
 }
 
 // Cluster is one deployment repository of the fleet.
@@ -143,9 +148,10 @@ func (o *Options) Load(ctx context.Context) (*Fleet, error) {
 			return nil, fmt.Errorf("Repository %s: %w", n, err)
 		}
 	}
+	f.Sets, f.Variants = map[string]bool{}, map[string]bool{}
 	for _, file := range []string{"objects.yaml", "variants.yaml"} {
 		o.say("==> applying examples/fleet/%s", file)
-		if err := o.applyFile(ctx, filepath.Join(o.Examples, "fleet", file)); err != nil {
+		if err := o.applyFile(ctx, filepath.Join(o.Examples, "fleet", file), f); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +216,7 @@ func latestRevision(revs []store.Revision) int {
 // applyFile creates the objects of a YAML file that do not exist; those
 // that do are left as they are (the walk-through moves an upstream, and a
 // second run continues from there).
-func (o *Options) applyFile(ctx context.Context, path string) error {
+func (o *Options) applyFile(ctx context.Context, path string, f *Fleet) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -222,6 +228,12 @@ func (o *Options) applyFile(ctx context.Context, path string) error {
 	for _, want := range objs {
 		if err := o.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s %s: %w", want.GetKind(), want.GetName(), err)
+		}
+		switch want.GetObjectKind().GroupVersionKind().Kind {
+		case "PackageVariantSet":
+			f.Sets[want.GetName()] = true
+		case "PackageVariant":
+			f.Variants[want.GetName()] = true
 		}
 	}
 	return nil

@@ -2,9 +2,13 @@ package pkgservice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -59,4 +63,30 @@ func (s *Service) Move(ctx context.Context, repo *store.Repository, repoName str
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}
+}
+
+// HandOverLatest takes the latest-revision label from the other
+// PackageRevisions of a package just published as rev: the repository's
+// next sync would, but until then two revisions would say they are the
+// latest. Call it before the new revision is shown.
+func (s *Service) HandOverLatest(ctx context.Context, repoObj *configv1alpha1.Repository, rev store.Revision) error {
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(repoObj.Namespace), client.MatchingLabels{
+		porchv1alpha1.RepositoryLabel:     LabelValue(repoObj.Name),
+		porchv1alpha1.PackageLabel:        LabelValue(rev.Package),
+		porchv1alpha1.LatestRevisionLabel: "true",
+	}); err != nil {
+		return fmt.Errorf("handing over the latest revision of %s: %w", rev.Package, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		pr := &list.Items[i]
+		if pr.Spec.PackageName != rev.Package || pr.Spec.Revision == rev.Revision {
+			continue
+		}
+		patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		delete(pr.Labels, porchv1alpha1.LatestRevisionLabel)
+		errs = append(errs, client.IgnoreNotFound(s.Client.Patch(ctx, pr, patch)))
+	}
+	return errors.Join(errs...)
 }

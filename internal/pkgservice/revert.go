@@ -19,11 +19,13 @@ var ErrNothingToRevertTo = errors.New("no revision was published before it")
 // published by by). It is idempotent: a revision that is no longer the
 // latest (its revert, or anything else, was published since) is left
 // alone, and a revert draft or proposal left by a crash is finished. It
-// returns the revert (zero when nothing was done).
-func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Revision, workspace, by string, trailers store.Trailers) (store.Revision, error) {
+// returns the revert (zero when nothing was done), and whether this call
+// published it (false when it was published before: a caller announces a
+// rollback once).
+func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Revision, workspace, by string, trailers store.Trailers) (store.Revision, bool, error) {
 	revs, err := st.ListPackage(ctx, rev.Package)
 	if err != nil {
-		return store.Revision{}, err
+		return store.Revision{}, false, err
 	}
 	var prev *store.Revision
 	var pending *store.Revision
@@ -37,7 +39,7 @@ func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Re
 		}
 	}
 	if pending != nil && pending.Lifecycle == porchv1alpha1.LifecyclePublished {
-		return *pending, nil // done before
+		return *pending, false, nil // done before
 	}
 	if pending == nil {
 		latest := false
@@ -45,14 +47,14 @@ func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Re
 			latest = latest || (r.Latest && r.Revision == rev.Revision)
 		}
 		if !latest {
-			return store.Revision{}, nil // superseded: nothing to roll back
+			return store.Revision{}, false, nil // superseded: nothing to roll back
 		}
 		if prev == nil {
-			return store.Revision{}, fmt.Errorf("rolling back %s v%d: %w", rev.Package, rev.Revision, ErrNothingToRevertTo)
+			return store.Revision{}, false, fmt.Errorf("rolling back %s v%d: %w", rev.Package, rev.Revision, ErrNothingToRevertTo)
 		}
 		contents, err := st.Read(ctx, *prev)
 		if err != nil {
-			return store.Revision{}, err
+			return store.Revision{}, false, err
 		}
 		t := store.Trailers{store.TrailerRevertOf: fmt.Sprintf("%s/v%d", rev.Package, rev.Revision)}
 		for k, v := range trailers {
@@ -61,16 +63,17 @@ func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Re
 		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: workspace, Contents: contents, Trailers: t,
 			Message: fmt.Sprintf("Roll back %s v%d to the content of v%d", rev.Package, rev.Revision, prev.Revision), CheckRemote: true})
 		if err != nil {
-			return store.Revision{}, err
+			return store.Revision{}, false, err
 		}
 		pending = &d
 	}
 	if pending.Lifecycle == porchv1alpha1.LifecycleDraft {
 		p, err := st.Propose(ctx, pending.Package, pending.Workspace, pending.Commit)
 		if err != nil {
-			return store.Revision{}, err
+			return store.Revision{}, false, err
 		}
 		pending = &p
 	}
-	return st.Publish(ctx, pending.Package, pending.Workspace, pending.Commit, by)
+	out, err := st.Publish(ctx, pending.Package, pending.Workspace, pending.Commit, by)
+	return out, err == nil, err
 }

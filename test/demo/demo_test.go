@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -106,6 +107,21 @@ func TestDevDemo(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command(bin, "dev", "down", "--dir", dir).Run() })
 
 	for run := 1; run <= 2; run++ {
+		if run == 2 {
+			// The namespace is not the demo's alone: a variant someone
+			// else made, that is never Ready, is not waited for.
+			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+			g.Expect(err).NotTo(HaveOccurred())
+			c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Create(context.Background(), &configv1alpha1.PackageVariant{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "someone-elses"},
+				Spec: configv1alpha1.PackageVariantSpec{
+					Upstream:   &configv1alpha1.Upstream{Repo: "no-such-repo", Package: "app", Revision: "1"},
+					Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "someone-elses"},
+				},
+			})).To(Succeed())
+		}
 		out := scion("dev", "demo", "--examples", filepath.Join(root, "examples"))
 		// 12 variants, 12 of widget-app and the 12 dependencies they
 		// installed; the second run also has the conflicting one.

@@ -308,6 +308,12 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 		r.Recorder.Eventf(s.pr, nil, "Normal", string(moved.Lifecycle), "Lifecycle", "%s -> %s", before, moved.Lifecycle)
 	}
 	s.rev = moved
+	if moved.Lifecycle == porchv1alpha1.LifecyclePublished && before != porchv1alpha1.LifecyclePublished && moved.Latest {
+		// One revision says it is the latest at a time.
+		if err := r.Service.HandOverLatest(ctx, s.repoObj, moved); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -259,7 +259,7 @@ func TestPackageRevision_crashAfterGitWrite(t *testing.T) {
 	// The object exists before its Repository, so the controller waits.
 	pr := newRevision(ns, "late", "app", "ws", initTask())
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(porchv1alpha1.RepositoryNotReadyReason)) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(porchv1alpha1.RepositoryNotFoundReason)) }, timeout, interval).Should(Succeed())
 
 	// What a crashed controller left: the draft in git, recording the object.
 	bare := gitserver.InitBare(t, t.TempDir(), "late.git")
@@ -698,4 +698,27 @@ func TestPackageRevision_autoPropose(t *testing.T) {
 			HaveField("Note", ContainSubstring(`not proposed automatically: metadata.annotations[config.porch.kpt.dev/auto-propose-settle]: "soon" is not a duration`)))))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(get(g, manual).Spec.Lifecycle).NotTo(Equal(porchv1alpha1.LifecycleProposed))
+}
+
+// Publishing a package's second revision takes the latest-revision label
+// from the first before the second shows it: never two latest revisions
+// of one package (the repository's sync, minutes away, is not waited
+// for).
+func TestPackageRevision_oneLatest(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns, "blueprints", false)
+	publish := func(ws string) *porchv1alpha1.PackageRevision {
+		pr := newRevision(ns, "blueprints", "app", ws, initTask())
+		g.Expect(k8sClient.Create(context.Background(), pr)).To(Succeed())
+		g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+		setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+		return setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+	}
+	first := publish("ws1")
+	g.Expect(first.Labels).To(HaveKeyWithValue(porchv1alpha1.LatestRevisionLabel, "true"))
+	second := publish("ws2")
+	g.Expect(second.Spec.Revision).To(Equal(2))
+	g.Expect(second.Labels).To(HaveKeyWithValue(porchv1alpha1.LatestRevisionLabel, "true"))
+	g.Expect(get(g, first).Labels).NotTo(HaveKey(porchv1alpha1.LatestRevisionLabel), "the first gave the label up before the second showed it")
 }

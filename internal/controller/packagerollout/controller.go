@@ -600,7 +600,7 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 	if err != nil {
 		return false, fmt.Errorf("rolling back %s: %w", name, err)
 	}
-	out, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
+	out, now, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
 	if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
 		r.Recorder.Eventf(ro, pr, "Warning", "RollbackImpossible", "Rollback", "%s: %v; it stays published", name, err)
 		return false, nil
@@ -609,7 +609,10 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 		return false, fmt.Errorf("rolling back %s: %w", name, err)
 	}
 	if out.Commit != "" && out.Revision > rev.Revision {
-		r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before", name, out.Package, out.Revision)
+		if now {
+			// Announced once: a reconcile that finds it done says nothing.
+			r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before", name, out.Package, out.Revision)
+		}
 		if err := r.requestSync(ctx, ro.Namespace, pr.Spec.Repository); err != nil {
 			return true, err
 		}

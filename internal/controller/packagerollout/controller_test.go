@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -343,6 +344,21 @@ func TestRollout_failureRollsBack(t *testing.T) {
 	// Stalled: nothing more happens, even when the target recovers.
 	f.setHealth(g, "cluster-01", "v2", "True")
 	g.Consistently(func(g Gomega) { g.Expect(published(g, f)).To(HaveLen(1)) }, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	// The rollback was announced once, though later reconciles found it
+	// done.
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, events, client.InNamespace(f.ns))).To(Succeed())
+	n := 0
+	for _, e := range events.Items {
+		if e.Regarding.Name == ro.Name && e.Reason == "RolledBack" {
+			n++
+			if e.Series != nil {
+				n += int(e.Series.Count) - 1
+			}
+		}
+	}
+	g.Expect(n).To(Equal(1), "one RolledBack event")
 }
 
 // Manual approval, pause, resume and abort: a wave waits for a person; a

@@ -411,7 +411,7 @@ func TestPackageVariant_crashAfterGitWrite(t *testing.T) {
 		got := &configv1alpha1.PackageVariant{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
 		g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)).NotTo(BeNil())
-		g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition).Reason).To(Equal("RepositoryNotReady"))
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition).Reason).To(Equal(porchv1alpha1.RepositoryNotFoundReason))
 	}, timeout, interval).Should(Succeed())
 	uid := func() string {
 		got := &configv1alpha1.PackageVariant{}
