@@ -148,7 +148,9 @@ func (o *Options) Load(ctx context.Context) (*Fleet, error) {
 			return nil, fmt.Errorf("Repository %s: %w", n, err)
 		}
 	}
-	f.Sets, f.Variants = map[string]bool{}, map[string]bool{}
+	// The variant the demo makes itself (its deliberate conflict) is its
+	// own too, from an earlier run.
+	f.Sets, f.Variants = map[string]bool{}, map[string]bool{conflictVariant: true}
 	for _, file := range []string{"objects.yaml", "variants.yaml"} {
 		o.say("==> applying examples/fleet/%s", file)
 		if err := o.applyFile(ctx, filepath.Join(o.Examples, "fleet", file), f); err != nil {

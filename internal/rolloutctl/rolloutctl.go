@@ -57,6 +57,7 @@ func (c *Client) Approve(ctx context.Context, name, wave string) error {
 			ro.Annotations = map[string]string{}
 		}
 		ro.Annotations[configv1alpha1.WaveApprovedByAnnotation] = me
+		ro.Annotations[configv1alpha1.WaveApprovalPrefix+wave] = me
 		return nil
 	})
 }

@@ -99,6 +99,9 @@ func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
 		if w.Dropped > 0 {
 			wn.Summary += fmt.Sprintf(", %d dropped", w.Dropped)
 		}
+		if w.ApprovedBy != "" {
+			wn.Summary += ", approved by " + w.ApprovedBy
+		}
 		if w.RolledBack > 0 {
 			wn.Summary += fmt.Sprintf(", %d rolled back", w.RolledBack)
 		}

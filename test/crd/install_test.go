@@ -61,7 +61,7 @@ func TestInstallManifests(t *testing.T) {
 		}
 	}
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 6, "ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1, "Deployment": 1,
-		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2, "MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}))
+		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}))
 }
 
 // checkLeastPrivilege: the shipped role has no wildcard, reads the default

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,7 +168,7 @@ func TestRolloutApprovalPolicy(t *testing.T) {
 		}
 		patch := client.MergeFrom(cur.DeepCopy())
 		cur.Spec.ApprovedWaves = []string{"canary"}
-		cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: by}
+		cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: by, configv1alpha1.WaveApprovalPrefix + "canary": by}
 		return c.Patch(ctx, cur, patch)
 	}
 	g.Expect(approve(eve, "eve")).To(MatchError(ContainSubstring("eve may not create or change PackageRollout by-bob")), "writing the object is not approving")
@@ -261,8 +262,16 @@ func TestLifecyclePolicy_forgery(t *testing.T) {
 			return err
 		}
 		patch := client.MergeFrom(cur.DeepCopy())
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[configv1alpha1.WaveApprovedByAnnotation] = by
+		for _, w := range waves {
+			if !slices.Contains(cur.Spec.ApprovedWaves, w) {
+				cur.Annotations[configv1alpha1.WaveApprovalPrefix+w] = by // as scion rollout approve records it
+			}
+		}
 		cur.Spec.ApprovedWaves = waves
-		cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: by}
 		return c.Patch(ctx, cur, patch)
 	}
 	g.Expect(approveWave(bob, []string{"canary"}, "bob")).To(Succeed())
@@ -270,7 +279,37 @@ func TestLifecyclePolicy_forgery(t *testing.T) {
 		`metadata.annotations[config.porch.kpt.dev/wave-approved-by]: carol may not change who approved a wave (from "bob" to "alice")`)))
 	g.Expect(approveWave(carol, []string{"canary"}, "carol")).To(MatchError(ContainSubstring("carol may not change who approved a wave")),
 		"not even to oneself, without approving a wave")
+	// Each wave keeps its own record: written when approving the wave, as
+	// oneself, and never rewritten or removed.
+	record := func(c client.Client, waves []string, records map[string]string) error {
+		cur := &configv1alpha1.PackageRollout{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ro), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.ApprovedWaves = waves
+		for k, v := range records {
+			if v == "" {
+				delete(cur.Annotations, k)
+				continue
+			}
+			cur.Annotations[k] = v
+		}
+		return c.Patch(ctx, cur, patch)
+	}
+	g.Expect(record(carol, []string{"canary", "rest"}, map[string]string{configv1alpha1.WaveApprovedByAnnotation: "carol"})).To(MatchError(ContainSubstring(
+		"metadata.annotations[wave-approved-by.config.porch.kpt.dev/<wave>]: approving rest records each wave as approved by the user approving it (carol)")),
+		"each wave keeps its own record")
 	g.Expect(approveWave(carol, []string{"canary", "rest"}, "carol")).To(Succeed(), "carol approves the next wave as herself")
+
+	canary, rest := configv1alpha1.WaveApprovalPrefix+"canary", configv1alpha1.WaveApprovalPrefix+"rest"
+	g.Expect(record(carol, []string{"canary", "rest"}, map[string]string{canary: "carol"})).To(MatchError(ContainSubstring(
+		"carol may not write or change the record of a wave approval except when approving that wave")), "bob approved canary: carol cannot claim it")
+	g.Expect(record(bob, []string{"canary", "rest"}, map[string]string{rest: "bob"})).To(MatchError(ContainSubstring("bob may not write or change the record of a wave approval")))
+	g.Expect(record(bob, []string{"canary", "rest"}, map[string]string{rest: ""})).To(MatchError(ContainSubstring("bob may not write or change the record of a wave approval")), "nor remove it")
+	got := &configv1alpha1.PackageRollout{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), got)).To(Succeed())
+	g.Expect(configv1alpha1.WaveApprover(got, "rest")).To(Equal("carol"))
 }
 
 // Approving a revision of a deployment repository whose readiness gates

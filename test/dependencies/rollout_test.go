@@ -3,6 +3,7 @@ package dependencies
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 )
 
@@ -67,5 +69,79 @@ func TestRollout_publishesDependencies(t *testing.T) {
 			pr := published(g, pkgdeps.DependencyVariantName("cluster-01", dep))
 			g.Expect(pr.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "scion-rollout/"+ns+"/app"))
 		}
+	}, timeout, interval).Should(Succeed())
+}
+
+// A rollout that rolls a variant's revision back holds the variant on the
+// upstream revision before: the rolled-back content is not proposed again
+// (UpdateAvailable, UpstreamHeld) until the upstream moves past it.
+func TestRollout_rollbackHoldsUpstream(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("app", "", nil)
+	cat.publish("app", "bad", nil)
+	pv := variant(ns, "app", "app", "1", nil)
+	pv.Spec.Labels = map[string]string{"app": "held"}
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	publishVariant(t, ns, "app")
+
+	// The upstream moves to revision 2; its draft is proposed and rolled
+	// out, and never becomes healthy.
+	follow(g, ns, "app", "2")
+	var draft string
+	g.Eventually(func(g Gomega) {
+		pr := draftOf(g, ns, "app")
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+		g.Expect(pr.Status.UpstreamLock).NotTo(BeNil())
+		draft = pr.Name
+	}, timeout, interval).Should(Succeed())
+	setLifecycle(g, ns, draft, porchv1alpha1.LifecycleProposed)
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: configv1alpha1.PackageRolloutSpec{RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "held"}},
+			Health:           &configv1alpha1.RolloutHealth{ConditionType: "example.com/synced"},
+			ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}, RollbackOnFailure: true}}
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		cur := getPV(g, ns, "app")
+		g.Expect(cur.Annotations).To(HaveKey(configv1alpha1.HoldUpstreamAnnotation))
+		c := condition(g, cur, configv1alpha1.UpdateAvailableCondition)
+		g.Expect(c.Reason).To(Equal(packagevariant.UpstreamHeldReason))
+		g.Expect(c.Message).To(ContainSubstring("app revision 2"))
+		g.Expect(c.Message).To(ContainSubstring("the variant stays on revision 1"))
+		g.Expect(condition(g, cur, configv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+	// Nothing with revision 2's content is proposed again: no draft, or
+	// one made from revision 1.
+	g.Consistently(func(g Gomega) {
+		list := &porchv1alpha1.PackageRevisionList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{porchv1alpha1.RepositoryLabel: "cluster-01"})).To(Succeed())
+		for _, pr := range list.Items {
+			if pr.Status.Lifecycle == porchv1alpha1.LifecycleDraft || pr.Status.Lifecycle == porchv1alpha1.LifecycleProposed {
+				g.Expect(pr.Status.UpstreamLock.Git.Ref).NotTo(HaveSuffix("/v2"), "%s proposes the rolled-back content again", pr.Name)
+			}
+		}
+	}, 3*time.Second, interval).Should(Succeed())
+
+	// A fixed upstream revision is taken as usual.
+	cat.publish("app", "fixed", nil)
+	follow(g, ns, "app", "3")
+	g.Eventually(func(g Gomega) {
+		cur := getPV(g, ns, "app")
+		g.Expect(cur.Status.Conditions).NotTo(ContainElement(HaveField("Reason", packagevariant.UpstreamHeldReason)))
+		pr := draftOf(g, ns, "app")
+		g.Expect(pr.Status.UpstreamLock.Git.Ref).To(HaveSuffix("/v3"))
+	}, timeout, interval).Should(Succeed())
+}
+
+// follow moves a variant to an upstream revision, as a person editing it
+// (or its set) would.
+func follow(g Gomega, ns, name, revision string) {
+	g.Eventually(func(g Gomega) {
+		cur := getPV(g, ns, name)
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Upstream.Revision = configv1alpha1.RevisionNumber(revision)
+		g.Expect(k8sClient.Patch(context.Background(), cur, patch)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 }

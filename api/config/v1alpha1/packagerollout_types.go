@@ -38,6 +38,26 @@ func RolloutApprover(namespace, name string) string {
 // checks it is the user who approves).
 const WaveApprovedByAnnotation = "config.porch.kpt.dev/wave-approved-by"
 
+// HoldUpstreamAnnotation, on a PackageVariant, names an upstream commit
+// the variant does not take: a rollout that rolled back a revision made
+// from it sets it, so the variant stays on the revision it was made from
+// before (the content the rollback restored) instead of proposing the
+// rolled-back content again. It holds while the upstream resolves to
+// that commit; a newer upstream revision is taken as usual. Remove it to
+// take the commit after all.
+const HoldUpstreamAnnotation = "config.porch.kpt.dev/hold-upstream"
+
+// WaveApprovalPrefix is the prefix of the annotation that records who
+// approved one wave: WaveApprovalPrefix + the wave's name, set once when
+// the wave is approved (to the user approving, as the lifecycle policy
+// checks) and never changed or removed after.
+const WaveApprovalPrefix = "wave-approved-by.config.porch.kpt.dev/"
+
+// WaveApprover returns who approved a wave of a rollout ("" when nobody).
+func WaveApprover(ro *PackageRollout, wave string) string {
+	return ro.Annotations[WaveApprovalPrefix+wave]
+}
+
 // PackageRolloutSpec is the plan of a rollout.
 // +kubebuilder:validation:XValidation:rule="!has(self.approvedWaves) || !has(self.waves) || self.approvedWaves.all(w, w == 'remainder' || self.waves.exists(x, x.name == w))",message="every entry must name a wave of spec.waves, or remainder",fieldPath=".approvedWaves"
 type PackageRolloutSpec struct {
@@ -294,6 +314,10 @@ type WaveStatus struct {
 	// HealthyAt is when every target was healthy (the soak starts).
 	// +optional
 	HealthyAt *metav1.Time `json:"healthyAt,omitempty"`
+	// ApprovedBy is who approved the wave, for a rollout whose approval
+	// is Manual (from its record, the WaveApprovalPrefix annotation).
+	// +optional
+	ApprovedBy string `json:"approvedBy,omitempty"`
 }
 
 // PackageRollout publishes the Proposed revisions a selector matches

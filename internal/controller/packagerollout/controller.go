@@ -24,6 +24,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
@@ -71,7 +72,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/approval,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
-// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;patch
 
 // SetupWithManager registers the controller: rollouts on spec changes,
 // and the PackageRevisions of their waves (through RevisionIndex).
@@ -609,15 +610,56 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 		return false, fmt.Errorf("rolling back %s: %w", name, err)
 	}
 	if out.Commit != "" && out.Revision > rev.Revision {
+		held, err := r.holdUpstream(ctx, ro, pr)
+		if err != nil {
+			return true, err
+		}
 		if now {
 			// Announced once: a reconcile that finds it done says nothing.
-			r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before", name, out.Package, out.Revision)
+			r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before%s", name, out.Package, out.Revision, held)
 		}
 		if err := r.requestSync(ctx, ro.Namespace, pr.Spec.Repository); err != nil {
 			return true, err
 		}
 	}
 	return true, nil
+}
+
+// holdUpstream keeps the PackageVariant that writes a rolled-back
+// revision's package from proposing the rolled-back content again: it
+// sets the variant's hold-upstream annotation to the upstream commit the
+// revision was made from. It returns what to add to the announcement.
+func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (string, error) {
+	lock := pr.Status.UpstreamLock
+	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
+		return "", nil // not made from an upstream: nothing follows it
+	}
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{packagevariant.DownstreamPackageIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err != nil {
+		return "", fmt.Errorf("finding the PackageVariant of %s: %w", pr.Name, err)
+	}
+	var held []string
+	for i := range list.Items {
+		pv := &list.Items[i]
+		if pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] == lock.Git.Commit {
+			held = append(held, pv.Name)
+			continue
+		}
+		patch := client.MergeFrom(pv.DeepCopy())
+		if pv.Annotations == nil {
+			pv.Annotations = map[string]string{}
+		}
+		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] = lock.Git.Commit
+		if err := r.Patch(ctx, pv, patch); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("holding the upstream of PackageVariant %s: %w", pv.Name, err)
+		}
+		held = append(held, pv.Name)
+	}
+	if len(held) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("; PackageVariant %s holds upstream commit %.12s (annotation %s) and stays on the revision before until its upstream moves past it",
+		strings.Join(held, ", "), lock.Git.Commit, configv1alpha1.HoldUpstreamAnnotation), nil
 }
 
 // rollbackWorkspace is the workspace of a rollout's reverts: one per

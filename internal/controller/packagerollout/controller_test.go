@@ -407,7 +407,14 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 	g.Expect(ctl.Resume(ctx, ro.Name)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(published(g, f)).To(Equal([]string{"cluster-01", "cluster-02"}))
-		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave remainder awaits approval"))
+		cur := get(g, ro)
+		g.Expect(cur.Status.Blocked).To(ContainSubstring("wave remainder awaits approval"))
+		// Each approved wave shows its own approver (the test's user).
+		for _, w := range cur.Status.Waves[:2] {
+			g.Expect(w.ApprovedBy).NotTo(BeEmpty(), w.Name)
+			g.Expect(w.ApprovedBy).To(Equal(configv1alpha1.WaveApprover(cur, w.Name)))
+		}
+		g.Expect(cur.Status.Waves[2].ApprovedBy).To(BeEmpty(), "remainder is not approved yet")
 	}, timeout, interval).Should(Succeed())
 
 	g.Expect(ctl.Abort(ctx, ro.Name)).To(Succeed())

@@ -76,6 +76,11 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 		}
 		ro.Status.CurrentWave, ro.Status.Blocked = s.decision.Current, s.decision.Blocked
 	}
+	for i := range ro.Status.Waves {
+		if ro.Spec.Approval == configv1alpha1.RolloutApprovalManual {
+			ro.Status.Waves[i].ApprovedBy = configv1alpha1.WaveApprover(ro, ro.Status.Waves[i].Name)
+		}
+	}
 	ready, progressing, kstatus := phaseConditions(s, o)
 	reconciler.SetConditions(&ro.Status.Conditions, gen, progressing)
 	if d := s.decision; d != nil && d.Phase == rollout.PhaseComplete && (len(d.Waves) == 0 || allEmpty(d.Waves)) {

@@ -90,6 +90,10 @@ const (
 	// UpdateAvailableReason: a newer upstream revision is published in
 	// the range of a variant with updatePolicy Manual.
 	UpdateAvailableReason = "NewerRevisionInRange"
+	// UpstreamHeldReason: the upstream revision the variant follows was
+	// rolled back by a rollout (the hold-upstream annotation): the variant
+	// stays on the revision it was made from before.
+	UpstreamHeldReason = "UpstreamHeld"
 	// DownstreamOwnedReason: another PackageVariant has the same
 	// downstream repository and package; one variant per package, the
 	// oldest.
@@ -224,7 +228,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariant").
-		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
+		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged))).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		Watches(&configv1alpha1.PackageLock{}, handler.EnqueueRequestsFromMapFunc(r.requestsForLock)).
 		// A variant that goes (or moves its downstream) frees its package
@@ -299,6 +303,8 @@ type scope struct {
 	upRev      store.Revision
 	upVersions []pkgservice.Versioned
 	upVersion  string
+	// updateReason is the reason of updateAvailable.
+	updateReason string
 	// updateAvailable names a newer revision in range a Manual variant
 	// does not take (recorded by reconcileDownstream).
 	updateAvailable string
@@ -466,9 +472,51 @@ func (r *Reconciler) holdManual(ctx context.Context, s *scope, lock string) erro
 		if v.Revision.Commit != lock || !c.Check(v.Version) {
 			continue
 		}
+		s.updateReason = UpdateAvailableReason
 		s.updateAvailable = fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
 			u.Package, s.upVersion, s.upRev.Revision, u.VersionRange, v.Version)
 		s.upRev, s.upVersion = v.Revision, v.Version.String()
+		s.in.Upstream, err = r.upstreams.read(ctx, s.upStore, s.upRev)
+		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
+		return err
+	}
+	return nil
+}
+
+// holdChanged passes updates that change the hold-upstream annotation.
+var holdChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetAnnotations()[configv1alpha1.HoldUpstreamAnnotation] != e.ObjectNew.GetAnnotations()[configv1alpha1.HoldUpstreamAnnotation]
+}}
+
+// holdRolledBack keeps a variant whose upstream resolves to a commit a
+// rollout rolled back (HoldUpstreamAnnotation) on the published upstream
+// revision its published downstream was made from (what the rollback
+// restored), so it does not propose the rolled-back content again.
+func (r *Reconciler) holdRolledBack(ctx context.Context, s *scope) error {
+	held := s.pv.Annotations[configv1alpha1.HoldUpstreamAnnotation]
+	if held == "" || held != s.upRev.Commit || s.down.Published == nil {
+		return nil
+	}
+	published, err := s.downStore.Read(ctx, *s.down.Published)
+	if err != nil {
+		return err
+	}
+	lock := lockedCommit(published)
+	if lock == "" || lock == held {
+		return nil
+	}
+	revs, err := s.upStore.ListPackage(ctx, s.upRev.Package)
+	if err != nil {
+		return err
+	}
+	for _, rev := range revs {
+		if rev.Commit != lock || rev.Lifecycle != porchv1alpha1.LifecyclePublished {
+			continue
+		}
+		s.updateReason = UpstreamHeldReason
+		s.updateAvailable = fmt.Sprintf("%s revision %d (commit %.12s) was rolled back (annotation %s): the variant stays on revision %d until the upstream moves past it; remove the annotation to take it again",
+			s.upRev.Package, s.upRev.Revision, held, configv1alpha1.HoldUpstreamAnnotation, rev.Revision)
+		s.upRev, s.upVersion = rev, versionOf(s.upVersions, rev.Commit)
 		s.in.Upstream, err = r.upstreams.read(ctx, s.upStore, s.upRev)
 		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
 		return err
@@ -529,6 +577,9 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if err := r.holdManual(ctx, s, lockedCommit(s.base)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.holdRolledBack(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	if from == d.Draft && d.Published != nil {

@@ -151,7 +151,8 @@ func (m *producedMemo) forget(name types.NamespacedName) {
 func memoKey(s *scope) (producedKey, bool) {
 	pv, d := s.pv, s.down
 	if pv.Spec.Dependencies != nil || d.Proposal != nil ||
-		pv.Spec.Upstream.VersionRange != "" && pv.Spec.Upstream.UpdatePolicy == configv1alpha1.UpdatePolicyManual {
+		pv.Spec.Upstream.VersionRange != "" && pv.Spec.Upstream.UpdatePolicy == configv1alpha1.UpdatePolicyManual ||
+		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] != "" {
 		return producedKey{}, false
 	}
 	k := producedKey{

@@ -26,7 +26,7 @@ func variantConditions(s *scope) []metav1.Condition {
 		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: s.proposalPending})
 	}
 	if s.updateAvailable != "" {
-		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: UpdateAvailableReason, Message: s.updateAvailable})
+		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: s.updateReason, Message: s.updateAvailable})
 	}
 	if s.conflict != "" {
 		out = append(out, metav1.Condition{Type: configv1alpha1.PackageConflictCondition, Status: metav1.ConditionTrue, Reason: pkgdeps.PackageConflictReason, Message: s.conflict})
