@@ -3,6 +3,8 @@ package reconciler
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // The kstatus condition types every Scion kind carries.
@@ -69,9 +71,15 @@ func KstatusConditions(gen int64, o Outcome, ready metav1.Condition) []metav1.Co
 func SetConditions(conds *[]metav1.Condition, gen int64, cs ...metav1.Condition) {
 	for _, c := range cs {
 		c.ObservedGeneration = gen
+		c.Message = store.Shorten(c.Message, MaxMessage)
 		meta.SetStatusCondition(conds, c)
 	}
 }
+
+// MaxMessage bounds a condition's message (the API server refuses one over
+// 32 KiB, and the whole status with it): a message may quote a user's value
+// or a remote's words.
+const MaxMessage = 4096
 
 // Transition returns the Ready condition of after when it differs (in
 // status or reason) from before's: what an event should announce. It

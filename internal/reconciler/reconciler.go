@@ -26,6 +26,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Step is one step of a reconcile over a scope S. It records what it
@@ -95,17 +97,36 @@ func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 		// of a failure.
 		return ctrl.Result{RequeueAfter: RaceRetry()}, nil
 	case o.Err != nil && statusErr == nil:
-		return ctrl.Result{}, o.Err
+		return ctrl.Result{}, bound(o.Err)
 	case o.Err != nil:
-		return ctrl.Result{}, errors.Join(o.Err, statusErr)
+		return ctrl.Result{}, bound(errors.Join(o.Err, statusErr))
 	case statusErr != nil:
-		return ctrl.Result{}, statusErr
+		return ctrl.Result{}, bound(statusErr)
 	case o.Waiting != nil:
 		return ctrl.Result{RequeueAfter: o.Waiting.After}, nil
 	case o.Stalled != nil:
 		return ctrl.Result{RequeueAfter: o.Stalled.Retry}, nil
 	}
 	return o.Result, nil
+}
+
+// MaxLogged bounds the text of an error a reconcile returns: the
+// controller logs it on every retry, and it may quote a user's value (an
+// object the API server refused) or what a remote sent.
+const MaxLogged = 1024
+
+// bounded is an error whose text is cut to MaxLogged bytes; errors.Is and
+// errors.As still see the whole chain.
+type bounded struct{ err error }
+
+func (b bounded) Error() string { return store.Shorten(b.err.Error(), MaxLogged) }
+func (b bounded) Unwrap() error { return b.err }
+
+func bound(err error) error {
+	if len(err.Error()) <= MaxLogged {
+		return err
+	}
+	return bounded{err}
 }
 
 // Expected says whether err is a race a retry resolves by itself: an

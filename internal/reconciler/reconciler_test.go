@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,4 +170,24 @@ func TestTransition(t *testing.T) {
 	g.Expect(Transition(c("True", "A"), c("False", "A"))).NotTo(BeNil())
 	g.Expect(Transition(c("False", "A"), c("False", "B"))).NotTo(BeNil())
 	g.Expect(Transition(c("False", "A"), nil)).To(BeNil())
+}
+
+// What a reconcile hands the controller to log, and what it writes into a
+// condition, is bounded, however long the value it quotes (a 70,000-byte
+// label the API server refused): the chain of errors is kept whole.
+func TestBounded(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("x", 70000)
+	refused := apierrors.NewInvalid(schema.GroupKind{Group: "porch.kpt.dev", Kind: "PackageRevision"}, "r", nil)
+	cause := fmt.Errorf("writing metadata.labels[team]=%q: %w", long, refused)
+	_, err := Outcome{Err: cause}.Return(nil)
+	g.Expect(len(err.Error())).To(BeNumerically("<", MaxLogged+100))
+	g.Expect(err.Error()).To(HaveSuffix("bytes more)"))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the chain is kept")
+	_, err = Outcome{Err: errors.New("short")}.Return(nil)
+	g.Expect(err).To(MatchError("short"))
+
+	var conds []metav1.Condition
+	SetConditions(&conds, 1, metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: "Invalid", Message: long})
+	g.Expect(len(conds[0].Message)).To(BeNumerically("<", MaxMessage+100))
 }

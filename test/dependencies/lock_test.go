@@ -2,6 +2,7 @@ package dependencies
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +150,52 @@ func TestLock_concurrentResolution(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
 	g.Expect(providers(g)).To(HaveLen(1))
+}
+
+// Many variants resolving in one repository at once, all sharing a
+// dependency, race to write the lock: every write that lost is retried
+// against the lock it lost to, and all converge quickly, with one
+// dependency variant they all own and one lock entry listing them all;
+// none is left Retrying.
+func TestLock_manyWriters(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("lib", "", nil)
+	const n = 8
+	for i := range n {
+		cat.publish(fmt.Sprintf("app-%d", i), "", []requires{{"lib", "^1"}})
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("app-%d", i)
+			_ = k8sClient.Create(ctx, variant(ns, name, name, "1", &configv1alpha1.Dependencies{Install: true}))
+		}()
+	}
+	wg.Wait()
+	libPV := pkgdeps.DependencyVariantName("cluster-01", "lib")
+	g.Eventually(func(g Gomega) {
+		var apps []string
+		for i := range n {
+			name := fmt.Sprintf("app-%d", i)
+			apps = append(apps, name)
+			pv := getPV(g, ns, name)
+			ready := condition(g, pv, configv1alpha1.ReadyCondition)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s %s", name, ready.Reason, ready.Message)
+			g.Expect(condition(g, pv, configv1alpha1.DependenciesReadyCondition).Reason).To(Equal(pkgdeps.DependencyPendingReason))
+		}
+		g.Expect(getPV(g, ns, libPV).OwnerReferences).To(HaveLen(n), "one dependency variant, owned by every dependant")
+		l := lock(g, ns, "cluster-01")
+		var libs []configv1alpha1.LockedPackage
+		for _, p := range l.Packages {
+			if p.Name == "lib" {
+				libs = append(libs, p)
+			}
+		}
+		g.Expect(libs).To(HaveLen(1))
+		g.Expect(libs[0].Dependants).To(ConsistOf(apps))
+	}, timeout, interval).Should(Succeed())
 }

@@ -15,10 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -77,22 +75,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Options.SyncPeriod <= 0 {
 		r.Options.SyncPeriod = DefaultSyncPeriod
 	}
+	if err := (&usersReconciler{Client: r.Client, APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
 		For(&configv1alpha1.Repository{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			syncRequested,
 		))).
-		// A variant that comes or goes changes the count of its
-		// Repositories' users (the burst of a fleet's creation makes one
-		// reconcile per Repository, not one per variant).
-		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
-			for _, name := range packagevariant.Repositories(o.(*configv1alpha1.PackageVariant)) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
-			}
-			return out
-		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }, GenericFunc: func(event.GenericEvent) bool { return false }})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
 }
@@ -110,8 +101,6 @@ type scope struct {
 	// busy is set when another reconcile is opening or fetching the
 	// repository: nothing was learned, the status stays as it is.
 	busy bool
-	// users counts the PackageVariants using the Repository.
-	users int
 }
 
 // Reconcile syncs one Repository.
@@ -124,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !repo.DeletionTimestamp.IsZero() {
 		return reconciler.Run(ctx, s, r.reconcileDelete).Return(nil)
 	}
-	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileUsers, r.reconcileOpen, r.reconcileHistory, r.reconcileSync)
+	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileOpen, r.reconcileHistory, r.reconcileSync)
 	return out.Return(r.patchStatus(ctx, s, out))
 }
 
@@ -141,17 +130,6 @@ func (r *Reconciler) syncPeriod(repo *configv1alpha1.Repository) time.Duration {
 
 func (r *Reconciler) retryPeriod(repo *configv1alpha1.Repository) time.Duration {
 	return min(r.syncPeriod(repo), time.Minute)
-}
-
-// reconcileUsers counts the PackageVariants reading from or writing to
-// the Repository (from the cache's index).
-func (r *Reconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl.Result, error) {
-	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(s.repo.Namespace), client.MatchingFields{packagevariant.RepositoryIndex: s.repo.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("counting the PackageVariants of %s: %w", s.repo.Name, err)
-	}
-	s.users = len(list.Items)
-	return ctrl.Result{}, nil
 }
 
 // reconcileFinalizer adds the finalizer before anything is synced.

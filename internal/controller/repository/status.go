@@ -92,7 +92,6 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 // setStatus sets a Repository's status from the facts and the outcome.
 func setStatus(repo *configv1alpha1.Repository, s *scope, o reconciler.Outcome, now time.Time) {
 	st := &repo.Status
-	st.PackageVariants = s.users
 	reconciler.SetConditions(&st.Conditions, repo.Generation, reconciler.KstatusConditions(repo.Generation, o, readyCondition(s, o))...)
 	if o.Complete() {
 		st.ObservedGeneration = repo.Generation
@@ -107,9 +106,10 @@ func setStatus(repo *configv1alpha1.Repository, s *scope, o reconciler.Outcome, 
 	}
 }
 
-// patchStatus is the one place a Repository's status is written: it
-// turns the facts of the reconcile into conditions and fields, writes
-// them only when they changed, and announces Ready transitions.
+// patchStatus is the one place a Repository's status is written (but
+// status.packageVariants, the usersReconciler's one field): it turns the
+// facts of the reconcile into conditions and fields, writes them only when
+// they changed, and announces Ready transitions.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
 	if s.busy {
 		return nil
