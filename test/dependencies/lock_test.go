@@ -3,6 +3,8 @@ package dependencies
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -161,6 +163,13 @@ func TestLock_manyWriters(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, cat, _ := setup(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			f, _ := os.Create("/tmp/goroutines.txt")
+			_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+			f.Close()
+		}
+	})
 	cat.publish("lib", "", nil)
 	const n = 8
 	for i := range n {

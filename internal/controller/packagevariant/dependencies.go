@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/deps"
 	"github.com/scion-dev/scion/internal/pkgdeps"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
 
 // DownstreamIndex indexes PackageVariants by their downstream Repository,
@@ -101,33 +102,29 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 		f.failure = fmt.Sprintf("the upstream package %s cannot be read: %v", s.upRev.Package, err)
 		return ctrl.Result{}, nil
 	}
-	lock, exists, err := pkgdeps.ReadLock(ctx, r.APIReader, s.downObj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// What others plan counts as installed; what this variant planned
-	// before is decided again.
-	v.Planned = pkgdeps.WithPlan(pkgdeps.Planned(lock), pv.Name, nil)
-	res, err := pkgdeps.Resolve(v)
-	if err != nil {
-		f.failure = pkgdeps.Explain(err, cat)
-		return ctrl.Result{}, nil
-	}
-	installers, err := r.installers(ctx, pv)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	a := pkgdeps.Assess(res.Needs, pv.Spec.Dependencies.Install, installers)
-	f.assessment = &a
-	var plan []pkgdeps.Need
-	for _, n := range a.Install {
-		if n.In == nil {
-			plan = append(plan, n) // not in git yet: claimed in the lock
+	// Resolve against the lock as read and write what this variant
+	// installs against that version; a write another resolution beat is
+	// decided again at once, with the lock it lost to (a few times: a
+	// burst of variants resolving in one repository settles in a few
+	// rounds), before the reconcile gives up and is retried.
+	var a pkgdeps.Assessment
+	var failed bool
+	for attempt := 1; ; attempt++ {
+		a, failed, err = r.resolveAndClaim(ctx, s, v, installed, cat)
+		if !errors.Is(err, pkgdeps.ErrLockConflict) || attempt == lockAttempts {
+			break
 		}
+		select {
+		case <-ctx.Done():
+			return ctrl.Result{}, ctx.Err()
+		case <-time.After(reconciler.RaceRetry() / 5):
+		}
+		if installed, err = r.Deps.Installed(ctx, s.downStore, cat); err != nil {
+			return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.downObj.Name, err)
+		}
+		v.Installed = installed
 	}
-	if err := pkgdeps.WriteLock(ctx, r.Client, s.downObj, lock, exists, func(l *configv1alpha1.PackageLock) {
-		l.Packages, l.Conflicts = pkgdeps.Lock(installed, pkgdeps.WithPlan(pkgdeps.Planned(l), pv.Name, plan), cat)
-	}); err != nil {
+	if err != nil || failed {
 		return ctrl.Result{}, err
 	}
 	keep := map[string]bool{}
@@ -139,6 +136,47 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 		keep[name] = true
 	}
 	return ctrl.Result{}, r.releaseDependencies(ctx, pv, keep)
+}
+
+// lockAttempts bounds how often one reconcile resolves again after its
+// lock write lost to another resolution's.
+const lockAttempts = 5
+
+// resolveAndClaim resolves the variant against the repository's lock as
+// read now and writes what it installs into the lock against that
+// version (pkgdeps.ErrLockConflict when another write came first). It
+// records the facts for the gate and the status; done is true when the
+// resolution failed (recorded, nothing to write).
+func (r *Reconciler) resolveAndClaim(ctx context.Context, s *scope, v pkgdeps.Variant, installed []pkgdeps.Package, cat *pkgdeps.Catalog) (pkgdeps.Assessment, bool, error) {
+	pv, f := s.pv, s.deps
+	lock, exists, err := pkgdeps.ReadLock(ctx, r.APIReader, s.downObj)
+	if err != nil {
+		return pkgdeps.Assessment{}, false, err
+	}
+	// What others plan counts as installed; what this variant planned
+	// before is decided again.
+	v.Planned = pkgdeps.WithPlan(pkgdeps.Planned(lock), pv.Name, nil)
+	res, err := pkgdeps.Resolve(v)
+	if err != nil {
+		f.assessment, f.failure = nil, pkgdeps.Explain(err, cat)
+		return pkgdeps.Assessment{}, true, nil
+	}
+	installers, err := r.installers(ctx, pv)
+	if err != nil {
+		return pkgdeps.Assessment{}, false, err
+	}
+	a := pkgdeps.Assess(res.Needs, pv.Spec.Dependencies.Install, installers)
+	f.assessment, f.failure = &a, ""
+	var plan []pkgdeps.Need
+	for _, n := range a.Install {
+		if n.In == nil {
+			plan = append(plan, n) // not in git yet: claimed in the lock
+		}
+	}
+	err = pkgdeps.WriteLock(ctx, r.Client, s.downObj, lock, exists, func(l *configv1alpha1.PackageLock) {
+		l.Packages, l.Conflicts = pkgdeps.Lock(installed, pkgdeps.WithPlan(pkgdeps.Planned(l), pv.Name, plan), cat)
+	})
+	return a, false, err
 }
 
 // installers maps the downstream folders of the variant's repository to
