@@ -3,8 +3,8 @@ package dependencies
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,9 +165,10 @@ func TestLock_manyWriters(t *testing.T) {
 	ns, cat, _ := setup(t)
 	t.Cleanup(func() {
 		if t.Failed() {
-			f, _ := os.Create("/tmp/goroutines.txt")
-			_ = pprof.Lookup("goroutine").WriteTo(f, 2)
-			f.Close()
+			// Where the controller's workers are, for the next person.
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Logf("goroutines:\n%s", b.String())
 		}
 	})
 	cat.publish("lib", "", nil)
