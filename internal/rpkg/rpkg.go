@@ -299,12 +299,15 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 		return nil
 	}
 	err = wait.PollUntilContextTimeout(ctx, c.poll(), c.Timeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Client.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		// Gone, or replaced: a variant that writes the package may show
+		// its new draft under the same name at once.
+		cur := &porchv1alpha1.PackageRevision{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(pr), cur)
+		return apierrors.IsNotFound(err) || err == nil && cur.UID != pr.UID, client.IgnoreNotFound(err)
 	})
 	if err != nil {
 		cur := &porchv1alpha1.PackageRevision{}
-		if c.Client.Get(ctx, client.ObjectKeyFromObject(pr), cur) == nil {
+		if c.Client.Get(ctx, client.ObjectKeyFromObject(pr), cur) == nil && cur.UID == pr.UID {
 			if r := Ready(cur); r.Message != "" {
 				return fmt.Errorf("%s is not deleted yet: %s", name, r.Message)
 			}

@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/rpkg"
 )
 
 // warnings collects the warnings the API server sends.
@@ -81,4 +82,26 @@ func TestRepository_deletedInUse(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, orphan)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(inRepo(g)).To(BeEmpty()) }, timeout, interval).Should(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(inRepo(g)).To(BeEmpty()) }, 3*time.Second, interval).Should(Succeed())
+}
+
+// Deleting a variant's revision: the variant shows its new draft at once,
+// often under the same name; scion rpkg delete is done when the object it
+// deleted is gone, not when the name is free.
+func TestRepository_deleteVariantRevision(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("app", "", nil)
+	g.Expect(k8sClient.Create(ctx, variant(ns, "app", "app", "1", nil))).To(Succeed())
+	publishVariant(t, ns, "app")
+	pr := draftOf(g, ns, "app")
+	setLifecycle(g, ns, pr.Name, porchv1alpha1.LifecycleDeletionProposed)
+	g.Expect(rpkg.Consequence(pr)).To(ContainSubstring("PackageVariant app writes package app in cluster-01 and makes a new draft of it"))
+	c := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: 30 * time.Second}
+	g.Expect(c.Delete(ctx, pr.Name)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		again := draftOf(g, ns, "app")
+		g.Expect(again.UID).NotTo(Equal(pr.UID))
+		g.Expect(again.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the variant made a new draft, as the note says")
+	}, timeout, interval).Should(Succeed())
 }
