@@ -60,6 +60,10 @@ func (s *Service) Move(ctx context.Context, repo *store.Repository, repoName str
 			return rev, err
 		}
 		return s.Move(ctx, repo, repoName, deployment, pr, proposed)
+	case have == porchv1alpha1.LifecyclePublished:
+		// Asked of a revision git published already (a withdrawal that
+		// came after the approval was carried out).
+		return rev, invalid("spec.lifecycle: the revision is Published in git and cannot become %s: set spec.lifecycle back to Published, or propose its deletion (DeletionProposed)", want)
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}

@@ -291,7 +291,33 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			}
 		}
 	}
+	if len(o.Kstatus) == 0 && cur != nil {
+		keepVerdict(want, cur)
+	}
 	return s.apply(ctx, want, cur, o.Handled, o.GitConditions)
+}
+
+// keepVerdict keeps, for a writer without a verdict of its own (a sync),
+// the PackageRevision controller's verdict on the object's current
+// generation when it is not Ready (a stall, a wait, a retry): the sync
+// shows what git has, and must not erase why the object's spec is not
+// carried out (a Published revision asked to become a Draft, a gate not
+// met). A Ready verdict is the sync's to refresh.
+func keepVerdict(want, cur *porchv1alpha1.PackageRevision) {
+	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == reconciler.ReadyCondition })
+	if ready < 0 || cur.Status.Conditions[ready].Status == "True" || cur.Status.Conditions[ready].ObservedGeneration != cur.Generation {
+		return
+	}
+	for _, c := range cur.Status.Conditions {
+		if !IsControllerCondition(c.Type) {
+			continue
+		}
+		for i := range want.Status.Conditions {
+			if want.Status.Conditions[i].Type == c.Type {
+				want.Status.Conditions[i] = c
+			}
+		}
+	}
 }
 
 // Desired is the PackageRevision that shows a git revision.

@@ -113,7 +113,7 @@ func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 // MaxLogged bounds the text of an error a reconcile returns: the
 // controller logs it on every retry, and it may quote a user's value (an
 // object the API server refused) or what a remote sent.
-const MaxLogged = 1024
+const MaxLogged = 512
 
 // bounded is an error whose text is cut to MaxLogged bytes; errors.Is and
 // errors.As still see the whole chain.

@@ -111,6 +111,12 @@ func TestRollout_rollbackHoldsUpstream(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("app revision 2"))
 		g.Expect(c.Message).To(ContainSubstring("the variant stays on revision 1"))
 		g.Expect(condition(g, cur, configv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		// The rollout says so in its status.
+		got := &configv1alpha1.PackageRollout{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), got)).To(Succeed())
+		stalled := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("rolled back: PackageVariant app stays on the upstream revision before"))
 	}, timeout, interval).Should(Succeed())
 	// Nothing with revision 2's content is proposed again: no draft, or
 	// one made from revision 1.

@@ -722,3 +722,40 @@ func TestPackageRevision_oneLatest(t *testing.T) {
 	g.Expect(second.Labels).To(HaveKeyWithValue(porchv1alpha1.LatestRevisionLabel, "true"))
 	g.Expect(get(g, first).Labels).NotTo(HaveKey(porchv1alpha1.LatestRevisionLabel), "the first gave the label up before the second showed it")
 }
+
+// A request git cannot carry out (a withdrawal of an approval that lost
+// the race with the publication: the CRD admits it while status.lifecycle
+// still says Proposed) gets a verdict that stays: the repository's sync,
+// which shows what git has, does not erase it with "Synced".
+func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns, "blueprints", false)
+	pr := newRevision(ns, "blueprints", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+	// What the race leaves: the withdrawal admitted while the status
+	// still showed Proposed, after git published.
+	cur := get(g, pr)
+	cur.Status.Lifecycle = porchv1alpha1.LifecycleProposed
+	g.Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+	cur = get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	verdict := func(g Gomega) {
+		got := get(g, pr)
+		r := ready(got)
+		g.Expect(r.ObservedGeneration).To(Equal(got.Generation), "a verdict on the generation asked")
+		g.Expect(r.Status).To(BeEquivalentTo("False"))
+		g.Expect(r.Reason).To(Equal(porchv1alpha1.InvalidReason))
+		g.Expect(r.Message).To(ContainSubstring("the revision is Published in git and cannot become Draft: set spec.lifecycle back to Published, or propose its deletion"))
+		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle")
+	}
+	g.Eventually(verdict, timeout, interval).Should(Succeed())
+	requestSync(t, ns, "blueprints")
+	g.Consistently(verdict, 3*time.Second, interval).Should(Succeed(), "the sync keeps the verdict")
+}

@@ -160,6 +160,9 @@ type scope struct {
 	decision *rollout.Decision
 	// rolledBack counts, by wave, the targets rolled back so far.
 	rolledBack map[string]int32
+	// held names the PackageVariants a rollback holds on the upstream
+	// revision before (HoldUpstreamAnnotation).
+	held []string
 }
 
 // Reconcile moves one rollout on.
@@ -556,13 +559,14 @@ func (r *Reconciler) reconcileRollback(ctx context.Context, s *scope) (ctrl.Resu
 			continue
 		}
 		for _, name := range w.Revisions {
-			done, err := r.rollBack(ctx, s.ro, s.objects[name])
+			done, held, err := r.rollBack(ctx, s.ro, s.objects[name])
 			if err != nil {
 				errs = append(errs, err)
 			}
 			if done {
 				s.rolledBack[w.Name]++
 			}
+			s.held = append(s.held, held...)
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
@@ -575,68 +579,79 @@ func (r *Reconciler) reconcileStopped(_ context.Context, s *scope) (ctrl.Result,
 	switch {
 	case s.decision == nil:
 	case s.decision.Phase == rollout.PhaseFailed:
-		return ctrl.Result{}, reconciler.Stall(configv1alpha1.BudgetExceededReason, "%s", s.decision.Blocked)
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.BudgetExceededReason, "%s%s", s.decision.Blocked, heldNote(s.held))
 	case s.decision.Phase == rollout.PhaseAborted:
-		return ctrl.Result{}, reconciler.Stall(configv1alpha1.AbortedReason, "%s", s.decision.Blocked)
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.AbortedReason, "%s%s", s.decision.Blocked, heldNote(s.held))
 	}
 	return ctrl.Result{}, nil
 }
 
+// heldNote says which variants a rollback holds, for the stalled
+// rollout's message ("" when none).
+func heldNote(held []string) string {
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; rolled back: PackageVariant %s stays on the upstream revision before (annotation %s) until its upstream moves past the bad one",
+		strings.Join(held, ", "), configv1alpha1.HoldUpstreamAnnotation)
+}
+
 // rollBack rolls back one revision (as reconcileObserve read it) if this
 // rollout published it; it reports whether the revision is rolled back
-// (now or before).
-func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (bool, error) {
+// (now or before), and the variants it holds on the revision before.
+func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (bool, []string, error) {
 	if pr == nil {
-		return false, nil
+		return false, nil, nil
 	}
 	name := pr.Name
 	if pr.Labels[configv1alpha1.PackageRolloutLabel] != ro.Name || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished || pr.Status.ObservedGeneration != pr.Generation {
-		return false, nil // not published by this rollout (yet): left as it is
+		return false, nil, nil // not published by this rollout (yet): left as it is
 	}
 	_, st, err := r.Cache.OpenNamed(ctx, r.Client, ro.Namespace, pr.Spec.Repository)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if err != nil {
-		return false, fmt.Errorf("rolling back %s: %w", name, err)
+		return false, nil, fmt.Errorf("rolling back %s: %w", name, err)
 	}
 	out, now, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
 	if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
 		r.Recorder.Eventf(ro, pr, "Warning", "RollbackImpossible", "Rollback", "%s: %v; it stays published", name, err)
-		return false, nil
+		return false, nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("rolling back %s: %w", name, err)
+		return false, nil, fmt.Errorf("rolling back %s: %w", name, err)
 	}
 	if out.Commit != "" && out.Revision > rev.Revision {
 		held, err := r.holdUpstream(ctx, ro, pr)
 		if err != nil {
-			return true, err
+			return true, nil, err
 		}
 		if now {
 			// Announced once: a reconcile that finds it done says nothing.
-			r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before%s", name, out.Package, out.Revision, held)
+			r.Recorder.Eventf(ro, pr, "Warning", "RolledBack", "Rollback", "%s rolled back: %s v%d has the content of the revision before%s", name, out.Package, out.Revision, heldNote(held))
 		}
 		if err := r.requestSync(ctx, ro.Namespace, pr.Spec.Repository); err != nil {
-			return true, err
+			return true, held, err
 		}
+		return true, held, nil
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // holdUpstream keeps the PackageVariant that writes a rolled-back
 // revision's package from proposing the rolled-back content again: it
 // sets the variant's hold-upstream annotation to the upstream commit the
-// revision was made from. It returns what to add to the announcement.
-func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (string, error) {
+// revision was made from. It returns the variants held.
+func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) ([]string, error) {
 	lock := pr.Status.UpstreamLock
 	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
-		return "", nil // not made from an upstream: nothing follows it
+		return nil, nil // not made from an upstream: nothing follows it
 	}
 	list := &configv1alpha1.PackageVariantList{}
 	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{packagevariant.DownstreamPackageIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err != nil {
-		return "", fmt.Errorf("finding the PackageVariant of %s: %w", pr.Name, err)
+		return nil, fmt.Errorf("finding the PackageVariant of %s: %w", pr.Name, err)
 	}
 	var held []string
 	for i := range list.Items {
@@ -651,15 +666,11 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 		}
 		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] = lock.Git.Commit
 		if err := r.Patch(ctx, pv, patch); client.IgnoreNotFound(err) != nil {
-			return "", fmt.Errorf("holding the upstream of PackageVariant %s: %w", pv.Name, err)
+			return held, fmt.Errorf("holding the upstream of PackageVariant %s: %w", pv.Name, err)
 		}
 		held = append(held, pv.Name)
 	}
-	if len(held) == 0 {
-		return "", nil
-	}
-	return fmt.Sprintf("; PackageVariant %s holds upstream commit %.12s (annotation %s) and stays on the revision before until its upstream moves past it",
-		strings.Join(held, ", "), lock.Git.Commit, configv1alpha1.HoldUpstreamAnnotation), nil
+	return held, nil
 }
 
 // rollbackWorkspace is the workspace of a rollout's reverts: one per
