@@ -18,21 +18,10 @@ import (
 // kinds with more than one provider. The result depends only on its
 // inputs, so every writer computes the same lock from the same facts.
 func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Catalog) ([]configv1alpha1.LockedPackage, []configv1alpha1.LockConflict) {
-	type entry struct {
-		locked configv1alpha1.LockedPackage
-		decl   *deps.Declaration
-	}
-	var entries []*entry
-	entriesOf := func(es []*entry) []lockEntry {
-		out := make([]lockEntry, len(es))
-		for i, e := range es {
-			out[i] = lockEntry{locked: &e.locked, decl: e.decl}
-		}
-		return out
-	}
+	var entries []*lockEntry
 	inGit := map[string]bool{}
 	for _, in := range installed {
-		e := &entry{decl: in.Rev.Decl, locked: configv1alpha1.LockedPackage{Name: in.Rev.Package, Directory: in.Dir, State: configv1alpha1.LockedPublished}}
+		e := &lockEntry{decl: in.Rev.Decl, locked: configv1alpha1.LockedPackage{Name: in.Rev.Package, Directory: in.Dir, State: configv1alpha1.LockedPublished}}
 		if in.Rev.Version != nil {
 			e.locked.Version = in.Rev.Version.String()
 		}
@@ -46,7 +35,7 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 		if inGit[pl.Name] || pl.State != configv1alpha1.LockedPlanned || len(pl.PlannedBy) == 0 {
 			continue
 		}
-		e := &entry{locked: configv1alpha1.LockedPackage{Name: pl.Name, Version: pl.Version, State: configv1alpha1.LockedPlanned, PlannedBy: sortedSet(pl.PlannedBy)}}
+		e := &lockEntry{locked: configv1alpha1.LockedPackage{Name: pl.Name, Version: pl.Version, State: configv1alpha1.LockedPlanned, PlannedBy: sortedSet(pl.PlannedBy)}}
 		if v, err := semver.NewVersion(pl.Version); err == nil && cat != nil {
 			if r := revisionOf(cat, pl.Name, v); r != nil {
 				e.decl = r.Decl
@@ -54,8 +43,8 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 		}
 		entries = append(entries, e)
 	}
-	byName := map[string][]*entry{}
-	providers := map[string][]*entry{}
+	byName := map[string][]*lockEntry{}
+	providers := map[string][]*lockEntry{}
 	for _, e := range entries {
 		byName[e.locked.Name] = append(byName[e.locked.Name], e)
 		if e.decl != nil {
@@ -63,14 +52,14 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 			for _, g := range e.decl.Provides {
 				// Copies of one package (two variants of a blueprint)
 				// provide a kind once.
-				if !slices.ContainsFunc(providers[g], func(o *entry) bool { return o.locked.Name == e.locked.Name }) {
+				if !slices.ContainsFunc(providers[g], func(o *lockEntry) bool { return o.locked.Name == e.locked.Name }) {
 					providers[g] = append(providers[g], e)
 				}
 			}
 		}
 	}
-	dependants := map[*entry]map[string]bool{}
-	addDependant := func(of *entry, name string) {
+	dependants := map[*lockEntry]map[string]bool{}
+	addDependant := func(of *lockEntry, name string) {
 		if of.locked.Name == name {
 			return
 		}
@@ -79,8 +68,8 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 		}
 		dependants[of][name] = true
 	}
-	var reach func(e *entry, req *deps.Requirement) bool
-	reach = func(e *entry, req *deps.Requirement) bool {
+	var reach func(e *lockEntry, req *deps.Requirement) bool
+	reach = func(e *lockEntry, req *deps.Requirement) bool {
 		switch {
 		case req.GVK != "":
 			for _, p := range providers[req.GVK] {
@@ -150,8 +139,8 @@ func Lock(installed []Package, planned []configv1alpha1.LockedPackage, cat *Cata
 			g, strings.Join(labels, " and "), c.Packages[0], strings.Join(c.Packages[1:], ", "))
 		conflicts = append(conflicts, c)
 	}
-	conflicts = append(conflicts, versionConflicts(entriesOf(entries), cat)...)
-	conflicts = append(conflicts, requirementConflicts(entriesOf(entries), func(g string) *configv1alpha1.LockedPackage {
+	conflicts = append(conflicts, versionConflicts(entries, cat)...)
+	conflicts = append(conflicts, requirementConflicts(entries, func(g string) *configv1alpha1.LockedPackage {
 		if ps := providers[g]; len(ps) > 0 {
 			return &ps[0].locked
 		}
@@ -210,15 +199,15 @@ func ConflictFor(conflicts []configv1alpha1.LockConflict, p configv1alpha1.Locke
 
 // lockEntry is a package of the lock with its declaration.
 type lockEntry struct {
-	locked *configv1alpha1.LockedPackage
+	locked configv1alpha1.LockedPackage
 	decl   *deps.Declaration
 }
 
 // versionConflicts lists the packages that allow one version per
 // repository (they declare onePerRepository, or provide kinds) and are in
 // it at two versions: the Published one stays (else the first folder).
-func versionConflicts(entries []lockEntry, cat *Catalog) []configv1alpha1.LockConflict {
-	byName := map[string][]lockEntry{}
+func versionConflicts(entries []*lockEntry, cat *Catalog) []configv1alpha1.LockConflict {
+	byName := map[string][]*lockEntry{}
 	var names []string
 	for _, e := range entries {
 		if e.locked.Directory == "" || e.decl == nil {
@@ -242,7 +231,7 @@ func versionConflicts(entries []lockEntry, cat *Catalog) []configv1alpha1.LockCo
 			}
 			return es[i].locked.Directory < es[j].locked.Directory
 		})
-		var others []lockEntry
+		var others []*lockEntry
 		for _, e := range es[1:] {
 			if e.locked.Version != es[0].locked.Version {
 				others = append(others, e)
@@ -252,11 +241,11 @@ func versionConflicts(entries []lockEntry, cat *Catalog) []configv1alpha1.LockCo
 			continue // copies of one version (two tenants of one blueprint)
 		}
 		c := configv1alpha1.LockConflict{Package: name, Packages: []string{es[0].locked.Directory}}
-		labels := []string{label(*es[0].locked)}
+		labels := []string{label(es[0].locked)}
 		var dirs []string
 		for _, e := range others {
 			c.Packages = append(c.Packages, e.locked.Directory)
-			labels = append(labels, label(*e.locked))
+			labels = append(labels, label(e.locked))
 			dirs = append(dirs, e.locked.Directory)
 		}
 		c.Message = fmt.Sprintf("package %s is in the repository as %s, and it allows one version per repository (installationType onePerRepository): %s stays, and publishing %s is refused while the conflict stands; move one copy to the other's version, or remove it",
@@ -269,8 +258,8 @@ func versionConflicts(entries []lockEntry, cat *Catalog) []configv1alpha1.LockCo
 // installationType is a package's, from the catalog when it has the
 // package, else from the repository's copies; a package none of whose
 // copies declares itself tolerates copies at other versions.
-func installationType(es []lockEntry, cat *Catalog) configv1alpha1.InstallationType {
-	if !slices.ContainsFunc(es, func(e lockEntry) bool { return e.decl.Declared }) {
+func installationType(es []*lockEntry, cat *Catalog) configv1alpha1.InstallationType {
+	if !slices.ContainsFunc(es, func(e *lockEntry) bool { return e.decl.Declared }) {
 		return configv1alpha1.NoRestrictions
 	}
 	if cat != nil {
@@ -290,7 +279,7 @@ func installationType(es []lockEntry, cat *Catalog) configv1alpha1.InstallationT
 // a package it does not hold, every version of which in range provides a
 // kind another package holds (holder): they cannot be installed while it
 // does.
-func requirementConflicts(entries []lockEntry, holder func(gvk string) *configv1alpha1.LockedPackage, cat *Catalog) []configv1alpha1.LockConflict {
+func requirementConflicts(entries []*lockEntry, holder func(gvk string) *configv1alpha1.LockedPackage, cat *Catalog) []configv1alpha1.LockConflict {
 	if cat == nil {
 		return nil
 	}
