@@ -291,10 +291,7 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 			}
 		}
 	}
-	if len(o.Kstatus) == 0 && cur != nil {
-		keepVerdict(want, cur)
-	}
-	return s.apply(ctx, want, cur, o.Handled, o.GitConditions)
+	return s.apply(ctx, want, cur, o.Handled, len(o.Kstatus) == 0, o.GitConditions)
 }
 
 // keepVerdict keeps, for a writer without a verdict of its own (a sync),
@@ -303,7 +300,8 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 // shows what git has, and must not erase why the object's spec is not
 // carried out (a Published revision asked to become a Draft, a gate not
 // met). A Ready verdict is the sync's to refresh.
-func keepVerdict(want, cur *porchv1alpha1.PackageRevision) {
+// It reads cur as the status write reads it (fresh after a conflict).
+func keepVerdict(want *porchv1alpha1.PackageRevisionStatus, cur *porchv1alpha1.PackageRevision) {
 	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == reconciler.ReadyCondition })
 	if ready < 0 || cur.Status.Conditions[ready].Status == "True" || cur.Status.Conditions[ready].ObservedGeneration != cur.Generation {
 		return
@@ -312,9 +310,9 @@ func keepVerdict(want, cur *porchv1alpha1.PackageRevision) {
 		if !IsControllerCondition(c.Type) {
 			continue
 		}
-		for i := range want.Status.Conditions {
-			if want.Status.Conditions[i].Type == c.Type {
-				want.Status.Conditions[i] = c
+		for i := range want.Conditions {
+			if want.Conditions[i].Type == c.Type {
+				want.Conditions[i] = c
 			}
 		}
 	}
@@ -407,7 +405,7 @@ func repositoryOwner(r *configv1alpha1.Repository) metav1.OwnerReference {
 
 // apply creates or updates one PackageRevision to show want. It reports
 // whether it wrote anything.
-func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
+func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRevision, handled, noVerdict bool, gitConditions []string) (bool, error) {
 	if cur == nil {
 		obj := want.DeepCopy()
 		obj.Status = porchv1alpha1.PackageRevisionStatus{}
@@ -417,7 +415,7 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 			}
 			return false, err
 		}
-		_, err := s.applyStatus(ctx, want, obj, true, gitConditions)
+		_, err := s.applyStatus(ctx, want, obj, true, false, gitConditions)
 		return true, err
 	}
 	pending := cur.Generation != cur.Status.ObservedGeneration && !handled
@@ -461,14 +459,14 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		}
 		wrote = true
 	}
-	changed, err := s.applyStatus(ctx, want, obj, handled, gitConditions)
+	changed, err := s.applyStatus(ctx, want, obj, handled, noVerdict, gitConditions)
 	return wrote || changed, err
 }
 
 // applyStatus writes want's status onto obj, keeping the conditions other
 // writers own (people, other controllers: see mergeConditions), through
 // WriteStatus.
-func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled bool, gitConditions []string) (bool, error) {
+func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled, noVerdict bool, gitConditions []string) (bool, error) {
 	return s.WriteStatus(ctx, obj, func(obj *porchv1alpha1.PackageRevision) bool {
 		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
 		st := want.Status
@@ -481,6 +479,9 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 		// Ready says which generation it describes, so waiters can tell a
 		// fresh verdict from a stale one.
 		st.Conditions = slices.Clone(st.Conditions)
+		if noVerdict {
+			keepVerdict(&st, obj)
+		}
 		for i := range st.Conditions {
 			if IsControllerCondition(st.Conditions[i].Type) && st.Conditions[i].ObservedGeneration == 0 {
 				st.Conditions[i].ObservedGeneration = st.ObservedGeneration
