@@ -739,13 +739,17 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 	setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
 	// What the race leaves: the withdrawal admitted while the status
 	// still showed Proposed, after git published.
-	cur := get(g, pr)
-	cur.Status.Lifecycle = porchv1alpha1.LifecycleProposed
-	g.Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
-	cur = get(g, pr)
-	patch := client.MergeFrom(cur.DeepCopy())
-	cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
-	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	// The controller may still be writing the published revision's
+	// status: retry on conflict, as any writer would.
+	g.Eventually(func(g Gomega) {
+		cur := get(g, pr)
+		cur.Status.Lifecycle = porchv1alpha1.LifecycleProposed
+		g.Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+		cur = get(g, pr)
+		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+		g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
 	verdict := func(g Gomega) {
 		got := get(g, pr)
 		r := ready(got)
