@@ -940,11 +940,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // othersCommits lists the commits of a draft (or proposal) of the variant
-// that neither the variant nor the PackageRevision controller wrote.
+// that neither the variant nor the PackageRevision controller wrote. A
+// Repository that is gone or going has none to keep: its PackageRevisions
+// go with it.
 func (r *Reconciler) othersCommits(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) ([]string, error) {
 	_, st, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pr.Spec.Repository)
+	if apierrors.IsNotFound(err) || errors.Is(err, repocache.ErrDeleting) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, err // names the repository
 	}
 	return pkgservice.ForeignCommits(ctx, st, pv, pr.Spec.PackageName, pr.Spec.WorkspaceName)
 }

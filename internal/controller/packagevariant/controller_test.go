@@ -838,3 +838,24 @@ func TestPackageVariant_reusesItsProduction(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/notes.md")).To(Equal("# on call: bob"), "the person's file is kept")
 	g.Expect(drafts(t, cluster)).To(Equal([]string{ref}))
 }
+
+// A variant deleted with its downstream Repository goes without a
+// complaint: the Repository's revisions go with it, so there is nothing
+// of anyone's to keep and nothing to report (no DeleteFailed event).
+func TestPackageVariant_deletedWithItsRepository(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, _ := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	createReady(t, pv)
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-01"}}
+	g.Expect(k8sClient.Delete(ctx, repo)).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).NotTo(ContainElement(HaveField("Reason", "DeleteFailed")))
+}
