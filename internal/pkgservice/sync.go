@@ -302,8 +302,7 @@ func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, 
 // met). A Ready verdict is the sync's to refresh.
 // It reads cur as the status write reads it (fresh after a conflict).
 func keepVerdict(want *porchv1alpha1.PackageRevisionStatus, cur *porchv1alpha1.PackageRevision) {
-	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == reconciler.ReadyCondition })
-	if ready < 0 || cur.Status.Conditions[ready].Status == "True" || cur.Status.Conditions[ready].ObservedGeneration != cur.Generation {
+	if !verdictStands(cur) {
 		return
 	}
 	for _, c := range cur.Status.Conditions {
@@ -316,6 +315,14 @@ func keepVerdict(want *porchv1alpha1.PackageRevisionStatus, cur *porchv1alpha1.P
 			}
 		}
 	}
+}
+
+// verdictStands says whether the controller's verdict on cur's current
+// generation is not Ready: the spec asks for something it did not carry
+// out (refused, or waiting).
+func verdictStands(cur *porchv1alpha1.PackageRevision) bool {
+	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == reconciler.ReadyCondition })
+	return ready >= 0 && cur.Status.Conditions[ready].Status != "True" && cur.Status.Conditions[ready].ObservedGeneration == cur.Generation
 }
 
 // Desired is the PackageRevision that shows a git revision.
@@ -447,8 +454,14 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 		obj.Spec.Repository = want.Spec.Repository
 		obj.Spec.WorkspaceName = want.Spec.WorkspaceName
 		obj.Spec.Revision = want.Spec.Revision
-		obj.Spec.Lifecycle = want.Spec.Lifecycle
 		obj.Spec.ReadinessGates = want.Spec.ReadinessGates
+		// A lifecycle the controller refused or waits on is the person's
+		// request, with its verdict: a sync keeps both while git still
+		// has the lifecycle the verdict was given against, so the object
+		// says the same whether or not a sync ran since.
+		if !noVerdict || !verdictStands(cur) || cur.Status.Lifecycle != want.Spec.Lifecycle {
+			obj.Spec.Lifecycle = want.Spec.Lifecycle
+		}
 	}
 	wrote := false
 	if !apiequality.Semantic.DeepEqual(obj.Labels, cur.Labels) || !apiequality.Semantic.DeepEqual(obj.OwnerReferences, cur.OwnerReferences) ||

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
@@ -731,7 +732,7 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	newRepository(t, ns, "blueprints", false)
+	bare := newRepository(t, ns, "blueprints", false)
 	pr := newRevision(ns, "blueprints", "app", "ws", initTask())
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
@@ -759,7 +760,26 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 		g.Expect(r.Message).To(ContainSubstring("the revision is Published in git and cannot become Draft: set spec.lifecycle back to Published, or propose its deletion"))
 		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle")
 	}
+	defer func() {
+		if t.Failed() {
+			got := &porchv1alpha1.PackageRevision{}
+			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), got)
+			out, _ := yaml.Marshal(got)
+			t.Logf("the revision at the end:\n%s", out)
+		}
+	}()
 	g.Eventually(verdict, timeout, interval).Should(Succeed())
+	// Someone else writes a draft of another package to git; the sync
+	// that shows it runs after the verdict.
+	other, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.WriteDraft(ctx, store.DraftWrite{Package: "other", Workspace: "ws", Message: "another writer",
+		Contents: pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: other\n")})})
+	g.Expect(err).NotTo(HaveOccurred())
 	requestSync(t, ns, "blueprints")
-	g.Consistently(verdict, 3*time.Second, interval).Should(Succeed(), "the sync keeps the verdict")
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkgservice.ObjectName("blueprints", "other", "ws")}, &porchv1alpha1.PackageRevision{})).To(Succeed())
+	}, timeout, interval).Should(Succeed(), "a sync ran after the verdict")
+	g.Consistently(verdict, 3*time.Second, interval).Should(Succeed(), "the sync keeps the request and its verdict")
+	g.Expect(get(g, pr).Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request is kept, not replaced by git's lifecycle")
 }
