@@ -45,9 +45,10 @@ const (
 // variants, show them, diff a draft against its upstream, move the
 // upstream and show the drafts updated with a downstream edit kept, and
 // publish a draft once its readiness gate is met, then roll the rest of
-// the fleet out in waves. On the way it shows a dependency installed into
-// every cluster and a conflict of two packages serving one kind. Running it again works: each run publishes the
-// next upstream revision.
+// the fleet out in waves; then a bad release is rolled back, and the
+// rollback sticks. On the way it shows a dependency installed into every
+// cluster and a conflict of two packages serving one kind. Running it
+// again works: each run publishes the next two upstream revisions.
 func (o *Options) Run(ctx context.Context) error {
 	f, err := o.Load(ctx)
 	if err != nil {
@@ -73,7 +74,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.approve(ctx, ns); err != nil {
 		return err
 	}
-	return o.rollOut(ctx, ns)
+	if err := o.rollOut(ctx, ns); err != nil {
+		return err
+	}
+	return o.badRelease(ctx, f)
 }
 
 // WaitReady waits until every PackageVariantSet the demo applied is
@@ -373,57 +377,92 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 	}
 
 	// The platform team publishes the next revision of the blueprint.
-	st, err := o.openStore(ctx, f.Catalog)
+	next, image, err := o.publishNext(ctx, f, func(n int) string { return fmt.Sprintf("registry.example.com/web:1.%d.0", n) })
 	if err != nil {
-		return err
-	}
-	if err := st.Fetch(ctx); err != nil {
-		return err
-	}
-	revs, err := st.ListPackage(ctx, "regional-app")
-	if err != nil {
-		return err
-	}
-	n := latestRevision(revs)
-	latest, err := st.Get(ctx, "regional-app", "", n)
-	if err != nil {
-		return err
-	}
-	p, err := st.Read(ctx, latest)
-	if err != nil {
-		return err
-	}
-	data, _ := p.File("deployment.yaml")
-	image := fmt.Sprintf("registry.example.com/web:1.%d.0", n)
-	lines := strings.Split(string(data), "\n")
-	for i, l := range lines {
-		if strings.Contains(l, "image: registry.example.com/web:") {
-			lines[i] = l[:strings.Index(l, "image:")] + "image: " + image
-		}
-	}
-	if err := p.SetFile("deployment.yaml", []byte(strings.Join(lines, "\n"))); err != nil {
-		return err
-	}
-	next := fmt.Sprintf("v%d", n+1)
-	if _, err := publish(ctx, st, "regional-app", next, p); err != nil {
 		return err
 	}
 	o.say("")
 	o.say("==> the platform team publishes regional-app %s (image %s); the set moves to it", next, image)
+	if err := o.moveSet(ctx, ns, next); err != nil {
+		return err
+	}
+	// The set's variants follow; wait until cluster-01's draft has the
+	// new image.
+	deployment, err := o.waitDraftImage(ctx, ns, appVariant, image)
+	if err != nil {
+		return err
+	}
+	if err := o.WaitReady(ctx, f); err != nil {
+		return err
+	}
+	if !strings.Contains(deployment, ownerAnnotation) {
+		return errors.New("the downstream edit was lost in the update")
+	}
+	o.say("==> %s updated in place; the downstream edit is kept:", appVariant)
+	_, err = fmt.Fprint(o.Out, indent(deployment))
+	return err
+}
+
+// publishNext publishes the next revision of regional-app in the
+// catalog: the latest revision's content with the deployment's image set
+// to image(n), n the latest revision's number. It returns the new
+// revision's name (vN+1) and the image.
+func (o *Options) publishNext(ctx context.Context, f *Fleet, image func(n int) string) (string, string, error) {
+	st, err := o.openStore(ctx, f.Catalog)
+	if err != nil {
+		return "", "", err
+	}
+	if err := st.Fetch(ctx); err != nil {
+		return "", "", err
+	}
+	revs, err := st.ListPackage(ctx, "regional-app")
+	if err != nil {
+		return "", "", err
+	}
+	n := latestRevision(revs)
+	latest, err := st.Get(ctx, "regional-app", "", n)
+	if err != nil {
+		return "", "", err
+	}
+	p, err := st.Read(ctx, latest)
+	if err != nil {
+		return "", "", err
+	}
+	data, _ := p.File("deployment.yaml")
+	img := image(n)
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "image: registry.example.com/web:") {
+			lines[i] = l[:strings.Index(l, "image:")] + "image: " + img
+		}
+	}
+	if err := p.SetFile("deployment.yaml", []byte(strings.Join(lines, "\n"))); err != nil {
+		return "", "", err
+	}
+	next := fmt.Sprintf("v%d", n+1)
+	if _, err := publish(ctx, st, "regional-app", next, p); err != nil {
+		return "", "", err
+	}
+	return next, img, nil
+}
+
+// moveSet points regional-app's upstream at revision rev.
+func (o *Options) moveSet(ctx context.Context, ns, rev string) error {
 	set := &configv1alpha2.PackageVariantSet{}
 	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: appSet}, set); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(set.DeepCopy())
-	set.Spec.Upstream.Revision = configv1alpha1.RevisionNumber(next)
-	if err := o.Client.Patch(ctx, set, patch); err != nil {
-		return err
-	}
-	// The set's variants follow; wait until cluster-01's draft has the
-	// new image.
+	set.Spec.Upstream.Revision = configv1alpha1.RevisionNumber(rev)
+	return o.Client.Patch(ctx, set, patch)
+}
+
+// waitDraftImage waits until the draft of a variant has image in its
+// deployment, and returns the deployment.
+func (o *Options) waitDraftImage(ctx context.Context, ns, variant, image string) (string, error) {
 	var deployment string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, o.timeout(), true, func(ctx context.Context) (bool, error) {
-		pr, err := o.draftOf(ctx, ns, appVariant)
+	err := wait.PollUntilContextTimeout(ctx, time.Second, o.timeout(), true, func(ctx context.Context) (bool, error) {
+		pr, err := o.draftOf(ctx, ns, variant)
 		if err != nil || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
 			return false, nil
 		}
@@ -436,17 +475,9 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 		return strings.Contains(deployment, image), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the draft of %s did not get %s: %w", appVariant, image, err)
+		return "", fmt.Errorf("the draft of %s did not get %s: %w", variant, image, err)
 	}
-	if err := o.WaitReady(ctx, f); err != nil {
-		return err
-	}
-	if !strings.Contains(deployment, ownerAnnotation) {
-		return errors.New("the downstream edit was lost in the update")
-	}
-	o.say("==> %s updated in place; the downstream edit is kept:", appVariant)
-	_, err = fmt.Fprint(o.Out, indent(deployment))
-	return err
+	return deployment, nil
 }
 
 func indent(s string) string {

@@ -19,6 +19,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/rolloutctl"
@@ -34,7 +35,111 @@ const (
 	// sickCluster is the target the simulated deployer reports unhealthy
 	// until the fix.
 	sickCluster = "cluster-06"
+	// sickVariant is regional-app's variant in sickCluster: the target
+	// of the bad release's canary.
+	sickVariant = "regional-app-" + sickCluster + "-web"
 )
+
+// badRelease shows a rollback that sticks: the platform team publishes a
+// bad revision of regional-app and moves the set to it; sickCluster's
+// draft is proposed and rolled out alone with rollbackOnFailure; the
+// cluster reports unhealthy, the rollout rolls it back in git and holds
+// the variant on the revision before (no new draft with the bad
+// content, although the set still names it); the set is then pinned back
+// to the good revision, which a second run moves on from.
+func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
+	ns := f.Namespace
+	set := &configv1alpha2.PackageVariantSet{}
+	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: appSet}, set); err != nil {
+		return err
+	}
+	good := string(set.Spec.Upstream.Revision)
+	bad, image, err := o.publishNext(ctx, f, func(int) string { return "registry.example.com/web:2.0.0-rc.1" })
+	if err != nil {
+		return err
+	}
+	o.say("")
+	o.say("==> a bad release: the platform team publishes regional-app %s (image %s); the set moves to it", bad, image)
+	if err := o.moveSet(ctx, ns, bad); err != nil {
+		return err
+	}
+	if _, err := o.waitDraftImage(ctx, ns, sickVariant, image); err != nil {
+		return err
+	}
+	pr, err := o.draftOf(ctx, ns, sickVariant)
+	if err != nil {
+		return err
+	}
+	rc := &rpkg.Client{Client: o.Client, Namespace: ns, Timeout: o.timeout()}
+	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary passed"}); err != nil {
+		return err
+	}
+	name := "regional-app-" + bad
+	patch := client.MergeFrom(pr.DeepCopy())
+	pr.Labels[rolloutLabel] = name
+	if err := o.Client.Patch(ctx, pr, patch); err != nil {
+		return err
+	}
+	if _, err := rc.Propose(ctx, pr.Name); err != nil {
+		return err
+	}
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector:  metav1.LabelSelector{MatchLabels: map[string]string{rolloutLabel: name}},
+		Waves:             []configv1alpha1.RolloutWave{{Name: "canary"}},
+		Health:            &configv1alpha1.RolloutHealth{ConditionType: healthCondition},
+		SoakTime:          &metav1.Duration{Duration: 3 * time.Second},
+		ProgressDeadline:  &metav1.Duration{Duration: 5 * time.Second},
+		RollbackOnFailure: true,
+	}}
+	var sick atomic.Bool
+	sick.Store(true)
+	stop := o.reportHealth(ctx, ns, name, &sick)
+	defer stop()
+	if err := o.Client.Create(ctx, ro); err != nil {
+		return fmt.Errorf("PackageRollout %s: %w", name, err)
+	}
+	o.say("==> %s rpkg propose %s; kubectl apply PackageRollout %s: one wave, rollbackOnFailure: true", o.scion(), pr.Name, name)
+	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
+		rolledBack := int32(0)
+		for _, w := range ro.Status.Waves {
+			rolledBack += w.RolledBack
+		}
+		return meta.IsStatusConditionTrue(ro.Status.Conditions, configv1alpha1.StalledCondition) && rolledBack > 0
+	}); err != nil {
+		return err
+	}
+	o.say("==> %s reports unhealthy on %s: the rollout stops and rolls the published revision back, in git", sickCluster, bad)
+	o.say("==> %s rollout status %s", o.scion(), name)
+	if err := o.printRollout(ctx, ro); err != nil {
+		return err
+	}
+	// The rollback sticks: the variant, whose set still names the bad
+	// revision, stays on the good one and writes no new draft.
+	pv := &configv1alpha1.PackageVariant{}
+	var held *metav1.Condition
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout(), true, func(ctx context.Context) (bool, error) {
+		if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: sickVariant}, pv); err != nil {
+			return false, nil
+		}
+		held = meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.UpdateAvailableCondition)
+		return pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] != "" && held != nil && held.Reason == packagevariant.UpstreamHeldReason &&
+			held.ObservedGeneration == pv.Generation && configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration), nil
+	})
+	if err != nil {
+		return fmt.Errorf("PackageVariant %s is not held on the upstream revision before %s: %w", sickVariant, bad, err)
+	}
+	if draft, err := o.draftOf(ctx, ns, sickVariant); err != nil || draft.Spec.Lifecycle != porchv1alpha1.LifecyclePublished {
+		return fmt.Errorf("PackageVariant %s shows %v after the rollback, not its published revision (%v)", sickVariant, draft, err)
+	}
+	o.say("==> the rollback sticks: PackageVariant %s has %s=%s and writes no new draft, although the set still names %s:", sickVariant, configv1alpha1.HoldUpstreamAnnotation, pv.Annotations[configv1alpha1.HoldUpstreamAnnotation], bad)
+	o.say("    %s=%s %s: %s", held.Type, held.Status, held.Reason, held.Message)
+	o.say("==> until a fixed revision is published, the set is pinned to %s:", good)
+	o.say("    kubectl patch packagevariantset %s --type merge -p '{\"spec\":{\"upstream\":{\"revision\":\"%s\"}}}'", appSet, good)
+	if err := o.moveSet(ctx, ns, good); err != nil {
+		return err
+	}
+	return o.WaitReady(ctx, f)
+}
 
 // rollOut proposes the rest of regional-app's drafts and publishes them
 // with a PackageRollout in three waves, with a health reporter the demo

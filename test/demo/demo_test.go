@@ -135,6 +135,10 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("updated in place; the downstream edit is kept"), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`refused, nothing recorded: .*readiness gates not met: example.com/canary-passed \(not set\)`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`cluster-01\.web\.packagevariant-\d+ is Published`), "run %d", run)
+		// The bad release is rolled back, and the rollback sticks.
+		g.Expect(out).To(MatchRegexp(`Wave/canary  Failed  Ready=False  1 targets, 1 published, 0 healthy, 1 failed, 1 rolled back`), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=[0-9a-f]{40} and writes no new draft, although the set still names v%d`, 2*run+1), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`UpdateAvailable=True UpstreamHeld: regional-app revision %d \(commit [0-9a-f]{12}\) was rolled back .*: the variant stays on revision %d until the upstream moves past it`, 2*run+1, 2*run), "run %d", run)
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
 	}
 
@@ -165,7 +169,7 @@ func TestDevDemo(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	set := &configv1alpha2.PackageVariantSet{}
 	g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "regional-app"}, set)).To(Succeed())
-	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v3")), "two runs moved the upstream twice")
+	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v4")), "two runs moved the upstream twice to a good revision (v2, v4) and pinned it back after each bad one (v3, v5)")
 	scion("dev", "down")
 }
 
