@@ -22,7 +22,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/store"
@@ -131,7 +130,7 @@ func (o *Options) WaitReady(ctx context.Context, f *Fleet) error {
 			}
 			if configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 				readyCount++
-			} else if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil && c.Reason == packagevariant.ProposalPendingReason && pv.Status.ObservedGeneration == pv.Generation {
+			} else if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil && c.Reason == configv1alpha1.ProposalPendingReason && pv.Status.ObservedGeneration == pv.Generation {
 				readyCount++ // waits for its approver, not for Scion
 				if !pending[pv.Name] {
 					pending[pv.Name] = true

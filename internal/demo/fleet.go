@@ -20,6 +20,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/variant"
 )
@@ -197,14 +198,7 @@ func (o *Options) publishBlueprints(ctx context.Context, f *Fleet) error {
 // publish writes p as a draft of workspace ws, proposes and publishes it,
 // as a blueprint author does.
 func publish(ctx context.Context, st *store.Repository, name, ws string, p *pkg.Package) (store.Revision, error) {
-	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: name, Workspace: ws, Contents: p, Message: "Blueprint " + name + " " + ws})
-	if err != nil {
-		return store.Revision{}, err
-	}
-	if _, err := st.Propose(ctx, name, ws, d.Commit); err != nil {
-		return store.Revision{}, err
-	}
-	return st.Publish(ctx, name, ws, "", "platform-team")
+	return (&pkgservice.Service{}).PublishDirect(ctx, st, name, ws, p, "Blueprint "+name+" "+ws, "platform-team")
 }
 
 func latestRevision(revs []store.Revision) int {

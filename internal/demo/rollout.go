@@ -19,7 +19,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/rolloutctl"
@@ -122,7 +121,7 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 			return false, nil
 		}
 		held = meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.UpdateAvailableCondition)
-		return pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] != "" && held != nil && held.Reason == packagevariant.UpstreamHeldReason &&
+		return pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] != "" && held != nil && held.Reason == configv1alpha1.UpstreamHeldReason &&
 			held.ObservedGeneration == pv.Generation && configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration), nil
 	})
 	if err != nil {

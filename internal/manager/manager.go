@@ -39,6 +39,7 @@ import (
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/variant"
 	"github.com/scion-dev/scion/internal/variantset"
 )
 
@@ -214,6 +215,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := pkgservice.IndexRevisions(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := variant.IndexVariants(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	objects := namespaceCaches(mgr, o.ReadableKinds)

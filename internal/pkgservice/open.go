@@ -14,7 +14,6 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -32,17 +31,17 @@ const repositoryRetry = 15 * time.Second
 func WaitForRepository(name string, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):
-		return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s does not exist in this namespace (deleted, or not created yet)", name)
+		return wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s does not exist in this namespace (deleted, or not created yet)", name)
 	case errors.Is(err, repocache.ErrDeleting):
-		return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s is being deleted", name)
+		return wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s is being deleted", name)
 	}
 	// Errors that name the Repository already (OpenNamed's) are not
 	// prefixed twice.
 	msg, _ := strings.CutPrefix(err.Error(), "repository "+name+": ")
 	if after, ok := store.RetryAfter(err); ok {
-		return reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "repository %s: %s", name, msg)
+		return wait(after, porchv1alpha1.RepositoryUnavailableReason, "repository %s: %s", name, msg)
 	}
-	return reconciler.Wait(repositoryRetry, porchv1alpha1.RepositoryNotReadyReason, "repository %s is not usable: %s", name, msg)
+	return wait(repositoryRetry, porchv1alpha1.RepositoryNotReadyReason, "repository %s is not usable: %s", name, msg)
 }
 
 // upstreamMaxAge is how stale an upstream repository's refs may be when
@@ -68,7 +67,7 @@ func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Rea
 		if merr != nil {
 			return nil, nil, store.Revision{}, merr
 		}
-		return nil, nil, store.Revision{}, reconciler.Stall(reason, "%s", msg)
+		return nil, nil, store.Revision{}, &SpecError{Reason: reason, Message: msg}
 	}
 	return repoObj, st, rev, err
 }
@@ -110,17 +109,6 @@ func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 	default:
 		return st.Get(ctx, u.Package, u.WorkspaceName, 0)
 	}
-}
-
-// RemoteOutcome turns a transient failure because a remote did not answer
-// (store.RetryAfter) into waiting, with RepositoryUnavailable: looked at
-// again when the remote may have recovered, rather than backing off for
-// minutes or holding a worker.
-func RemoteOutcome(o reconciler.Outcome) reconciler.Outcome {
-	if after, ok := store.RetryAfter(o.Err); ok {
-		o.Waiting, o.Err = reconciler.Wait(after, porchv1alpha1.RepositoryUnavailableReason, "%v", o.Err), nil
-	}
-	return o
 }
 
 // UpstreamNotFound is the message of an upstream ResolveUpstream did not

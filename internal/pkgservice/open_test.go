@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 )
 
@@ -16,8 +18,10 @@ func TestWaitForRepository_namesTheRepositoryOnce(t *testing.T) {
 	g := NewWithT(t)
 	cause := errors.New("connection refused")
 	for _, err := range []error{cause, fmt.Errorf("repository tarpit: %w", cause)} {
-		var w *reconciler.WaitingError
-		g.Expect(errors.As(WaitForRepository("tarpit", err), &w)).To(BeTrue())
-		g.Expect(w.Message).To(Equal("repository tarpit is not usable: connection refused"))
+		out := reconciler.Classify(ctrl.Result{}, WaitForRepository("tarpit", err))
+		g.Expect(out.Waiting).NotTo(BeNil(), "waiting, not a failure")
+		g.Expect(out.Waiting.Reason).To(Equal(porchv1alpha1.RepositoryNotReadyReason))
+		g.Expect(out.Waiting.Message).To(Equal("repository tarpit is not usable: connection refused"))
+		g.Expect(out.Waiting.After).To(Equal(repositoryRetry))
 	}
 }

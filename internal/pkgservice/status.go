@@ -2,6 +2,7 @@ package pkgservice
 
 import (
 	"context"
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,7 @@ func (s *Service) WriteStatus(ctx context.Context, pr *porchv1alpha1.PackageRevi
 // ControllerConditions are the condition types of a PackageRevision that
 // Scion's controllers own (kstatus): never written to git, never set by
 // people or other actors.
-var ControllerConditions = []string{reconciler.ReadyCondition, reconciler.ReconcilingCondition, reconciler.StalledCondition}
+var ControllerConditions = []string{configv1alpha1.ReadyCondition, configv1alpha1.ReconcilingCondition, configv1alpha1.StalledCondition}
 
 // IsControllerCondition says whether a condition type is one of
 // ControllerConditions.

@@ -22,7 +22,6 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/metrics"
-	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -321,7 +320,7 @@ func keepVerdict(want *porchv1alpha1.PackageRevisionStatus, cur *porchv1alpha1.P
 // generation is not Ready: the spec asks for something it did not carry
 // out (refused, or waiting).
 func verdictStands(cur *porchv1alpha1.PackageRevision) bool {
-	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == reconciler.ReadyCondition })
+	ready := slices.IndexFunc(cur.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == configv1alpha1.ReadyCondition })
 	return ready >= 0 && cur.Status.Conditions[ready].Status != "True" && cur.Status.Conditions[ready].ObservedGeneration == cur.Generation
 }
 
@@ -384,9 +383,9 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 		})
 	}
 	pr.Status.Conditions = append(pr.Status.Conditions,
-		porchv1alpha1.Condition{Type: reconciler.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, Message: "the revision is in git at commit " + short(rev.Commit)},
-		porchv1alpha1.Condition{Type: reconciler.ReconcilingCondition, Status: "False", Reason: reconciler.DoneReason},
-		porchv1alpha1.Condition{Type: reconciler.StalledCondition, Status: "False", Reason: reconciler.DoneReason},
+		porchv1alpha1.Condition{Type: configv1alpha1.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, Message: "the revision is in git at commit " + short(rev.Commit)},
+		porchv1alpha1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: "False", Reason: configv1alpha1.DoneReason},
+		porchv1alpha1.Condition{Type: configv1alpha1.StalledCondition, Status: "False", Reason: configv1alpha1.DoneReason},
 	)
 	return pr
 }
@@ -479,8 +478,15 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 // applyStatus writes want's status onto obj, keeping the conditions other
 // writers own (people, other controllers: see mergeConditions), through
 // WriteStatus.
+//
+// handled speaks of obj's generation as the caller had it: when a
+// conflict makes the write re-read a newer generation (someone changed
+// the spec meanwhile), that one was not handled, and the write does not
+// say it was.
 func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled, noVerdict bool, gitConditions []string) (bool, error) {
+	handledGen := obj.Generation
 	return s.WriteStatus(ctx, obj, func(obj *porchv1alpha1.PackageRevision) bool {
+		handled := handled && obj.Generation == handledGen
 		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
 		st := want.Status
 		switch {

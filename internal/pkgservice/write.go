@@ -243,3 +243,26 @@ func (s *Service) Delete(ctx context.Context, st *store.Repository, rev store.Re
 	}
 	return nil
 }
+
+// SetFloatingTag points a package's floating tag (stable, prod, ...) at a
+// published revision, with a compare-and-swap against the tag as read: it
+// fails with store.ErrConflict when someone moved the tag meanwhile. It
+// returns the revision the tag pointed at before (0: it did not exist).
+func (s *Service) SetFloatingTag(ctx context.Context, st *store.Repository, pkgPath, tag string, revision int) (int, error) {
+	return st.SetFloatingTag(ctx, pkgPath, tag, revision)
+}
+
+// PublishDirect writes contents as a new revision of a package straight to
+// Published (a draft, proposed, then published by publishedBy), outside
+// any PackageRevision's lifecycle: how a platform team's release tooling
+// (and the demo, seeding its catalog) publishes a blueprint.
+func (s *Service) PublishDirect(ctx context.Context, st *store.Repository, pkgPath, workspace string, contents *pkg.Package, message, publishedBy string) (store.Revision, error) {
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: pkgPath, Workspace: workspace, Contents: contents, Message: message})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	if _, err := st.Propose(ctx, pkgPath, workspace, d.Commit); err != nil {
+		return store.Revision{}, err
+	}
+	return st.Publish(ctx, pkgPath, workspace, "", publishedBy)
+}

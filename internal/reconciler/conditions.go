@@ -1,29 +1,11 @@
 package reconciler
 
 import (
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-dev/scion/internal/store"
-)
-
-// The kstatus condition types every Scion kind carries.
-const (
-	ReadyCondition       = "Ready"
-	ReconcilingCondition = "Reconciling"
-	StalledCondition     = "Stalled"
-)
-
-// Reasons of the kstatus conditions that do not come from a step.
-const (
-	// DoneReason: Reconciling=False, Stalled=False after a complete
-	// reconcile.
-	DoneReason = "Done"
-	// RetryingReason: a transient failure, retried with backoff
-	// (Reconciling=True, Ready=Unknown).
-	RetryingReason = "Retrying"
-	// StalledReason: Reconciling=False because the object is stalled.
-	StalledReason = "Stalled"
 )
 
 // KstatusConditions returns Ready, Reconciling and Stalled for an
@@ -39,21 +21,21 @@ const (
 // A ready condition whose Status is empty is left out (the controller
 // does not know yet).
 func KstatusConditions(gen int64, o Outcome, ready metav1.Condition) []metav1.Condition {
-	ready.Type = ReadyCondition
-	reconciling := metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionFalse, Reason: DoneReason}
-	stalled := metav1.Condition{Type: StalledCondition, Status: metav1.ConditionFalse, Reason: DoneReason}
+	ready.Type = configv1alpha1.ReadyCondition
+	reconciling := metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.DoneReason}
+	stalled := metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.DoneReason}
 	switch {
 	case o.Stalled != nil:
-		stalled = metav1.Condition{Type: StalledCondition, Status: metav1.ConditionTrue, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
-		reconciling.Reason = StalledReason
-		ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
+		stalled = metav1.Condition{Type: configv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
+		reconciling.Reason = configv1alpha1.StalledReason
+		ready = metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Stalled.Reason, Message: o.Stalled.Message}
 	case o.Waiting != nil:
-		reconciling = metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionTrue, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
-		ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
+		reconciling = metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
+		ready = metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: o.Waiting.Reason, Message: o.Waiting.Message}
 	case o.Err != nil:
-		reconciling = metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionTrue, Reason: RetryingReason, Message: o.Err.Error()}
+		reconciling = metav1.Condition{Type: configv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: configv1alpha1.RetryingReason, Message: o.Err.Error()}
 		if ready.Status == "" || ready.Status == metav1.ConditionTrue {
-			ready = metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionUnknown, Reason: RetryingReason, Message: o.Err.Error()}
+			ready = metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionUnknown, Reason: configv1alpha1.RetryingReason, Message: o.Err.Error()}
 		}
 	}
 	out := []metav1.Condition{reconciling, stalled}
@@ -85,8 +67,8 @@ const MaxMessage = 4096
 // status or reason) from before's: what an event should announce. It
 // returns nil otherwise.
 func Transition(before, after []metav1.Condition) *metav1.Condition {
-	old := meta.FindStatusCondition(before, ReadyCondition)
-	cur := meta.FindStatusCondition(after, ReadyCondition)
+	old := meta.FindStatusCondition(before, configv1alpha1.ReadyCondition)
+	cur := meta.FindStatusCondition(after, configv1alpha1.ReadyCondition)
 	if cur == nil || (old != nil && old.Status == cur.Status && old.Reason == cur.Reason) {
 		return nil
 	}

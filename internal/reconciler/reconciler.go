@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"math/rand/v2"
 	"time"
 
@@ -174,12 +175,20 @@ func Run[S any](ctx context.Context, s S, steps ...Step[S]) Outcome {
 // (StallReason) is looked at again.
 const stallRetry = 10 * time.Minute
 
-// Classify turns an error into an outcome: a *StalledError or
-// *WaitingError anywhere in its chain decides, then an error with a
-// StallReason (stalled with that reason); anything else is transient.
+// Classify turns an error into an outcome, the one place errors are
+// classified: a *StalledError or *WaitingError anywhere in its chain
+// decides; then an error with a WaitReason (waiting with that reason, as
+// the package service says of a Repository it cannot open) or a
+// StallReason (stalled with that reason); then a remote that did not
+// answer (store.RetryAfter: waiting, RepositoryUnavailable, until it may
+// have recovered, rather than backing off for minutes); anything else is
+// transient. A lost race is told apart later (Expected).
 func Classify(res ctrl.Result, err error) Outcome {
 	var stalled *StalledError
 	var waiting *WaitingError
+	var waits interface {
+		WaitReason() (string, time.Duration)
+	}
 	switch {
 	case err == nil:
 		return Outcome{Result: res}
@@ -187,6 +196,9 @@ func Classify(res ctrl.Result, err error) Outcome {
 		return Outcome{Result: res, Stalled: stalled}
 	case errors.As(err, &waiting):
 		return Outcome{Result: res, Waiting: waiting}
+	case errors.As(err, &waits):
+		reason, after := waits.WaitReason()
+		return Outcome{Result: res, Waiting: &WaitingError{Reason: reason, Message: err.Error(), After: after}}
 	}
 	var stalls interface{ StallReason() string }
 	if errors.As(err, &stalls) {
@@ -194,6 +206,9 @@ func Classify(res ctrl.Result, err error) Outcome {
 		// limit): stalled, looked at again after a while in case what it
 		// depends on changed without an event.
 		return Outcome{Result: res, Stalled: &StalledError{Reason: stalls.StallReason(), Message: err.Error(), Retry: stallRetry}}
+	}
+	if after, ok := store.RetryAfter(err); ok {
+		return Outcome{Result: res, Waiting: &WaitingError{Reason: porchv1alpha1.RepositoryUnavailableReason, Message: err.Error(), After: after}}
 	}
 	return Outcome{Result: res, Err: err}
 }

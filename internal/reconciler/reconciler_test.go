@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -124,6 +126,36 @@ func TestClassify_stallReason(t *testing.T) {
 	g.Expect(o.Stalled.Retry).To(Equal(stallRetry))
 }
 
+type waitFor struct{}
+
+func (waitFor) Error() string                       { return "Repository blueprints does not exist" }
+func (waitFor) WaitReason() (string, time.Duration) { return "RepositoryNotFound", 15 * time.Second }
+
+// Errors are classified here once, for every controller: an error that
+// says it waits (the package service's) is waiting with its reason; a
+// remote that did not answer is waiting until it may have recovered
+// (RepositoryUnavailable), however deep it is wrapped; neither is a
+// failure with backoff.
+func TestClassify_waits(t *testing.T) {
+	g := NewWithT(t)
+	o := Classify(ctrl.Result{}, fmt.Errorf("downstream: %w", waitFor{}))
+	g.Expect(o.Err).NotTo(HaveOccurred())
+	g.Expect(o.Waiting).NotTo(BeNil())
+	g.Expect(*o.Waiting).To(Equal(WaitingError{Reason: "RepositoryNotFound", Message: "downstream: Repository blueprints does not exist", After: 15 * time.Second}))
+
+	retryAt := time.Now().Add(time.Minute)
+	o = Classify(ctrl.Result{}, fmt.Errorf("fetching cluster-01: %w", &store.UnavailableError{RetryAt: retryAt, Err: errors.New("i/o timeout")}))
+	g.Expect(o.Err).NotTo(HaveOccurred())
+	g.Expect(o.Waiting).NotTo(BeNil())
+	g.Expect(o.Waiting.Reason).To(Equal(porchv1alpha1.RepositoryUnavailableReason))
+	g.Expect(o.Waiting.Message).To(ContainSubstring("fetching cluster-01: "))
+	g.Expect(o.Waiting.After).To(BeNumerically("~", time.Minute, 5*time.Second))
+
+	o = Classify(ctrl.Result{}, errors.New("something else"))
+	g.Expect(o.Waiting).To(BeNil())
+	g.Expect(o.Err).To(MatchError("something else"))
+}
+
 func TestKstatusConditions(t *testing.T) {
 	ready := metav1.Condition{Status: metav1.ConditionTrue, Reason: "Synced", Message: "all good"}
 	notReady := metav1.Condition{Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: "conflict"}
@@ -139,7 +171,7 @@ func TestKstatusConditions(t *testing.T) {
 		{"done and not ready", Outcome{}, notReady, "False", "SyncFailed", "False", "False"},
 		{"stalled", Outcome{Stalled: Stall("ValidationError", "spec.a: bad")}, ready, "False", "ValidationError", "False", "True"},
 		{"waiting", Outcome{Waiting: Wait(time.Second, "RepositoryNotReady", "r")}, ready, "False", "RepositoryNotReady", "True", "False"},
-		{"transient, no verdict", Outcome{Err: errors.New("reset")}, ready, "Unknown", RetryingReason, "True", "False"},
+		{"transient, no verdict", Outcome{Err: errors.New("reset")}, ready, "Unknown", configv1alpha1.RetryingReason, "True", "False"},
 		{"transient with the controller's reason", Outcome{Err: errors.New("conflict")}, notReady, "False", "SyncFailed", "True", "False"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,10 +182,10 @@ func TestKstatusConditions(t *testing.T) {
 				got[c.Type] = c
 			}
 			g.Expect(got).To(HaveLen(3))
-			g.Expect(got[ReadyCondition].Status).To(Equal(tc.wantReady))
-			g.Expect(got[ReadyCondition].Reason).To(Equal(tc.wantReason))
-			g.Expect(got[ReconcilingCondition].Status).To(Equal(tc.wantReconciling))
-			g.Expect(got[StalledCondition].Status).To(Equal(tc.wantStalled))
+			g.Expect(got[configv1alpha1.ReadyCondition].Status).To(Equal(tc.wantReady))
+			g.Expect(got[configv1alpha1.ReadyCondition].Reason).To(Equal(tc.wantReason))
+			g.Expect(got[configv1alpha1.ReconcilingCondition].Status).To(Equal(tc.wantReconciling))
+			g.Expect(got[configv1alpha1.StalledCondition].Status).To(Equal(tc.wantStalled))
 		})
 	}
 	g := NewWithT(t)
@@ -163,7 +195,7 @@ func TestKstatusConditions(t *testing.T) {
 func TestTransition(t *testing.T) {
 	g := NewWithT(t)
 	c := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
-		return []metav1.Condition{{Type: ReadyCondition, Status: status, Reason: reason}}
+		return []metav1.Condition{{Type: configv1alpha1.ReadyCondition, Status: status, Reason: reason}}
 	}
 	g.Expect(Transition(nil, c("True", "A"))).NotTo(BeNil())
 	g.Expect(Transition(c("True", "A"), c("True", "A"))).To(BeNil())
@@ -188,6 +220,6 @@ func TestBounded(t *testing.T) {
 	g.Expect(err).To(MatchError("short"))
 
 	var conds []metav1.Condition
-	SetConditions(&conds, 1, metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse, Reason: "Invalid", Message: long})
+	SetConditions(&conds, 1, metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "Invalid", Message: long})
 	g.Expect(len(conds[0].Message)).To(BeNumerically("<", MaxMessage+100))
 }

@@ -84,7 +84,7 @@ func (c *Client) Tag(ctx context.Context, repository, pkgPath, tag string, revis
 		return 0, err
 	}
 	defer cleanup()
-	from, err := st.SetFloatingTag(ctx, pkgPath, tag, revision)
+	from, err := c.service().SetFloatingTag(ctx, st, pkgPath, tag, revision)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return from, fmt.Errorf("the tag %s of %s moved while it was being set (%w); run the command again to move it from where it is now", tag, pkgPath, err)

@@ -20,8 +20,6 @@ const (
 	DownstreamReadyReason = "DownstreamReady"
 	MutationFailedReason  = "MutationFailed"
 	RenderFailedReason    = "RenderFailed"
-	ValidationErrorReason = "ValidationError"
-	ValidReason           = "Valid"
 )
 
 // Input is what producing a variant's downstream package needs.
@@ -68,10 +66,10 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: gen})
 		return out, err
 	}
-	out.Conditions = []metav1.Condition{{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionTrue, Reason: ValidReason, ObservedGeneration: gen}}
+	out.Conditions = []metav1.Condition{{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionTrue, Reason: configv1alpha1.ValidReason, ObservedGeneration: gen}}
 	if errs := Validate(in.PV); len(errs) > 0 {
-		out.Conditions[0] = metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: ValidationErrorReason, Message: errs.ToAggregate().Error(), ObservedGeneration: gen}
-		return fail(ValidationErrorReason, errs.ToAggregate())
+		out.Conditions[0] = metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.ValidationErrorReason, Message: errs.ToAggregate().Error(), ObservedGeneration: gen}
+		return fail(configv1alpha1.ValidationErrorReason, errs.ToAggregate())
 	}
 	var p *pkg.Package
 	var err error

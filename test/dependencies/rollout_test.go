@@ -12,7 +12,6 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 )
 
@@ -107,7 +106,7 @@ func TestRollout_rollbackHoldsUpstream(t *testing.T) {
 		cur := getPV(g, ns, "app")
 		g.Expect(cur.Annotations).To(HaveKey(configv1alpha1.HoldUpstreamAnnotation))
 		c := condition(g, cur, configv1alpha1.UpdateAvailableCondition)
-		g.Expect(c.Reason).To(Equal(packagevariant.UpstreamHeldReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.UpstreamHeldReason))
 		g.Expect(c.Message).To(ContainSubstring("app revision 2"))
 		g.Expect(c.Message).To(ContainSubstring("the variant stays on revision 1"))
 		g.Expect(condition(g, cur, configv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
@@ -135,7 +134,7 @@ func TestRollout_rollbackHoldsUpstream(t *testing.T) {
 	follow(g, ns, "app", "3")
 	g.Eventually(func(g Gomega) {
 		cur := getPV(g, ns, "app")
-		g.Expect(cur.Status.Conditions).NotTo(ContainElement(HaveField("Reason", packagevariant.UpstreamHeldReason)))
+		g.Expect(cur.Status.Conditions).NotTo(ContainElement(HaveField("Reason", configv1alpha1.UpstreamHeldReason)))
 		pr := draftOf(g, ns, "app")
 		g.Expect(pr.Status.UpstreamLock.Git.Ref).To(HaveSuffix("/v3"))
 	}, timeout, interval).Should(Succeed())

@@ -24,6 +24,25 @@ const (
 	NoTargetsReason = "NoTargets"
 )
 
+// Reasons of the kstatus conditions that do not come from a controller's
+// steps, and the reason of a spec that fails validation, shared by every
+// kind.
+const (
+	// DoneReason: Reconciling=False, Stalled=False after a complete
+	// reconcile.
+	DoneReason = "Done"
+	// RetryingReason: a transient failure, retried with backoff
+	// (Reconciling=True, Ready=Unknown).
+	RetryingReason = "Retrying"
+	// StalledReason: Reconciling=False because the object is stalled.
+	StalledReason = "Stalled"
+	// ValidationErrorReason: the spec has a value the controller cannot
+	// use; the message names the field.
+	ValidationErrorReason = "ValidationError"
+	// ValidReason: Valid=True, the spec is usable.
+	ValidReason = "Valid"
+)
+
 // ReadyAt reports whether conditions say Ready=True of the object's
 // current generation: a status written for an older spec (observed
 // below generation) does not count, whatever it says.

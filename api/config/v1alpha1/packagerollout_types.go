@@ -243,7 +243,6 @@ const (
 	// a wave.
 	ProgressingCondition = "Progressing"
 
-	ValidationErrorReason  = "ValidationError"
 	RolloutCompleteReason  = "RolloutComplete"
 	WaveProgressingReason  = "WaveProgressing"
 	WaveSoakingReason      = "WaveSoaking"

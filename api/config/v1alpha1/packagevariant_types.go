@@ -395,3 +395,29 @@ type PackageVariantList struct {
 func init() {
 	SchemeBuilder.Register(&PackageVariant{}, &PackageVariantList{})
 }
+
+// Condition reasons of a PackageVariant (its Ready condition, and
+// UpdateAvailable for UpdateAvailableReason and UpstreamHeldReason).
+const (
+	// UpstreamNotFoundReason: the upstream revision the variant names
+	// does not exist.
+	UpstreamNotFoundReason = "UpstreamNotFound"
+	// DeletingReason: a deleting variant waits for its drafts to leave
+	// git.
+	DeletingReason = "Deleting"
+	// ProposalPendingReason: the variant's revision is Proposed and the
+	// variant has changes for it, written once it is published or
+	// rejected.
+	ProposalPendingReason = "ProposalPending"
+	// UpdateAvailableReason: a newer upstream revision is published in
+	// the range of a variant with updatePolicy Manual.
+	UpdateAvailableReason = "NewerRevisionInRange"
+	// UpstreamHeldReason: the upstream revision the variant follows was
+	// rolled back by a rollout (the hold-upstream annotation): the variant
+	// stays on the revision it was made from before.
+	UpstreamHeldReason = "UpstreamHeld"
+	// DownstreamOwnedReason: another PackageVariant has the same
+	// downstream repository and package; one variant per package, the
+	// oldest.
+	DownstreamOwnedReason = "DownstreamOwned"
+)

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,6 +16,10 @@ const GitRepositoryType RepositoryType = "git"
 // SyncRequestedAnnotation, when its value changes, makes the controller
 // sync the Repository at once (scion rpkg push sets it).
 const SyncRequestedAnnotation = "config.porch.kpt.dev/sync-requested"
+
+// DefaultSyncPeriod is how often a Repository is re-read from git when its
+// spec.sync.period is not set (the controller's --sync-period).
+const DefaultSyncPeriod = 5 * time.Minute
 
 // RepositorySpec describes a git repository holding packages.
 // +kubebuilder:validation:XValidation:rule="self.type != 'git' || has(self.git)",message="spec.git is required when spec.type is git"
@@ -188,3 +194,19 @@ type RepositoryList struct {
 func init() {
 	SchemeBuilder.Register(&Repository{}, &RepositoryList{})
 }
+
+// Reasons of the Ready condition of a Repository (and
+// RemoteUnavailableReason, RepositoryNotFoundReason of porch v1alpha1).
+const (
+	SyncedReason               = "Synced"
+	AuthenticationFailedReason = "AuthenticationFailed"
+	BranchNotFoundReason       = "BranchNotFound"
+	SecretErrorReason          = "SecretError"
+	GitErrorReason             = "GitError"
+	SyncFailedReason           = "SyncFailed"
+	URLNotAllowedReason        = "URLNotAllowed"
+)
+
+// CredentialsInURLReason is the reason of the Warning event for a
+// Repository whose URL carries credentials.
+const CredentialsInURLReason = "CredentialsInURL"

@@ -34,8 +34,6 @@ const (
 	// VariantsNotReadyReason: some generated PackageVariants are not Ready
 	// yet; the message names them.
 	VariantsNotReadyReason  = "VariantsNotReady"
-	ValidationErrorReason   = "ValidationError"
-	UpstreamNotFoundReason  = "UpstreamNotFound"
 	NoMatchingTargetsReason = "NoMatchingTargets"
 	// KindNotAllowedReason: an objectSelector selects a kind the
 	// controller may not read (--readable-kinds).
@@ -57,7 +55,6 @@ const (
 	// missing key, a wrong type, the cost limit); the message names it.
 	ExpressionFailedReason = "ExpressionFailed"
 	UnexpectedErrorReason  = "UnexpectedError"
-	ValidReason            = "Valid"
 	ReconciledReason       = "Reconciled"
 )
 

@@ -724,22 +724,25 @@ func TestPackageRevision_oneLatest(t *testing.T) {
 	g.Expect(get(g, first).Labels).NotTo(HaveKey(porchv1alpha1.LatestRevisionLabel), "the first gave the label up before the second showed it")
 }
 
-// A request git cannot carry out (a withdrawal of an approval that lost
-// the race with the publication: the CRD admits it while status.lifecycle
-// still says Proposed) gets a verdict that stays: the repository's sync,
-// which shows what git has, does not erase it with "Synced".
-func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
+// withdrawnAfterPublish publishes a revision of app in a new repository
+// blueprints, then leaves what a withdrawal that lost the race with the
+// publication leaves: spec.lifecycle Draft, admitted while the status
+// still showed Proposed, with git Published. It returns the namespace,
+// the bare repository, the revision and the object as read before the
+// withdrawal.
+func withdrawnAfterPublish(t *testing.T) (ns, bare string, pr, before *porchv1alpha1.PackageRevision) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	bare := newRepository(t, ns, "blueprints", false)
-	pr := newRevision(ns, "blueprints", "app", "ws", initTask())
+	ns = newNamespace(t)
+	bare = newRepository(t, ns, "blueprints", false)
+	pr = newRevision(ns, "blueprints", "app", "ws", initTask())
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
 	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
 	setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
-	// What the race leaves: the withdrawal admitted while the status
-	// still showed Proposed, after git published.
+	before = get(g, pr)
+	g.Expect(before.Status.ObservedGeneration).To(Equal(before.Generation))
 	// The controller may still be writing the published revision's
 	// status: retry on conflict, as any writer would.
 	g.Eventually(func(g Gomega) {
@@ -751,6 +754,17 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 		cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
 		g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
+	return ns, bare, pr, before
+}
+
+// A request git cannot carry out (a withdrawal of an approval that lost
+// the race with the publication: the CRD admits it while status.lifecycle
+// still says Proposed) gets a verdict that stays: the repository's sync,
+// which shows what git has, does not erase it with "Synced".
+func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, bare, pr, _ := withdrawnAfterPublish(t)
 	verdict := func(g Gomega) {
 		got := get(g, pr)
 		r := ready(got)
@@ -782,4 +796,37 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 	}, timeout, interval).Should(Succeed(), "a sync ran after the verdict")
 	g.Consistently(verdict, 3*time.Second, interval).Should(Succeed(), "the sync keeps the request and its verdict")
 	g.Expect(get(g, pr).Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request is kept, not replaced by git's lifecycle")
+}
+
+// A verdict written for one generation is not stamped on a newer one: a
+// status write that lost a race with a spec change (a person asked for
+// something else meanwhile) re-reads the object and does not mark the new
+// generation handled; if it did, the request would never be acted on, and
+// the next sync would put git's lifecycle back into the spec.
+func TestPackageRevision_staleVerdictNotStampedOnNewGeneration(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The spec changes after a writer (the controller, in a reconcile of
+	// the old generation) read the object (stale): a request git cannot
+	// carry out, which the controller refuses without marking it handled.
+	ns, bare, pr, stale := withdrawnAfterPublish(t)
+	cur := get(g, pr)
+	g.Expect(cur.Generation).To(BeNumerically(">", stale.Generation))
+
+	// The writer shows git with its verdict on the generation it read.
+	repoObj := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blueprints"}, repoObj)).To(Succeed())
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	rev, err := st.Get(ctx, "app", "ws", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+	svc := &pkgservice.Service{Client: k8sClient, APIReader: k8sClient}
+	done := []porchv1alpha1.Condition{{Type: configv1alpha1.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, ObservedGeneration: stale.Generation}}
+	_, err = svc.Show(ctx, repoObj, st, rev, stale, pkgservice.ShowOptions{Handled: true, Kstatus: done})
+	g.Expect(err).NotTo(HaveOccurred())
+	got := get(g, pr)
+	g.Expect(got.Generation).To(Equal(cur.Generation))
+	g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request stays")
+	g.Expect(got.Status.ObservedGeneration).To(BeNumerically("<", got.Generation), "the request is not marked handled by a write that did not handle it")
 }

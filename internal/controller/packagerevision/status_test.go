@@ -2,6 +2,7 @@ package packagerevision
 
 import (
 	"errors"
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -27,7 +28,7 @@ func TestKstatus(t *testing.T) {
 		{"gates not met", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(0, porchv1alpha1.ReadinessGatesNotMetReason, "a, b")}, "False", "True", "False", porchv1alpha1.ReadinessGatesNotMetReason},
 		{"repository missing", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(0, porchv1alpha1.RepositoryNotReadyReason, "r")}, "False", "True", "False", porchv1alpha1.RepositoryNotReadyReason},
 		{"git refused the deletion", scope{deleteErr: errors.New("push refused")}, reconciler.Outcome{Err: errors.New("push refused")}, "False", "True", "False", porchv1alpha1.DeleteFailedReason},
-		{"transient", scope{}, reconciler.Outcome{Err: errors.New("reset")}, "Unknown", "True", "False", reconciler.RetryingReason},
+		{"transient", scope{}, reconciler.Outcome{Err: errors.New("reset")}, "Unknown", "True", "False", configv1alpha1.RetryingReason},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -24,13 +24,13 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 // RevisionIndex indexes PackageRollouts by the PackageRevisions their
@@ -650,7 +650,7 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 		return nil, nil // not made from an upstream: nothing follows it
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{packagevariant.DownstreamPackageIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err != nil {
 		return nil, fmt.Errorf("finding the PackageVariant of %s: %w", pr.Name, err)
 	}
 	var held []string

@@ -26,9 +26,9 @@ func phaseConditions(s *scope, o reconciler.Outcome) (ready, progressing metav1.
 		ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: configv1alpha1.WaveProgressingReason, Message: fmt.Sprintf("%d waves planned", len(s.waves))}
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, configv1alpha1.WaveProgressingReason, ready.Message
 	case d == nil:
-		progressing.Reason = reconciler.StalledReason
+		progressing.Reason = configv1alpha1.StalledReason
 		if o.Err != nil {
-			progressing.Reason = reconciler.RetryingReason
+			progressing.Reason = configv1alpha1.RetryingReason
 		}
 	case d.Phase == rollout.PhaseComplete:
 		ready = metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.RolloutCompleteReason, Message: fmt.Sprintf("all %d waves complete", len(d.Waves))}

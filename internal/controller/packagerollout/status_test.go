@@ -34,7 +34,7 @@ func TestSetStatus(t *testing.T) {
 		{"paused", scope{decision: &rollout.Decision{Phase: rollout.PhasePaused, Waves: waves, Blocked: "paused"}}, reconciler.Outcome{}, "False", "False", "False", "False", configv1alpha1.PausedReason, true},
 		{"complete", scope{decision: &rollout.Decision{Phase: rollout.PhaseComplete, Waves: waves}}, reconciler.Outcome{}, "True", "False", "False", "False", configv1alpha1.RolloutCompleteReason, true},
 		{"failed", scope{decision: &rollout.Decision{Phase: rollout.PhaseFailed, Waves: waves, Blocked: "c1 failed"}}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha1.BudgetExceededReason, "c1 failed")}, "False", "False", "False", "True", configv1alpha1.BudgetExceededReason, true},
-		{"a publish failed", scope{decision: &rollout.Decision{Phase: rollout.PhaseProgressing, Waves: waves}}, reconciler.Outcome{Err: errors.New("conflict")}, "Unknown", "True", "True", "False", reconciler.RetryingReason, false},
+		{"a publish failed", scope{decision: &rollout.Decision{Phase: rollout.PhaseProgressing, Waves: waves}}, reconciler.Outcome{Err: errors.New("conflict")}, "Unknown", "True", "True", "False", configv1alpha1.RetryingReason, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -41,28 +41,6 @@ import (
 	"github.com/scion-dev/scion/internal/variant"
 )
 
-// UpstreamIndex indexes PackageVariants by "<repository>/<package>" of
-// their upstream, so a PackageRevision event finds exactly the variants
-// deriving from it.
-const UpstreamIndex = "spec.upstream.repoPackage"
-
-// RepositoryIndex indexes PackageVariants by the Repositories they read
-// from and write to (Repositories), so a Repository counts its users.
-const RepositoryIndex = "spec.upstream.repo+spec.downstream.repo"
-
-// Repositories are the names of the Repositories a variant reads from and
-// writes to.
-func Repositories(pv *configv1alpha1.PackageVariant) []string {
-	var out []string
-	if pv.Spec.Upstream != nil && pv.Spec.Upstream.Repo != "" {
-		out = append(out, pv.Spec.Upstream.Repo)
-	}
-	if pv.Spec.Downstream != nil && pv.Spec.Downstream.Repo != "" && (len(out) == 0 || out[0] != pv.Spec.Downstream.Repo) {
-		out = append(out, pv.Spec.Downstream.Repo)
-	}
-	return out
-}
-
 // RevisionIndex indexes PackageRevisions by repository, package and
 // workspace, so a variant finds its draft's object without listing the
 // namespace's revisions.
@@ -72,44 +50,6 @@ const RevisionIndex = "spec.repository+packageName+workspaceName"
 // (a variant), so a deleting variant finds its revisions without reading
 // every revision of its namespace.
 const ControllerIndex = "metadata.ownerReferences.controller"
-
-// Condition reasons of a PackageVariant.
-const (
-	UpstreamNotFoundReason   = "UpstreamNotFound"
-	RepositoryNotReadyReason = porchv1alpha1.RepositoryNotReadyReason
-	// RepositoryUnavailableReason: a repository's remote did not answer in
-	// time (or is left alone for a while after it did not).
-	RepositoryUnavailableReason = porchv1alpha1.RepositoryUnavailableReason
-	// DeletingReason: a deleting variant waits for its drafts to leave
-	// git.
-	DeletingReason = "Deleting"
-	// ProposalPendingReason: the variant's revision is Proposed and the
-	// variant has changes for it, written once it is published or
-	// rejected.
-	ProposalPendingReason = "ProposalPending"
-	// UpdateAvailableReason: a newer upstream revision is published in
-	// the range of a variant with updatePolicy Manual.
-	UpdateAvailableReason = "NewerRevisionInRange"
-	// UpstreamHeldReason: the upstream revision the variant follows was
-	// rolled back by a rollout (the hold-upstream annotation): the variant
-	// stays on the revision it was made from before.
-	UpstreamHeldReason = "UpstreamHeld"
-	// DownstreamOwnedReason: another PackageVariant has the same
-	// downstream repository and package; one variant per package, the
-	// oldest.
-	DownstreamOwnedReason = "DownstreamOwned"
-)
-
-// DownstreamPackageIndex indexes PackageVariants by downstream repository
-// and package ("repo/package"): one variant per package.
-const DownstreamPackageIndex = "spec.downstream.repo+package"
-
-func downstreamPackageKey(pv *configv1alpha1.PackageVariant) string {
-	if pv.Spec.Downstream == nil {
-		return ""
-	}
-	return pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
-}
 
 // Options configure the Reconciler.
 type Options struct {
@@ -154,7 +94,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: PackageVariants on spec
 // changes; PackageRevisions mapped to the variant that owns them and to
-// the variants deriving from their package (through UpstreamIndex).
+// the variants deriving from their package (through variant.UpstreamIndex).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil || r.Deps == nil {
 		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Deps, Objects, Service and Recorder are required")
@@ -162,14 +102,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamIndex, func(o client.Object) []string {
 		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil {
 			return []string{pv.Spec.Downstream.Repo}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamPackageIndex, func(o client.Object) []string {
-		if k := downstreamPackageKey(o.(*configv1alpha1.PackageVariant)); k != "" {
-			return []string{k}
 		}
 		return nil
 	}); err != nil {
@@ -192,20 +124,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return []string{pv.Spec.Downstream.Repo}
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, RepositoryIndex, func(o client.Object) []string {
-		return Repositories(o.(*configv1alpha1.PackageVariant))
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, UpstreamIndex, func(o client.Object) []string {
-		pv := o.(*configv1alpha1.PackageVariant)
-		if pv.Spec.Upstream == nil {
-			return nil
-		}
-		return []string{pv.Spec.Upstream.Repo + "/" + pv.Spec.Upstream.Package}
 	}); err != nil {
 		return err
 	}
@@ -237,7 +155,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			CreateFunc:  func(event.CreateEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return downstreamPackageKey(e.ObjectOld.(*configv1alpha1.PackageVariant)) != downstreamPackageKey(e.ObjectNew.(*configv1alpha1.PackageVariant))
+				return variant.DownstreamPackageKey(e.ObjectOld.(*configv1alpha1.PackageVariant)) != variant.DownstreamPackageKey(e.ObjectNew.(*configv1alpha1.PackageVariant))
 			},
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
@@ -254,7 +172,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 func (r *Reconciler) requestsForSamePackage(ctx context.Context, o client.Object) []reconcile.Request {
 	pv := o.(*configv1alpha1.PackageVariant)
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingFields{DownstreamPackageIndex: downstreamPackageKey(pv)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: variant.DownstreamPackageKey(pv)}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -277,7 +195,7 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}})
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{UpstreamIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err == nil {
+	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{variant.UpstreamIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err == nil {
 		for _, pv := range list.Items {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
 		}
@@ -376,7 +294,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		*s = scope{pv: pv, injection: r.memo.epoch(pv)}
 		out = reconciler.Run(ctx, s, steps...)
 	}
-	out = pkgservice.RemoteOutcome(out)
 	return out.Return(r.patchStatus(ctx, s, out))
 }
 
@@ -393,8 +310,8 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	msg := errs.ToAggregate().Error()
-	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: variant.ValidationErrorReason, Message: msg})
-	return ctrl.Result{}, reconciler.Stall(variant.ValidationErrorReason, "%s", msg)
+	s.conditions = append(s.conditions, metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.ValidationErrorReason, Message: msg})
+	return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%s", msg)
 }
 
 // reconcileOwnership stalls a variant whose downstream package another
@@ -403,8 +320,8 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 // the others; they are looked at again when the owner goes.
 func (r *Reconciler) reconcileOwnership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(s.pv.Namespace), client.MatchingFields{DownstreamPackageIndex: downstreamPackageKey(s.pv)}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the variants of downstream %s: %w", downstreamPackageKey(s.pv), err)
+	if err := r.List(ctx, list, client.InNamespace(s.pv.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: variant.DownstreamPackageKey(s.pv)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the variants of downstream %s: %w", variant.DownstreamPackageKey(s.pv), err)
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
@@ -413,7 +330,7 @@ func (r *Reconciler) reconcileOwnership(ctx context.Context, s *scope) (ctrl.Res
 		if other.UID == s.pv.UID || !olderVariant(other, s.pv) {
 			continue
 		}
-		return ctrl.Result{}, reconciler.Stall(DownstreamOwnedReason,
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.DownstreamOwnedReason,
 			"spec.downstream: package %s of repository %s is the downstream of PackageVariant %s; one variant per package: change this variant's downstream, or delete one of them",
 			s.pv.Spec.Downstream.Package, s.pv.Spec.Downstream.Repo, other.Name)
 	}
@@ -432,7 +349,7 @@ func olderVariant(a, b *configv1alpha1.PackageVariant) bool {
 // upstream store and revision. A missing upstream stalls the variant (a
 // PackageRevision event brings it back).
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, UpstreamNotFoundReason)
+	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, configv1alpha1.UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -472,7 +389,7 @@ func (r *Reconciler) holdManual(ctx context.Context, s *scope, lock string) erro
 		if v.Revision.Commit != lock || !c.Check(v.Version) {
 			continue
 		}
-		s.updateReason = UpdateAvailableReason
+		s.updateReason = configv1alpha1.UpdateAvailableReason
 		s.updateAvailable = fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
 			u.Package, s.upVersion, s.upRev.Revision, u.VersionRange, v.Version)
 		s.upRev, s.upVersion = v.Revision, v.Version.String()
@@ -513,7 +430,7 @@ func (r *Reconciler) holdRolledBack(ctx context.Context, s *scope) error {
 		if rev.Commit != lock || rev.Lifecycle != porchv1alpha1.LifecyclePublished {
 			continue
 		}
-		s.updateReason = UpstreamHeldReason
+		s.updateReason = configv1alpha1.UpstreamHeldReason
 		s.updateAvailable = fmt.Sprintf("%s revision %d (commit %.12s) was rolled back (annotation %s): the variant stays on revision %d until the upstream moves past it; remove the annotation to take it again",
 			s.upRev.Package, s.upRev.Revision, held, configv1alpha1.HoldUpstreamAnnotation, rev.Revision)
 		s.upRev, s.upVersion = rev, versionOf(s.upVersions, rev.Commit)
@@ -933,7 +850,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			s.pending = append(s.pending, msg)
 		}
 		if len(s.pending) > 0 {
-			return ctrl.Result{}, reconciler.Wait(deletingRetry, DeletingReason, "waiting for the drafts to leave git: %s", strings.Join(s.pending, "; "))
+			return ctrl.Result{}, reconciler.Wait(deletingRetry, configv1alpha1.DeletingReason, "waiting for the drafts to leave git: %s", strings.Join(s.pending, "; "))
 		}
 	}
 	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pv, configv1alpha1.PackageVariantFinalizer)

@@ -18,13 +18,11 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
-	"github.com/scion-dev/scion/internal/variant"
 )
 
 func appPackage(replicas string) *pkg.Package {
@@ -257,7 +255,7 @@ func TestPackageVariant_labelRefusedBeforeWrite(t *testing.T) {
 	pv.Spec.Labels = map[string]string{"team": strings.Repeat("x", 70000)}
 	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got, c := stalled(g, pv, variant.ValidationErrorReason)
+		got, c := stalled(g, pv, configv1alpha1.ValidationErrorReason)
 		g.Expect(c.Message).To(ContainSubstring("spec.labels: Invalid value:"))
 		g.Expect(c.Message).To(ContainSubstring("(69900 bytes more)"))
 		g.Expect(len(c.Message)).To(BeNumerically("<", 500))
@@ -283,7 +281,7 @@ func TestPackageVariant_oneVariantPerPackage(t *testing.T) {
 	second.Spec.PackageContext = nil
 	g.Expect(k8sClient.Create(ctx, second)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got, c := stalled(g, second, packagevariant.DownstreamOwnedReason)
+		got, c := stalled(g, second, configv1alpha1.DownstreamOwnedReason)
 		g.Expect(c.Message).To(Equal("spec.downstream: package tenant-a of repository cluster-01 is the downstream of PackageVariant tenant.a; one variant per package: change this variant's downstream, or delete one of them"))
 		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
@@ -609,7 +607,7 @@ func TestPackageVariant_proposedRevision(t *testing.T) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
 		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(packagevariant.ProposalPendingReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.ProposalPendingReason))
 		g.Expect(c.Message).To(ContainSubstring("the downstream revision " + name + " is Proposed"))
 		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())

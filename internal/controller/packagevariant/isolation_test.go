@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -69,12 +69,12 @@ func TestPackageVariant_hungRemoteIsolated(t *testing.T) {
 				continue
 			}
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), pv.Name)
-			g.Expect(c.Reason).To(Equal(packagevariant.RepositoryUnavailableReason), pv.Name)
+			g.Expect(c.Reason).To(Equal(porchv1alpha1.RepositoryUnavailableReason), pv.Name)
 			g.Expect(c.Message).To(ContainSubstring("repository hung: repository " + tenant + "/hung is being opened by another reconcile (its remote " + tarpit.URLFor("hung.git") + " is slow)"))
 			r := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReconcilingCondition)
 			g.Expect(r).NotTo(BeNil())
 			g.Expect(r.Status).To(Equal(metav1.ConditionTrue), "still at work: kstatus says InProgress")
-			g.Expect(r.Reason).To(Equal(packagevariant.RepositoryUnavailableReason))
+			g.Expect(r.Reason).To(Equal(porchv1alpha1.RepositoryUnavailableReason))
 			g.Expect(pv.Status.ObservedGeneration).NotTo(Equal(pv.Generation), "the reconcile is not complete")
 			waiting++
 		}

@@ -23,7 +23,7 @@ func variantConditions(s *scope) []metav1.Condition {
 		}
 	}
 	if s.proposalPending != "" {
-		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: ProposalPendingReason, Message: s.proposalPending})
+		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.ProposalPendingReason, Message: s.proposalPending})
 	}
 	if s.updateAvailable != "" {
 		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: s.updateReason, Message: s.updateAvailable})
@@ -54,7 +54,7 @@ func readyCondition(conds []metav1.Condition) metav1.Condition {
 // into Unknown when the reconcile did not complete (the write to git
 // failed, or waits): what was produced is not in git yet.
 func notEnsuredYet(conds []metav1.Condition, o reconciler.Outcome) []metav1.Condition {
-	reason, msg := reconciler.RetryingReason, ""
+	reason, msg := configv1alpha1.RetryingReason, ""
 	switch {
 	case o.Waiting != nil:
 		reason, msg = o.Waiting.Reason, o.Waiting.Message

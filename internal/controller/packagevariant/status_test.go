@@ -63,10 +63,10 @@ func TestSetStatus(t *testing.T) {
 	}{
 		{"ensured", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{}, "True", variant.DownstreamReadyReason, "False", "False", true},
 		{"written but not ensured", scope{conditions: []metav1.Condition{notInjected}, targets: target}, reconciler.Outcome{}, "False", variant.ConfigNotInjectedReason, "False", "False", true},
-		{"proposal pending", scope{conditions: []metav1.Condition{ensured}, proposalPending: "frozen", targets: target}, reconciler.Outcome{}, "False", ProposalPendingReason, "False", "False", true},
-		{"stalled", scope{}, reconciler.Outcome{Stalled: reconciler.Stall(UpstreamNotFoundReason, "spec.upstream.revision: no")}, "False", UpstreamNotFoundReason, "False", "True", true},
-		{"waiting for a repository", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(time.Second, RepositoryUnavailableReason, "timeout")}, "False", RepositoryUnavailableReason, "True", "False", false},
-		{"write failed after producing", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{Err: errors.New("push refused")}, "Unknown", reconciler.RetryingReason, "True", "False", false},
+		{"proposal pending", scope{conditions: []metav1.Condition{ensured}, proposalPending: "frozen", targets: target}, reconciler.Outcome{}, "False", configv1alpha1.ProposalPendingReason, "False", "False", true},
+		{"stalled", scope{}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha1.UpstreamNotFoundReason, "spec.upstream.revision: no")}, "False", configv1alpha1.UpstreamNotFoundReason, "False", "True", true},
+		{"waiting for a repository", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(time.Second, porchv1alpha1.RepositoryUnavailableReason, "timeout")}, "False", porchv1alpha1.RepositoryUnavailableReason, "True", "False", false},
+		{"write failed after producing", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{Err: errors.New("push refused")}, "Unknown", configv1alpha1.RetryingReason, "True", "False", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -87,7 +87,7 @@ func TestSetStatus(t *testing.T) {
 				g.Expect(c.Message).To(Equal("the downstream draft is not written yet: " + tc.outcome.Err.Error()))
 			}
 			if tc.s.proposalPending != "" {
-				g.Expect(meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition).Reason).To(Equal(ProposalPendingReason))
+				g.Expect(meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition).Reason).To(Equal(configv1alpha1.ProposalPendingReason))
 			}
 		})
 	}

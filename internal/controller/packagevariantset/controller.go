@@ -282,7 +282,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !pvs.DeletionTimestamp.IsZero() {
 		return reconciler.Run(ctx, s, r.reconcileDelete).Return(nil)
 	}
-	out := pkgservice.RemoteOutcome(reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileExpand, r.reconcileVariants))
+	out := reconciler.Run(ctx, s, r.reconcileFinalizer, r.reconcileValid, r.reconcileUpstream, r.reconcileExpand, r.reconcileVariants)
 	err := r.patchStatus(ctx, s, out)
 	if errors.Is(err, reconciler.ErrStale) {
 		// The spec changed while reconciling: that change brings the set
@@ -302,7 +302,7 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Res
 // compile, fields the CRD cannot check alone).
 func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, error) {
 	if errs := r.Evaluator.Validate(s.pvs); len(errs) > 0 {
-		return ctrl.Result{}, reconciler.Stall(configv1alpha2.ValidationErrorReason, "%s", errs.ToAggregate().Error())
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%s", errs.ToAggregate().Error())
 	}
 	return ctrl.Result{}, nil
 }
@@ -317,7 +317,7 @@ const upstreamRetry = 5 * time.Second
 // PackageRevision that shows it, whose metadata templates read.
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
 	u := s.pvs.Spec.Upstream
-	repo, _, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha2.UpstreamNotFoundReason)
+	repo, _, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha1.UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -329,7 +329,7 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 		if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha2.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", name, u.Repo)
+		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha1.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", name, u.Repo)
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -401,7 +401,7 @@ func TestErrors(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			c := condition(g, pvs, configv1alpha1.StalledCondition)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(configv1alpha2.ValidationErrorReason))
+			g.Expect(c.Reason).To(Equal(configv1alpha1.ValidationErrorReason))
 			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].template.downstream.repoExpr: Invalid value: \"repository.name\": ERROR: <input>:1:1: undeclared reference to 'repository'"))
 			g.Expect(c.Message).To(ContainSubstring("spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \"1 + \""))
 			r := condition(g, pvs, configv1alpha1.ReadyCondition)
@@ -409,7 +409,7 @@ func TestErrors(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		// The stall is also a Warning event, once.
 		g.Eventually(func(g Gomega) {
-			g.Expect(warnings(g, f.ns, "bad-cel", configv1alpha2.ValidationErrorReason)).To(ConsistOf(ContainSubstring("spec.targets[0].template.downstream.repoExpr: Invalid value")))
+			g.Expect(warnings(g, f.ns, "bad-cel", configv1alpha1.ValidationErrorReason)).To(ConsistOf(ContainSubstring("spec.targets[0].template.downstream.repoExpr: Invalid value")))
 		}, timeout, interval).Should(Succeed())
 	})
 	t.Run("upstream not found, then published", func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestErrors(t *testing.T) {
 		g.Expect(k8sClient.Create(ctx, pvs)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			c := condition(g, pvs, configv1alpha1.StalledCondition)
-			g.Expect(c.Reason).To(Equal(configv1alpha2.UpstreamNotFoundReason))
+			g.Expect(c.Reason).To(Equal(configv1alpha1.UpstreamNotFoundReason))
 			g.Expect(c.Message).To(Equal("spec.upstream.revision: Repository example-repo has no revision 1 of package bar (the package is not in that repository)"))
 		}, timeout, interval).Should(Succeed())
 		publish(t, filepath.Join(f.root, "example-repo.git"), "bar", "v1")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -78,10 +79,10 @@ func TestVariantsReadyCondition(t *testing.T) {
 			metav1.ConditionFalse, configv1alpha2.VariantsNotReadyReason, "1 of 3 PackageVariants are Ready; waiting for a, b"},
 		{"many not ready", &scope{summary: &configv1alpha2.Summary{Desired: 12}, notReady: many}, reconciler.Outcome{},
 			metav1.ConditionFalse, configv1alpha2.VariantsNotReadyReason, "0 of 12 PackageVariants are Ready; waiting for set-cluster-00, set-cluster-01, set-cluster-02, set-cluster-03, set-cluster-04, set-cluster-05, set-cluster-06, set-cluster-07, set-cluster-08, set-cluster-09 and 2 more"},
-		{"stalled", &scope{}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha2.ValidationErrorReason, "spec.targets: Required value")},
-			metav1.ConditionFalse, configv1alpha2.ValidationErrorReason, "the set is stalled: spec.targets: Required value"},
-		{"waiting for the upstream's object", &scope{}, reconciler.Outcome{Waiting: reconciler.Wait(0, configv1alpha2.UpstreamNotFoundReason, "not shown yet")},
-			metav1.ConditionFalse, configv1alpha2.UpstreamNotFoundReason, "the set waits: not shown yet"},
+		{"stalled", &scope{}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.targets: Required value")},
+			metav1.ConditionFalse, configv1alpha1.ValidationErrorReason, "the set is stalled: spec.targets: Required value"},
+		{"waiting for the upstream's object", &scope{}, reconciler.Outcome{Waiting: reconciler.Wait(0, configv1alpha1.UpstreamNotFoundReason, "not shown yet")},
+			metav1.ConditionFalse, configv1alpha1.UpstreamNotFoundReason, "the set waits: not shown yet"},
 		{"write failed", &scope{summary: &configv1alpha2.Summary{Desired: 3, Ready: 3}}, reconciler.Outcome{Err: errors.New("boom")},
 			metav1.ConditionFalse, configv1alpha2.UnexpectedErrorReason, "the set's PackageVariants could not all be written"},
 	} {

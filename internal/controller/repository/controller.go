@@ -20,21 +20,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 // RepositoryFinalizer keeps a Repository until its PackageRevision objects
 // are removed.
 const RepositoryFinalizer = "config.porch.kpt.dev/repository"
-
-// DefaultSyncPeriod is how often a Repository is re-read from git when its
-// spec.sync.period is not set.
-const DefaultSyncPeriod = 5 * time.Minute
 
 // Options configure the Reconciler.
 type Options struct {
@@ -73,7 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("repository controller: APIReader, Cache, Service and Recorder are required")
 	}
 	if r.Options.SyncPeriod <= 0 {
-		r.Options.SyncPeriod = DefaultSyncPeriod
+		r.Options.SyncPeriod = configv1alpha1.DefaultSyncPeriod
 	}
 	if err := (&usersReconciler{Client: r.Client, APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr); err != nil {
 		return err
@@ -145,7 +141,7 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Res
 func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if g := s.repo.Spec.Git; g != nil && s.repo.Status.ObservedGeneration != s.repo.Generation && store.HasCredentials(g.Repo) {
 		// Once per spec change: a warning, not a refusal.
-		r.Recorder.Eventf(s.repo, nil, "Warning", CredentialsInURLReason, "Open",
+		r.Recorder.Eventf(s.repo, nil, "Warning", configv1alpha1.CredentialsInURLReason, "Open",
 			"spec.git.repo carries credentials, which anyone who can read this Repository sees (Scion never prints them); put them in a Secret named by spec.git.secretRef")
 	}
 	st, err := r.Cache.Open(ctx, s.repo)
@@ -157,7 +153,7 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, 
 	if errors.Is(err, store.ErrBusy) {
 		// Another reconcile is talking to the remote: it reports.
 		s.busy = true
-		return ctrl.Result{}, reconciler.Wait(busyRetry, RemoteUnavailableReason, "%v", err)
+		return ctrl.Result{}, reconciler.Wait(busyRetry, configv1alpha1.RemoteUnavailableReason, "%v", err)
 	}
 	if err != nil {
 		return ctrl.Result{}, openFailure(s.repo, err, r.retryPeriod(s.repo))
@@ -196,7 +192,7 @@ func (r *Reconciler) reconcileHistory(ctx context.Context, s *scope) (ctrl.Resul
 // variants' upstream index); a failed read keeps the revision.
 func (r *Reconciler) variantNames(ctx context.Context, repo *configv1alpha1.Repository, rev store.Revision) bool {
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{packagevariant.UpstreamIndex: repo.Name + "/" + rev.Package}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{variant.UpstreamIndex: repo.Name + "/" + rev.Package}); err != nil {
 		return true
 	}
 	for _, pv := range list.Items {

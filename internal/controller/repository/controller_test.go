@@ -19,7 +19,6 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -104,7 +103,7 @@ func TestRepository_projectsRevisions(t *testing.T) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(repository.SyncedReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.SyncedReason))
 	}, timeout, interval).Should(Succeed())
 
 	var revs map[string]porchv1alpha1.PackageRevision
@@ -201,7 +200,7 @@ func TestRepository_credentials(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(repository.SecretErrorReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.SecretErrorReason))
 		g.Expect(c.Message).To(ContainSubstring("secret " + ns + "/git-creds named by spec.git.secretRef does not exist"))
 	}, timeout, interval).Should(Succeed())
 
@@ -212,7 +211,7 @@ func TestRepository_credentials(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(repository.AuthenticationFailedReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.AuthenticationFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("check the credentials in secret " + ns + "/git-creds"))
 		g.Expect(c.Message).NotTo(ContainSubstring("wrong-password"))
 	}, timeout, interval).Should(Succeed())
@@ -247,7 +246,7 @@ func TestRepository_credentialsInURL(t *testing.T) {
 		var warned bool
 		for _, e := range events.Items {
 			g.Expect(e.Note).NotTo(ContainSubstring("in-url-s3cret"))
-			warned = warned || (e.Reason == repository.CredentialsInURLReason && e.Type == corev1.EventTypeWarning)
+			warned = warned || (e.Reason == configv1alpha1.CredentialsInURLReason && e.Type == corev1.EventTypeWarning)
 		}
 		g.Expect(warned).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
@@ -269,7 +268,7 @@ func TestRepository_missingBranch(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, key)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(repository.BranchNotFoundReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.BranchNotFoundReason))
 		g.Expect(c.Message).To(ContainSubstring(`branch "main" does not exist`))
 	}, timeout, interval).Should(Succeed())
 

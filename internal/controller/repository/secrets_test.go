@@ -15,7 +15,6 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/testutil/suite"
 )
@@ -67,10 +66,10 @@ func TestSecretsNeverShown(t *testing.T) {
 		g.Expect(got.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Message", ContainSubstring("pre-receive hook declined")))), "the refused push is reported")
 		c := readyCondition(g, client.ObjectKeyFromObject(missing))
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(repository.RepositoryNotFoundReason))
+		g.Expect(c.Reason).To(Equal(porchv1alpha1.RepositoryNotFoundReason))
 		c = readyCondition(g, client.ObjectKeyFromObject(refused))
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(repository.AuthenticationFailedReason))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.AuthenticationFailedReason))
 		g.Expect(suite.Logs.String()).To(ContainSubstring("pre-receive hook declined"), "the refused push is logged")
 	}, timeout, interval).Should(Succeed())
 

@@ -16,23 +16,6 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// Reasons of the Ready condition of a Repository.
-const (
-	SyncedReason               = "Synced"
-	AuthenticationFailedReason = "AuthenticationFailed"
-	RepositoryNotFoundReason   = porchv1alpha1.RepositoryNotFoundReason
-	BranchNotFoundReason       = "BranchNotFound"
-	SecretErrorReason          = "SecretError"
-	GitErrorReason             = "GitError"
-	SyncFailedReason           = "SyncFailed"
-	URLNotAllowedReason        = "URLNotAllowed"
-	RemoteUnavailableReason    = configv1alpha1.RemoteUnavailableReason
-)
-
-// CredentialsInURLReason is the reason of the Warning event for a
-// Repository whose URL carries credentials.
-const CredentialsInURLReason = "CredentialsInURL"
-
 // errSync marks a failure to project the revisions as PackageRevisions.
 var errSync = errors.New("syncing the PackageRevisions")
 
@@ -42,7 +25,7 @@ var errSync = errors.New("syncing the PackageRevisions")
 // after retry.
 func openFailure(repo *configv1alpha1.Repository, err error, retry time.Duration) error {
 	if after, ok := store.RetryAfter(err); ok {
-		return reconciler.Wait(after, RemoteUnavailableReason, "%v", err)
+		return reconciler.Wait(after, configv1alpha1.RemoteUnavailableReason, "%v", err)
 	}
 	reason, msg := openFailureReason(repo, err)
 	stalled := reconciler.Stall(reason, "%s", msg)
@@ -56,24 +39,24 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 	switch {
 	case errors.Is(err, store.ErrAuthentication):
 		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef != nil {
-			return AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
+			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
 		}
 		if repo.Spec.Git != nil && store.HasCredentials(repo.Spec.Git.Repo) {
-			return AuthenticationFailedReason, fmt.Sprintf("%s; fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef", err)
+			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef", err)
 		}
-		return AuthenticationFailedReason, fmt.Sprintf("%s; the repository needs credentials: set spec.git.secretRef", err)
+		return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; the repository needs credentials: set spec.git.secretRef", err)
 	case errors.Is(err, store.ErrRepositoryNotFound):
-		return RepositoryNotFoundReason, err.Error()
+		return porchv1alpha1.RepositoryNotFoundReason, err.Error()
 	case errors.Is(err, store.ErrLimit):
 		return store.LimitExceededReason, err.Error()
 	case errors.Is(err, store.ErrBranchNotFound):
-		return BranchNotFoundReason, err.Error()
+		return configv1alpha1.BranchNotFoundReason, err.Error()
 	case errors.Is(err, repocache.ErrSecret):
-		return SecretErrorReason, err.Error()
+		return configv1alpha1.SecretErrorReason, err.Error()
 	case errors.Is(err, repocache.ErrURLNotAllowed):
-		return URLNotAllowedReason, err.Error()
+		return configv1alpha1.URLNotAllowedReason, err.Error()
 	}
-	return GitErrorReason, err.Error()
+	return configv1alpha1.GitErrorReason, err.Error()
 }
 
 // readyCondition is Ready from the facts of a reconcile that got past
@@ -81,11 +64,11 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 	switch {
 	case o.Err != nil && errors.Is(o.Err, errSync):
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: SyncFailedReason, Message: o.Err.Error()}
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: configv1alpha1.SyncFailedReason, Message: o.Err.Error()}
 	case s.store == nil:
 		return metav1.Condition{}
 	}
-	return metav1.Condition{Status: metav1.ConditionTrue, Reason: SyncedReason,
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason,
 		Message: fmt.Sprintf("%d package revisions at %s", s.result.Revisions, shortCommit(s.store.Head()))}
 }
 

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
@@ -32,15 +33,15 @@ func TestOpenFailure(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"refused credentials name the Secret", withSecret, fmt.Errorf("fetch: %w", store.ErrAuthentication), true, AuthenticationFailedReason, "check the credentials in secret ns/creds"},
-		{"no credentials say which field", bare, store.ErrAuthentication, true, AuthenticationFailedReason, "set spec.git.secretRef"},
-		{"credentials in the URL are named as such", inURL, store.ErrAuthentication, true, AuthenticationFailedReason, "fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef"},
-		{"missing repository", bare, store.ErrRepositoryNotFound, true, RepositoryNotFoundReason, ""},
-		{"missing branch", bare, store.ErrBranchNotFound, true, BranchNotFoundReason, ""},
-		{"bad Secret", withSecret, repocache.ErrSecret, true, SecretErrorReason, ""},
-		{"URL refused", bare, repocache.ErrURLNotAllowed, true, URLNotAllowedReason, ""},
-		{"anything else from git", bare, errors.New("bad pack"), true, GitErrorReason, "bad pack"},
-		{"remote not answering is waited for", bare, &store.UnavailableError{Err: errors.New("timeout"), RetryAt: time.Now().Add(time.Minute)}, false, RemoteUnavailableReason, "timeout"},
+		{"refused credentials name the Secret", withSecret, fmt.Errorf("fetch: %w", store.ErrAuthentication), true, configv1alpha1.AuthenticationFailedReason, "check the credentials in secret ns/creds"},
+		{"no credentials say which field", bare, store.ErrAuthentication, true, configv1alpha1.AuthenticationFailedReason, "set spec.git.secretRef"},
+		{"credentials in the URL are named as such", inURL, store.ErrAuthentication, true, configv1alpha1.AuthenticationFailedReason, "fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef"},
+		{"missing repository", bare, store.ErrRepositoryNotFound, true, porchv1alpha1.RepositoryNotFoundReason, ""},
+		{"missing branch", bare, store.ErrBranchNotFound, true, configv1alpha1.BranchNotFoundReason, ""},
+		{"bad Secret", withSecret, repocache.ErrSecret, true, configv1alpha1.SecretErrorReason, ""},
+		{"URL refused", bare, repocache.ErrURLNotAllowed, true, configv1alpha1.URLNotAllowedReason, ""},
+		{"anything else from git", bare, errors.New("bad pack"), true, configv1alpha1.GitErrorReason, "bad pack"},
+		{"remote not answering is waited for", bare, &store.UnavailableError{Err: errors.New("timeout"), RetryAt: time.Now().Add(time.Minute)}, false, configv1alpha1.RemoteUnavailableReason, "timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -71,9 +72,9 @@ func TestSetStatus(t *testing.T) {
 		observed    bool
 		synced      bool
 	}{
-		{"stalled on credentials", reconciler.Outcome{Stalled: reconciler.Stall(AuthenticationFailedReason, "refused")}, "False", AuthenticationFailedReason, "False", "True", true, false},
-		{"waiting for the remote", reconciler.Outcome{Waiting: reconciler.Wait(time.Second, RemoteUnavailableReason, "timeout")}, "False", RemoteUnavailableReason, "True", "False", false, false},
-		{"sync failed", reconciler.Outcome{Err: fmt.Errorf("%w: conflict", errSync)}, "False", SyncFailedReason, "True", "False", false, false},
+		{"stalled on credentials", reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha1.AuthenticationFailedReason, "refused")}, "False", configv1alpha1.AuthenticationFailedReason, "False", "True", true, false},
+		{"waiting for the remote", reconciler.Outcome{Waiting: reconciler.Wait(time.Second, configv1alpha1.RemoteUnavailableReason, "timeout")}, "False", configv1alpha1.RemoteUnavailableReason, "True", "False", false, false},
+		{"sync failed", reconciler.Outcome{Err: fmt.Errorf("%w: conflict", errSync)}, "False", configv1alpha1.SyncFailedReason, "True", "False", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

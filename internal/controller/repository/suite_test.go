@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scion-dev/scion/internal/controller/repository"
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
@@ -20,7 +20,7 @@ var (
 
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 2, SyncPeriod: repository.DefaultSyncPeriod}, nil, func(e *testenv.Env) {
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 2, SyncPeriod: configv1alpha1.DefaultSyncPeriod}, nil, func(e *testenv.Env) {
 		env, k8sClient = e, e.Client
 	}))
 }

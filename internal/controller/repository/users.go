@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 // usersReconciler keeps a Repository's status.packageVariants: the
@@ -39,7 +39,7 @@ func (u *usersReconciler) setup(mgr ctrl.Manager) error {
 		// (a burst of them makes one reconcile per Repository).
 		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
-			for _, name := range packagevariant.Repositories(o.(*configv1alpha1.PackageVariant)) {
+			for _, name := range variant.Repositories(o.(*configv1alpha1.PackageVariant)) {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 			}
 			return out
@@ -55,7 +55,7 @@ func (u *usersReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := u.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{packagevariant.RepositoryIndex: repo.Name}); err != nil {
+	if err := u.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{variant.RepositoryIndex: repo.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("counting the PackageVariants of %s: %w", repo.Name, err)
 	}
 	_, err := reconciler.PatchStatus(ctx, u.Client, u.APIReader, repo, func(r *configv1alpha1.Repository) (bool, error) {
