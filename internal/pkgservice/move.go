@@ -47,7 +47,7 @@ func (s *Service) Move(ctx context.Context, repo *store.Repository, repoName str
 				return rev, &GatesError{Repository: repoName, Unmet: unmet}
 			}
 		}
-		return repo.Publish(ctx, rev.Package, rev.Workspace, rev.Commit, pr.Annotations[porchv1alpha1.ApprovedByAnnotation])
+		return repo.Publish(ctx, rev.Package, rev.Workspace, rev.Commit, pr.Annotations[porchv1alpha1.ApprovedByAnnotation], store.WriterPackageRevision)
 	case have == porchv1alpha1.LifecyclePublished && want == porchv1alpha1.LifecycleDeletionProposed:
 		return repo.ProposeDeletion(ctx, rev.Package, rev.Revision)
 	case have == porchv1alpha1.LifecycleDeletionProposed && want == porchv1alpha1.LifecyclePublished:

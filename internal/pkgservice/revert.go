@@ -60,7 +60,7 @@ func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Re
 		for k, v := range trailers {
 			t[k] = v
 		}
-		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: workspace, Contents: contents, Trailers: t,
+		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: workspace, Contents: contents, Trailers: t, Writer: store.WriterPackageRollout,
 			Message: fmt.Sprintf("Roll back %s v%d to the content of v%d", rev.Package, rev.Revision, prev.Revision), CheckRemote: true})
 		if err != nil {
 			return store.Revision{}, false, err
@@ -74,6 +74,6 @@ func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Re
 		}
 		pending = &p
 	}
-	out, err := st.Publish(ctx, pending.Package, pending.Workspace, pending.Commit, by)
+	out, err := st.Publish(ctx, pending.Package, pending.Workspace, pending.Commit, by, store.WriterPackageRollout)
 	return out, err == nil, err
 }

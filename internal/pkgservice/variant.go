@@ -67,7 +67,7 @@ func (s *Service) WriteVariantDraft(ctx context.Context, st *store.Repository, p
 	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
 	if d := revs.Draft; d != nil {
 		return st.WriteDraft(ctx, store.DraftWrite{Package: d.Package, Workspace: d.Workspace, Expected: d.Commit, Contents: p,
-			Message: VariantUpdateSubject + pv.Name, Trailers: trailers})
+			Message: VariantUpdateSubject + pv.Name, Trailers: trailers, Writer: store.WriterPackageVariant})
 	}
 	used := map[string]bool{}
 	for _, rev := range revs.All {
@@ -84,7 +84,7 @@ func (s *Service) WriteVariantDraft(ctx context.Context, st *store.Repository, p
 	// by another replica) nor one to adopt. Otherwise the write fails with
 	// a conflict, the mirror is fetched, and the retry decides again.
 	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
-		Message: VariantCreateSubject + pv.Name, Trailers: trailers, CheckRemote: true})
+		Message: VariantCreateSubject + pv.Name, Trailers: trailers, Writer: store.WriterPackageVariant, CheckRemote: true})
 }
 
 // ForeignCommits lists the commits of a variant's draft (or proposal)
@@ -104,13 +104,30 @@ func ForeignCommits(ctx context.Context, st *store.Repository, pv *configv1alpha
 	}
 	var out []string
 	for _, c := range history {
-		ours := strings.HasPrefix(c.Subject, VariantCreateSubject+pv.Name) || strings.HasPrefix(c.Subject, VariantUpdateSubject+pv.Name) ||
-			strings.HasPrefix(c.Subject, ConditionsSubject)
-		if !ours {
+		if !variantOrController(c, pv) {
 			out = append(out, c.String())
 		}
 	}
 	return out, nil
+}
+
+// variantOrController says whether a commit was written by the variant
+// itself or by the PackageRevision controller (conditions mirrored into
+// the Kptfile), from its writer trailer: a person's push carries the
+// variant's other trailers over, but not the writer. Commits written
+// before the writer trailer existed are told by their exact subject and
+// the variant's UID.
+func variantOrController(c store.Commit, pv *configv1alpha1.PackageVariant) bool {
+	switch c.Trailers[store.TrailerWriter] {
+	case store.WriterPackageVariant:
+		return c.Trailers[store.TrailerPackageVariantUID] == string(pv.UID)
+	case store.WriterPackageRevision:
+		return true
+	case "":
+		return (c.Subject == VariantCreateSubject+pv.Name || c.Subject == VariantUpdateSubject+pv.Name) && c.Trailers[store.TrailerPackageVariantUID] == string(pv.UID) ||
+			strings.HasPrefix(c.Subject, ConditionsSubject+": ")
+	}
+	return false
 }
 
 // OntoPublished brings a draft onto the latest published revision of its

@@ -38,14 +38,7 @@ func (s Source) Origin() engine.Origin {
 	if d := s.Store.Directory(); d != "" {
 		full = path.Join(d, full)
 	}
-	ref := "drafts/" + full + "/" + s.Revision.Workspace
-	switch s.Revision.Lifecycle {
-	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
-		ref = fmt.Sprintf("%s/v%d", full, s.Revision.Revision)
-	case porchv1alpha1.LifecycleProposed:
-		ref = "proposed/" + full + "/" + s.Revision.Workspace
-	}
-	return engine.Origin{Repo: s.Store.URL(), Directory: full, Ref: ref, Commit: s.Revision.Commit}
+	return engine.Origin{Repo: s.Store.URL(), Directory: full, Ref: s.Store.RefName(s.Revision), Commit: s.Revision.Commit}
 }
 
 // Read returns the files of the source.
@@ -145,7 +138,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 func (s *Service) CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
 	rev, err := repo.WriteDraft(ctx, store.DraftWrite{
 		Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName, Contents: contents, Message: message,
-		Trailers: store.Trailers{store.TrailerObject: pr.Namespace + "/" + pr.Name, store.TrailerObjectUID: string(pr.UID)},
+		Writer: store.WriterPackageRevision, Trailers: store.Trailers{store.TrailerObject: pr.Namespace + "/" + pr.Name, store.TrailerObjectUID: string(pr.UID)},
 	})
 	if err == nil || !errors.Is(err, store.ErrConflict) {
 		return rev, err
@@ -225,6 +218,7 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, p
 		Package: rev.Package, Workspace: rev.Workspace, Expected: rev.Commit, Contents: p,
 		Message:  ConditionsSubject + ": " + strings.Join(changed, ", "),
 		Proposed: rev.Lifecycle == porchv1alpha1.LifecycleProposed,
+		Writer:   store.WriterPackageRevision,
 	})
 }
 
@@ -233,12 +227,12 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, p
 // compare-and-swap that fails with store.ErrConflict when the draft moved
 // on. The draft's trailers (its object, its PackageVariant) carry over.
 func (s *Service) PushDraft(ctx context.Context, st *store.Repository, rev store.Revision, expected string, contents *pkg.Package, message string) (store.Revision, error) {
-	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message})
+	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message, Writer: store.WriterPerson})
 }
 
 // Delete removes a revision from git; one already gone is not an error.
 func (s *Service) Delete(ctx context.Context, st *store.Repository, rev store.Revision) error {
-	if err := st.Delete(ctx, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := st.Delete(ctx, rev, store.WriterPackageRevision); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -257,12 +251,12 @@ func (s *Service) SetFloatingTag(ctx context.Context, st *store.Repository, pkgP
 // any PackageRevision's lifecycle: how a platform team's release tooling
 // (and the demo, seeding its catalog) publishes a blueprint.
 func (s *Service) PublishDirect(ctx context.Context, st *store.Repository, pkgPath, workspace string, contents *pkg.Package, message, publishedBy string) (store.Revision, error) {
-	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: pkgPath, Workspace: workspace, Contents: contents, Message: message})
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: pkgPath, Workspace: workspace, Contents: contents, Message: message, Writer: store.WriterRelease})
 	if err != nil {
 		return store.Revision{}, err
 	}
 	if _, err := st.Propose(ctx, pkgPath, workspace, d.Commit); err != nil {
 		return store.Revision{}, err
 	}
-	return st.Publish(ctx, pkgPath, workspace, "", publishedBy)
+	return st.Publish(ctx, pkgPath, workspace, "", publishedBy, store.WriterRelease)
 }

@@ -30,6 +30,9 @@ type DraftWrite struct {
 	Trailers Trailers
 	// Author overrides the repository's commit author name.
 	Author string
+	// Writer is who writes the commit (TrailerWriter: one of the Writer
+	// values); it is not carried over from the draft's head.
+	Writer string
 	// CheckRemote makes a new draft only if the remote has no revision
 	// of the package (draft, proposal, published revision or tag) that
 	// this mirror has not fetched. The check reads the refs the remote
@@ -119,7 +122,9 @@ func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, e
 			// a person's push or a condition written into the Kptfile
 			// must not take the draft away from its owner.
 			for k, v := range parseTrailers(c.Message) {
-				trailers[k] = v
+				if k != TrailerWriter {
+					trailers[k] = v
+				}
 			}
 		}
 	}
@@ -132,6 +137,9 @@ func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, e
 	}
 	trailers[TrailerPackage] = w.Package
 	trailers[TrailerWorkspace] = w.Workspace
+	if w.Writer != "" {
+		trailers[TrailerWriter] = w.Writer
+	}
 	subject := w.Message
 	if subject == "" {
 		subject = fmt.Sprintf("Update draft %s/%s", w.Package, w.Workspace)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"fmt"
 	"regexp"
 	"sort"
@@ -40,6 +41,32 @@ const (
 	// (package/vN).
 	TrailerRollout  = "Scion-Rollout"
 	TrailerRevertOf = "Scion-Revert-Of"
+	// TrailerWriter says who wrote a commit (one of the Writer values).
+	// Unlike the other trailers, an update of a draft does not carry it
+	// over from the commit before: it is the one trailer that speaks of
+	// the commit itself, and ownership is read from it, never from a
+	// commit's subject.
+	TrailerWriter = "Scion-Writer"
+)
+
+// The writers of Scion's commits (TrailerWriter).
+const (
+	// WriterPackageVariant: a PackageVariant's draft (its UID in
+	// TrailerPackageVariantUID).
+	WriterPackageVariant = "PackageVariant"
+	// WriterPackageRevision: the PackageRevision controller (a draft a
+	// PackageRevision asked for, conditions mirrored into the Kptfile, a
+	// publication or deletion a lifecycle change asked for).
+	WriterPackageRevision = "PackageRevision"
+	// WriterPackageRollout: a rollout's rollback (TrailerRollout names it).
+	WriterPackageRollout = "PackageRollout"
+	// WriterPerson: a person's edit through the CLI (scion rpkg push).
+	WriterPerson = "person"
+	// WriterRelease: a revision published outside any PackageRevision's
+	// lifecycle (release tooling, the demo's catalog).
+	WriterRelease = "release"
+	// WriterRepository: the store itself (a branch initialized).
+	WriterRepository = "Repository"
 )
 
 var (
@@ -64,6 +91,20 @@ func ValidateFloatingTag(tag string) error {
 		return fmt.Errorf("invalid floating tag %q: letters, digits, '.', '_' and '-', not of the form v<N>", tag)
 	}
 	return nil
+}
+
+// RefName is the short name (without refs/heads/ or refs/tags/) of the ref
+// that holds rev in the repository's layout, the repository's directory
+// included: what a Kptfile's upstream records as its ref.
+func (r *Repository) RefName(rev Revision) string {
+	full := joinPath(r.opts.Directory, rev.Package)
+	switch rev.Lifecycle {
+	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
+		return revisionTagRef(full, rev.Revision).Short()
+	case porchv1alpha1.LifecycleProposed:
+		return proposedRef(full, rev.Workspace).Short()
+	}
+	return draftRef(full, rev.Workspace).Short()
 }
 
 func draftRef(p, ws string) plumbing.ReferenceName {

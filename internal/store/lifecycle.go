@@ -62,7 +62,7 @@ const publishAttempts = 8
 // the annotated tag <pkg>/v<N> with the next revision number, and the
 // removal of the proposed branch, in one atomic push. When another publish
 // wins the race for the branch or the number, Publish re-reads and retries.
-func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy string) (_ Revision, err error) {
+func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy, writer string) (_ Revision, err error) {
 	unlock, err := r.lockRemote(ctx)
 	if err != nil {
 		return Revision{}, err
@@ -87,7 +87,7 @@ func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy s
 		if head.String() != expected {
 			return Revision{}, &ConflictError{Ref: src.String(), Expected: expected, Actual: head.String()}
 		}
-		rev, err := r.publishOnce(ctx, p, ws, full, src, head, publishedBy)
+		rev, err := r.publishOnce(ctx, p, ws, full, src, head, publishedBy, writer)
 		if errors.Is(err, ErrConflict) {
 			// Another publish moved the branch or took the number: re-read;
 			// the next attempt fails if the proposal itself changed.
@@ -99,7 +99,7 @@ func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy s
 	return Revision{}, fmt.Errorf("publishing %s/%s: gave up after %d races: %w", p, ws, publishAttempts, lastErr)
 }
 
-func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src plumbing.ReferenceName, head plumbing.Hash, publishedBy string) (Revision, error) {
+func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src plumbing.ReferenceName, head plumbing.Hash, publishedBy, writer string) (Revision, error) {
 	branchHead := r.ref(r.branchRef())
 	next, err := r.nextRevisionLocked(full)
 	if err != nil {
@@ -132,6 +132,10 @@ func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src pl
 	trailers[TrailerPackage] = p
 	trailers[TrailerWorkspace] = ws
 	trailers[TrailerRevision] = strconv.Itoa(next)
+	delete(trailers, TrailerWriter)
+	if writer != "" {
+		trailers[TrailerWriter] = writer
+	}
 	msg, err := formatMessage(fmt.Sprintf("Publish %s v%d", p, next), trailers)
 	if err != nil {
 		return Revision{}, err
@@ -235,7 +239,7 @@ func (r *Repository) findLocked(p string, revision int) (Revision, error) {
 // tag and deletion-proposed branch; deleting the latest published revision
 // also removes the package folder from the branch, so a deployment
 // repository stops deploying it. All in one atomic push.
-func (r *Repository) Delete(ctx context.Context, rev Revision) (err error) {
+func (r *Repository) Delete(ctx context.Context, rev Revision, writer string) (err error) {
 	unlock, err := r.lockRemote(ctx)
 	if err != nil {
 		return err
@@ -257,13 +261,13 @@ func (r *Repository) Delete(ctx context.Context, rev Revision) (err error) {
 		}
 		return r.push(ctx, []refUpdate{{Name: ref, Old: current}})
 	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
-		return r.deletePublishedLocked(ctx, rev, full)
+		return r.deletePublishedLocked(ctx, rev, full, writer)
 	default:
 		return fmt.Errorf("cannot delete a revision with lifecycle %q", rev.Lifecycle)
 	}
 }
 
-func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, full string) error {
+func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, full, writer string) error {
 	tagRef := revisionTagRef(full, rev.Revision)
 	tag := r.ref(tagRef)
 	if tag.IsZero() {
@@ -289,7 +293,7 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 				return err
 			}
 			if tree != c.TreeHash {
-				msg, err := formatMessage(fmt.Sprintf("Delete %s v%d", rev.Package, rev.Revision), Trailers{TrailerPackage: rev.Package, TrailerRevision: strconv.Itoa(rev.Revision)})
+				msg, err := formatMessage(fmt.Sprintf("Delete %s v%d", rev.Package, rev.Revision), deleteTrailers(rev, writer))
 				if err != nil {
 					return err
 				}
@@ -302,4 +306,14 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 		}
 	}
 	return r.push(ctx, updates)
+}
+
+// deleteTrailers are the trailers of the commit removing a package's
+// files from the branch.
+func deleteTrailers(rev Revision, writer string) Trailers {
+	t := Trailers{TrailerPackage: rev.Package, TrailerRevision: strconv.Itoa(rev.Revision)}
+	if writer != "" {
+		t[TrailerWriter] = writer
+	}
+	return t
 }

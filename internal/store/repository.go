@@ -504,7 +504,7 @@ func (r *Repository) createBranchLocked(ctx context.Context) error {
 	if err := r.ensureEmptyTree(); err != nil {
 		return err
 	}
-	msg, err := formatMessage("Initialize branch "+r.opts.Branch, nil)
+	msg, err := formatMessage("Initialize branch "+r.opts.Branch, Trailers{TrailerWriter: WriterRepository})
 	if err != nil {
 		return err
 	}

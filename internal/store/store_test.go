@@ -93,7 +93,7 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = r.Propose(ctx, "team/app", "ws1", "")
 	g.Expect(err).NotTo(HaveOccurred())
-	pub, err := r.Publish(ctx, "team/app", "ws1", "", "jane@example.com")
+	pub, err := r.Publish(ctx, "team/app", "ws1", "", "jane@example.com", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pub.Revision).To(Equal(1))
 	g.Expect(pub.PublishedBy).To(ContainSubstring("jane@example.com"))
@@ -107,7 +107,7 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = r.Propose(ctx, "team/app", "ws2", d.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
-	pub2, err := r.Publish(ctx, "team/app", "ws2", "", "")
+	pub2, err := r.Publish(ctx, "team/app", "ws2", "", "", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pub2.Revision).To(Equal(2))
 	revs, err = r.List(ctx)
@@ -143,7 +143,7 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(back.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 	dp, err = r.ProposeDeletion(ctx, "team/app", 2)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.Delete(ctx, dp)).To(Succeed())
+	g.Expect(r.Delete(ctx, dp, "")).To(Succeed())
 	revs, err = r.List(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(summarize(revs)).To(Equal([]string{"team/app v1 ws1 Published latest"}))
@@ -154,8 +154,8 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	stale := d3
 	stale.Commit = draft.Commit
-	g.Expect(errors.Is(r.Delete(ctx, stale), ErrConflict)).To(BeTrue())
-	g.Expect(r.Delete(ctx, d3)).To(Succeed())
+	g.Expect(errors.Is(r.Delete(ctx, stale, ""), ErrConflict)).To(BeTrue())
+	g.Expect(r.Delete(ctx, d3, "")).To(Succeed())
 	_, err = r.Get(ctx, "team/app", "ws3", 0)
 	g.Expect(errors.Is(err, ErrNotFound)).To(BeTrue())
 }
@@ -241,7 +241,7 @@ func TestRepository_concurrentPublish(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rev, err := r.Publish(ctx, "app", fmt.Sprintf("ws%d", i), "", "")
+			rev, err := r.Publish(ctx, "app", fmt.Sprintf("ws%d", i), "", "", "")
 			revisions[i], errs[i] = rev.Revision, err
 		}()
 	}
@@ -272,7 +272,7 @@ func TestRepository_smartHTTP(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = r.Propose(ctx, "app", "ws", d.Commit)
 		g.Expect(err).NotTo(HaveOccurred())
-		pub, err := r.Publish(ctx, "app", "ws", "", "")
+		pub, err := r.Publish(ctx, "app", "ws", "", "", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pub.Revision).To(Equal(1))
 		files, err := r.Read(ctx, pub)
@@ -378,6 +378,11 @@ func TestRepository_externalChangesAndDirectory(t *testing.T) {
 	_, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gitserver.Git(t, bare, "ls-tree", "-r", "--name-only", "drafts/deploy/app/ws")).To(ContainSubstring("deploy/app/Kptfile"))
+	// The refs a Kptfile's upstream records are the layout's, with the
+	// directory.
+	g.Expect(r.RefName(Revision{Package: "app", Workspace: "ws", Lifecycle: porchv1alpha1.LifecycleDraft})).To(Equal("drafts/deploy/app/ws"))
+	g.Expect(r.RefName(Revision{Package: "app", Workspace: "ws", Lifecycle: porchv1alpha1.LifecycleProposed})).To(Equal("proposed/deploy/app/ws"))
+	g.Expect(r.RefName(Revision{Package: "app", Workspace: "ws", Revision: 3, Lifecycle: porchv1alpha1.LifecyclePublished})).To(Equal("deploy/app/v3"))
 
 	// Someone pushes a package with plain git: a draft outside the
 	// directory (ignored) and a published tag inside it.
@@ -511,6 +516,14 @@ func TestRepository_updateKeepsTrailers(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Trailers).To(HaveKeyWithValue("Scion-PackageVariant-UID", "uid-2"))
 	g.Expect(got.Trailers).To(HaveKeyWithValue("Scion-Object", "a"))
+	// The writer speaks of one commit: set when given, never carried over.
+	d, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: got.Commit, Contents: testPackage("app", 4), Writer: WriterPackageVariant})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Trailers).To(HaveKeyWithValue(TrailerWriter, WriterPackageVariant))
+	d, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: testPackage("app", 5)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Trailers).NotTo(HaveKey(TrailerWriter))
+	g.Expect(d.Trailers).To(HaveKeyWithValue("Scion-PackageVariant-UID", "uid-2"))
 	// A new draft of another workspace starts from the branch: nothing is
 	// inherited.
 	n, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "other", Contents: testPackage("app", 1)})
@@ -647,7 +660,7 @@ func publishNew(t *testing.T, r *Repository, p, ws string) Revision {
 	if _, err := r.Propose(ctx, p, ws, d.Commit); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := r.Publish(ctx, p, ws, "", "")
+	pub, err := r.Publish(ctx, p, ws, "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,7 +778,7 @@ func TestRepository_errorsNeverShowCredentials(t *testing.T) {
 	srv.Close()
 	_, err = r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws2", Contents: testPackage("app", 2)})
 	check(err)
-	_, err = r.Publish(ctx, "app", "ws", "", "")
+	_, err = r.Publish(ctx, "app", "ws", "", "", "")
 	check(err)
 	check(r.Fetch(ctx))
 	_, err = r.SetFloatingTag(ctx, "app", "stable", 1)

@@ -120,7 +120,7 @@ spec:
 	if _, err := c.st.Propose(ctx, name, ws, d.Commit); err != nil {
 		c.t.Fatal(err)
 	}
-	rev, err := c.st.Publish(ctx, name, ws, "", "author")
+	rev, err := c.st.Publish(ctx, name, ws, "", "author", "")
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -552,11 +552,11 @@ func TestPackageRevision_crashBetweenGitAndObject(t *testing.T) {
 		case "published": // published in git; the object's spec asks for it
 			_, err = st.Propose(ctx, "app", ws, d.Commit)
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = st.Publish(ctx, "app", ws, "", "approver")
+			_, err = st.Publish(ctx, "app", ws, "", "approver", "")
 			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecycleProposed)
 			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecyclePublished)
 		case "deleted": // gone from git; the object is being deleted
-			err = st.Delete(ctx, d)
+			err = st.Delete(ctx, d, "")
 			g.Expect(k8sClient.Delete(ctx, objects[ws])).To(Succeed())
 		}
 		g.Expect(err).NotTo(HaveOccurred())

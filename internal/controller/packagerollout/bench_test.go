@@ -52,7 +52,7 @@ func BenchmarkRollout1000(b *testing.B) {
 						_, err = st.Propose(ctx, "app", v, d.Commit)
 					}
 					if err == nil && v == "v1" {
-						_, err = st.Publish(ctx, "app", v, "", "platform-team")
+						_, err = st.Publish(ctx, "app", v, "", "platform-team", "")
 					}
 					if err != nil {
 						b.Error(err)

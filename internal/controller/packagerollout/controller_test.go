@@ -63,7 +63,7 @@ func newFleet(t *testing.T, n int) *fleet {
 				t.Fatal(err)
 			}
 			if v == "v1" {
-				if _, err := st.Publish(ctx, "app", v, "", "platform-team"); err != nil {
+				if _, err := st.Publish(ctx, "app", v, "", "platform-team", ""); err != nil {
 					t.Fatal(err)
 				}
 			}

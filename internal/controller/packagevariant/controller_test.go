@@ -50,7 +50,7 @@ func publish(t testing.TB, bare, ws string, p *pkg.Package) {
 	if _, err := r.Propose(ctx, "app", ws, d.Commit); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Publish(ctx, "app", ws, "", "author"); err != nil {
+	if _, err := r.Publish(ctx, "app", ws, "", "author", ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -709,7 +709,7 @@ func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = r.Propose(ctx, "tenant-a", "hotfix", d.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = r.Publish(ctx, "tenant-a", "hotfix", "", "bob")
+	_, err = r.Publish(ctx, "tenant-a", "hotfix", "", "bob", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	repo := &configv1alpha1.Repository{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01"}, repo)).To(Succeed())

@@ -53,7 +53,7 @@ func publish(t testing.TB, bare, name, ws string) {
 	if _, err := r.Propose(ctx, name, ws, d.Commit); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Publish(ctx, name, ws, "", "author"); err != nil {
+	if _, err := r.Publish(ctx, name, ws, "", "author", ""); err != nil {
 		t.Fatal(err)
 	}
 }

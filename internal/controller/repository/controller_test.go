@@ -49,7 +49,7 @@ func seed(t *testing.T, bare string) {
 		if _, err := r.Propose(ctx, "team/app", ws, d.Commit); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Publish(ctx, "team/app", ws, "", "jane"); err != nil {
+		if _, err := r.Publish(ctx, "team/app", ws, "", "jane", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
