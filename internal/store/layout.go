@@ -1,8 +1,8 @@
 package store
 
 import (
-	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"fmt"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"regexp"
 	"sort"
 	"strconv"
