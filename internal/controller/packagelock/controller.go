@@ -2,7 +2,6 @@ package packagelock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,14 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgdeps"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Options configure the Reconciler.
@@ -86,9 +88,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// scope holds what the steps of one reconcile learn.
+type scope struct {
+	repo *configv1alpha1.Repository
+	// store is the repository's git, opened by reconcileOpen.
+	store *store.Repository
+	// catalog is the namespace's package catalog and installed what the
+	// repository has of it (reconcileInstalled).
+	catalog   *pkgdeps.Catalog
+	installed []pkgdeps.Package
+	// lock is the lock as read (exists: it was there) and planned its
+	// planned packages of variants that still exist (reconcileLock).
+	lock    *configv1alpha1.PackageLock
+	exists  bool
+	planned []configv1alpha1.LockedPackage
+	// conflicts are the conflicts written (reconcileWrite).
+	conflicts []configv1alpha1.LockConflict
+}
+
 // Reconcile recomputes one deployment Repository's lock from git and the
 // planned packages of variants that still exist, and writes it when it
-// changed (against the version read: a concurrent write is retried).
+// changed (against the version read: a concurrent write is retried). The
+// lock is the Repository's packages' status: the controller writes no
+// status of its own, so a wait (a repository that cannot be opened) or a
+// lost race is a requeue, and a failure is logged and backed off.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	repo := &configv1alpha1.Repository{}
 	if err := r.Get(ctx, req.NamespacedName, repo); err != nil || !r.Options.Shard.Owns(repo) {
@@ -97,70 +120,120 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !repo.Spec.Deployment || !repo.DeletionTimestamp.IsZero() || repo.Spec.Git == nil {
+	if !locked(repo) {
 		return ctrl.Result{}, nil // a lock is owned by its Repository and leaves with it
 	}
 	if wait := r.spacer.Wait(req.NamespacedName); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	st, err := r.Cache.Open(ctx, repo)
+	s := &scope{repo: repo}
+	out := reconciler.Run(ctx, s, r.reconcileOpen, r.reconcileInstalled, r.reconcileLock, r.reconcileWrite)
+	if out.Waiting != nil {
+		log.FromContext(ctx).V(1).Info("waiting", "reason", out.Waiting.Reason, "message", out.Waiting.Message)
+	}
+	return out.Return(nil)
+}
+
+// locked says whether a Repository has a lock: a deployment repository
+// in git, not being deleted.
+func locked(repo *configv1alpha1.Repository) bool {
+	return repo.Spec.Deployment && repo.DeletionTimestamp.IsZero() && repo.Spec.Git != nil
+}
+
+// reconcileOpen opens the repository's git; one that cannot be opened is
+// waited for (the Repository controller reports why on the Repository).
+// It records the store.
+func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st, err := r.Cache.Open(ctx, s.repo)
 	if err != nil {
-		// The Repository controller reports it; a sync brings it back.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, pkgservice.WaitForRepository(s.repo.Name, err)
 	}
-	cat, err := r.Deps.NamespaceCatalog(ctx, r.Cache, r.Client, repo.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	installed, err := r.Deps.Installed(ctx, st, cat)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("repository %s: %w", repo.Name, err)
-	}
-	lock, exists, err := pkgdeps.ReadLock(ctx, r.Client, repo)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	planned, err := r.live(ctx, repo.Namespace, pkgdeps.Planned(lock))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	before := map[string]bool{}
-	for _, c := range lock.Conflicts {
-		before[c.Message] = true
-	}
-	var conflicts []configv1alpha1.LockConflict
-	err = pkgdeps.WriteLock(ctx, r.Client, repo, lock, exists, func(l *configv1alpha1.PackageLock) {
-		l.Packages, l.Conflicts = pkgdeps.Lock(installed, planned, cat)
-		conflicts = l.Conflicts
-	})
-	if errors.Is(err, pkgdeps.ErrLockConflict) {
-		return ctrl.Result{RequeueAfter: reconciler.RaceRetry()}, nil // read again, decide again
-	}
+	s.store = st
+	return ctrl.Result{}, nil
+}
+
+// reconcileInstalled reads the namespace's catalog and what the
+// repository has installed of it. It records both.
+func (r *Reconciler) reconcileInstalled(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cat, err := r.Deps.NamespaceCatalog(ctx, r.Cache, r.Client, s.repo.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, c := range conflicts {
-		if !before[c.Message] {
-			r.Recorder.Eventf(repo, nil, "Warning", pkgdeps.PackageConflictReason, "Lock", "%s", c.Message)
+	installed, err := r.Deps.Installed(ctx, s.store, cat)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.repo.Name, err)
+	}
+	s.catalog, s.installed = cat, installed
+	return ctrl.Result{}, nil
+}
+
+// reconcileLock reads the lock and keeps the planned packages of the
+// variants that still exist. It records the lock and the planned packages.
+func (r *Reconciler) reconcileLock(ctx context.Context, s *scope) (ctrl.Result, error) {
+	lock, exists, err := pkgdeps.ReadLock(ctx, r.Client, s.repo)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.lock, s.exists = lock, exists
+	s.planned, err = livePlanned(pkgdeps.Planned(lock), func(name string) (bool, error) {
+		err := r.Get(ctx, types.NamespacedName{Namespace: s.repo.Namespace, Name: name}, &configv1alpha1.PackageVariant{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
+		return err == nil, err
+	})
+	return ctrl.Result{}, err
+}
+
+// reconcileWrite writes the lock computed from the installed and planned
+// packages when it changed, and announces each conflict that is new. A
+// lock changed meanwhile (pkgdeps.ErrLockConflict) is a lost race: read
+// again, decided again.
+func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result, error) {
+	err := pkgdeps.WriteLock(ctx, r.Client, s.repo, s.lock, s.exists, func(l *configv1alpha1.PackageLock) {
+		l.Packages, l.Conflicts = pkgdeps.Lock(s.installed, s.planned, s.catalog)
+		s.conflicts = l.Conflicts
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, c := range newConflicts(s.lock.Conflicts, s.conflicts) {
+		r.Recorder.Eventf(s.repo, nil, "Warning", pkgdeps.PackageConflictReason, "Lock", "%s", c.Message)
 	}
 	return ctrl.Result{}, nil
 }
 
-// live drops from planned packages the variants that no longer exist.
-func (r *Reconciler) live(ctx context.Context, ns string, planned []configv1alpha1.LockedPackage) ([]configv1alpha1.LockedPackage, error) {
-	exists := map[string]bool{}
+// newConflicts are the conflicts of after that before did not have (by
+// message).
+func newConflicts(before, after []configv1alpha1.LockConflict) []configv1alpha1.LockConflict {
+	had := map[string]bool{}
+	for _, c := range before {
+		had[c.Message] = true
+	}
+	var out []configv1alpha1.LockConflict
+	for _, c := range after {
+		if !had[c.Message] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// livePlanned drops from planned packages the variants that no longer
+// exist (exists says, asked once per name), and the packages no variant
+// plans any more.
+func livePlanned(planned []configv1alpha1.LockedPackage, exists func(name string) (bool, error)) ([]configv1alpha1.LockedPackage, error) {
+	seen := map[string]bool{}
 	for i := range planned {
 		var keep []string
 		for _, name := range planned[i].PlannedBy {
-			ok, seen := exists[name]
-			if !seen {
-				err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &configv1alpha1.PackageVariant{})
-				if err != nil && !apierrors.IsNotFound(err) {
+			ok, known := seen[name]
+			if !known {
+				var err error
+				if ok, err = exists(name); err != nil {
 					return nil, err
 				}
-				ok = err == nil
-				exists[name] = ok
+				seen[name] = ok
 			}
 			if ok {
 				keep = append(keep, name)
