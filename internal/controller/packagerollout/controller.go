@@ -181,9 +181,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		forget(ro.Namespace, ro.Name)
 		return ctrl.Result{}, nil // nothing to clean up: what it published stays published
 	}
+	if ro.Status.StartedAt == nil {
+		// Starting: the targets are frozen into waves, and the plan is
+		// recorded before anything is published.
+		s := &scope{ro: ro, now: r.now()}
+		out := reconciler.Run(ctx, s, r.reconcileValid, r.reconcileStart)
+		written, err := r.patchStatus(ctx, s, out)
+		if errors.Is(err, reconciler.ErrStale) {
+			return ctrl.Result{}, nil // the spec moved on: its change brings the rollout back
+		}
+		if !out.Done() || err != nil || written == nil {
+			return out.Return(err)
+		}
+		ro = written // running, from the plan just recorded
+	}
 	s := &scope{ro: ro, now: r.now()}
-	out := reconciler.Run(ctx, s, r.reconcileValid, r.reconcileStart, r.reconcileObserve, r.reconcileDecide, r.reconcilePublish, r.reconcileRollback, r.reconcileStopped)
-	err := r.patchStatus(ctx, s, out)
+	out := reconciler.Run(ctx, s, r.reconcileValid, r.reconcileObserve, r.reconcileDecide, r.reconcilePublish, r.reconcileRollback, r.reconcileStopped)
+	_, err := r.patchStatus(ctx, s, out)
 	if errors.Is(err, reconciler.ErrStale) {
 		return ctrl.Result{}, nil // the spec moved on: its change brings the rollout back
 	}
@@ -215,17 +229,15 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// reconcileStart freezes the rollout's targets into waves, once: the
-// Proposed revisions its selector matches now, by Repository, as the API
-// server has them (a cache a moment behind would leave out a revision
-// proposed just before the rollout was created). A target that appears
-// later waits for the next rollout. It records started; the waves are
-// written before anything is published.
+// reconcileStart freezes the rollout's targets into waves, once (the
+// step list of a rollout not started yet): the Proposed revisions its
+// selector matches now, by Repository, as the API server has them (a
+// cache a moment behind would leave out a revision proposed just before
+// the rollout was created). A target that appears later waits for the
+// next rollout. It records started and the waves, which are written
+// before anything is published.
 func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ro := s.ro
-	if ro.Status.StartedAt != nil {
-		return ctrl.Result{}, nil
-	}
 	sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.RevisionSelector)
 	if err != nil {
 		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.revisionSelector: %v", err)
@@ -253,15 +265,11 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result,
 	s.started = true
 	msg := fmt.Sprintf("%d targets in %d waves", len(targets), len(plan.Waves))
 	r.Recorder.Eventf(ro, nil, "Normal", "Started", "Start", "%s", msg)
-	// Record the plan before anything is published.
-	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileObserve reads the rollout's revisions; it records revs.
 func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.started {
-		return ctrl.Result{}, nil
-	}
 	s.revs, s.objects = map[string]rollout.Revision{}, map[string]*porchv1alpha1.PackageRevision{}
 	for _, w := range s.ro.Status.Waves {
 		for _, name := range w.Revisions {
@@ -387,9 +395,6 @@ func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutH
 // reconcileDecide decides the rollout's next step; it records the
 // decision and announces wave transitions and dropped revisions.
 func (r *Reconciler) reconcileDecide(_ context.Context, s *scope) (ctrl.Result, error) {
-	if s.started {
-		return ctrl.Result{}, nil
-	}
 	d := rollout.Evaluate(&s.ro.Spec, s.ro.Status.Waves, s.revs, s.now, s.ro.Status.ObservedGeneration != s.ro.Generation, s.ro.Status.Blocked)
 	s.decision = &d
 	for _, t := range d.Transitions {

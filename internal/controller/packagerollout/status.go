@@ -94,22 +94,23 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 }
 
 // patchStatus is the one place a rollout's status is written; a write
-// computed for an older spec is dropped (reconciler.ErrStale).
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
+// computed for an older spec is dropped (reconciler.ErrStale). It returns
+// the rollout as written (nil when it is gone).
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) (*configv1alpha1.PackageRollout, error) {
 	gen := s.ro.Generation
-	var written []configv1alpha1.WaveStatus
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.ro.DeepCopy(), func(ro *configv1alpha1.PackageRollout) (bool, error) {
+	obj := s.ro.DeepCopy()
+	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, obj, func(ro *configv1alpha1.PackageRollout) (bool, error) {
 		if ro.Generation != gen {
 			return false, reconciler.ErrStale
 		}
 		setStatus(ro, s, o)
-		written = ro.Status.Waves
 		return true, nil
 	})
-	if err == nil {
-		observe(s.ro.Namespace, s.ro.Name, written)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	return client.IgnoreNotFound(err)
+	observe(s.ro.Namespace, s.ro.Name, obj.Status.Waves)
+	return obj, nil
 }
 
 // observe sets the rollout's metrics: waves by state, targets by state.

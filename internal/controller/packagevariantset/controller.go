@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
@@ -95,6 +96,9 @@ type Reconciler struct {
 
 	source     *clusterSource
 	expansions expansions
+	// wake brings sets to their own reconcile when a repair cannot
+	// decide alone.
+	wake chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets,verbs=get;list;watch;update;patch
@@ -133,10 +137,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
+	r.wake = make(chan event.GenericEvent, wakeBuffer)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariantset").
 		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(repairRequest), builder.WithPredicates(variantChanged{})).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)
 			return setsFor(ctx, mgr.GetClient(), pr.Namespace, UpstreamIndex, pr.Spec.Repository+"/"+pr.Spec.PackageName)
@@ -150,6 +155,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
+	if err := (repairer{r}).setup(mgr, r.Options.Workers); err != nil {
+		return err
+	}
 	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Shard: r.Options.Shard, spacer: reconciler.Spacer{Interval: recountInterval}}).setup(mgr, r.Options.Workers)
 }
 
@@ -211,20 +219,6 @@ func (variantChanged) Update(e event.UpdateEvent) bool {
 	return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
 }
 
-// repairSeparator joins a set's name and one of its variants' in the
-// request of a repair ("/" is in no object name).
-const repairSeparator = "/"
-
-// repairRequest maps an event of a variant a set controls to a repair of
-// that variant alone.
-func repairRequest(_ context.Context, o client.Object) []reconcile.Request {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "PackageVariantSet" || !strings.HasPrefix(ref.APIVersion, configv1alpha2.GroupVersion.Group+"/") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name + repairSeparator + o.GetName()}}}
-}
-
 // revisionChanged passes PackageRevision events that can change what a
 // set resolves as its upstream (not the status churn of drafts).
 type revisionChanged struct{ predicate.Funcs }
@@ -268,12 +262,9 @@ type scope struct {
 	notReady []string
 }
 
-// Reconcile makes a set's PackageVariants match its targets; a request
-// naming one of its variants ("set/variant") repairs that variant alone.
+// Reconcile makes a set's PackageVariants match its targets (one variant
+// edited or deleted by someone is the repairer's: repair.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if set, variant, ok := strings.Cut(req.Name, repairSeparator); ok {
-		return r.repair(ctx, types.NamespacedName{Namespace: req.Namespace, Name: set}, variant)
-	}
 	pvs := &configv1alpha2.PackageVariantSet{}
 	if err := r.Get(ctx, req.NamespacedName, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

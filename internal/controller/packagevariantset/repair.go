@@ -3,6 +3,7 @@ package packagevariantset
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,7 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
@@ -70,20 +75,57 @@ func (e *expansions) forget(uid types.UID) {
 	delete(e.m, uid)
 }
 
-// repair makes one variant of a set what the set's last expansion wants:
-// created again when someone deleted it, set back when someone edited it.
-// Without an expansion of the set's current generation (the set changed,
-// stalled, or the process restarted) it does nothing: the set's own
-// reconcile, which those bring, looks at every variant.
-func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name string) (ctrl.Result, error) {
+// repairRequest asks for one variant of a set to be repaired: a kind of
+// request of its own, with its own controller and queue
+// (packagevariantset-repair), so that an event on one variant costs a
+// look at that variant, not an expansion of the set.
+type repairRequest struct {
+	Set     types.NamespacedName
+	Variant string
+}
+
+// repairer is the sets' repair controller: it makes one variant of a set
+// what the set's last expansion wants: created again when someone deleted
+// it, set back when someone edited it. What it cannot decide alone it
+// hands to the set's own reconcile (Reconciler.wake).
+type repairer struct{ r *Reconciler }
+
+// wakeBuffer bounds the sets waiting to be handed to their reconcile.
+const wakeBuffer = 1024
+
+func (p repairer) setup(mgr ctrl.Manager, workers int) error {
+	return builder.TypedControllerManagedBy[repairRequest](mgr).
+		Named("packagevariantset-repair").
+		Watches(&configv1alpha1.PackageVariant{}, handler.TypedEnqueueRequestsFromMapFunc(repairRequestFor), builder.WithPredicates(variantChanged{})).
+		WithOptions(controller.TypedOptions[repairRequest]{MaxConcurrentReconciles: max(1, workers)}).
+		Complete(p)
+}
+
+// repairRequestFor maps an event of a variant a set controls to a repair
+// of that variant alone.
+func repairRequestFor(_ context.Context, o client.Object) []repairRequest {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "PackageVariantSet" || !strings.HasPrefix(ref.APIVersion, configv1alpha2.GroupVersion.Group+"/") {
+		return nil
+	}
+	return []repairRequest{{Set: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, Variant: o.GetName()}}
+}
+
+// Reconcile repairs one variant. Without an expansion of the set's
+// current generation (the set changed, stalled, or the process
+// restarted) it does nothing: the set's own reconcile, which those bring,
+// looks at every variant.
+func (p repairer) Reconcile(ctx context.Context, req repairRequest) (ctrl.Result, error) {
+	r := p.r
 	pvs := &configv1alpha2.PackageVariantSet{}
-	if err := r.Get(ctx, key, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
+	if err := r.Get(ctx, req.Set, pvs); err != nil || !r.Options.Shard.Owns(pvs) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pvs.DeletionTimestamp.IsZero() {
 		// The set's deletion waits for its variants to be gone.
-		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		return ctrl.Result{}, p.wakeSet(ctx, pvs)
 	}
+	name := req.Variant
 	want, known := r.expansions.desired(pvs, name)
 	if !known || want == nil {
 		// Unknown, or a variant the set no longer wants, which its own
@@ -97,7 +139,7 @@ func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name 
 		// The set's last reconcile waited for this variant (or another)
 		// to be gone: its own reconcile creates it and says what the set
 		// waits for now.
-		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		return ctrl.Result{}, p.wakeSet(ctx, pvs)
 	case apierrors.IsNotFound(err):
 		err = r.createVariant(ctx, pvs, want)
 		if err == nil {
@@ -123,9 +165,19 @@ func (r *Reconciler) repair(ctx context.Context, key types.NamespacedName, name 
 	case errors.Is(err, errNameTaken):
 		// Someone else's variant took the name: the set's own reconcile
 		// reports it in its status.
-		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		return ctrl.Result{}, p.wakeSet(ctx, pvs)
 	}
 	return ctrl.Result{}, err
+}
+
+// wakeSet hands a set to its own reconcile.
+func (p repairer) wakeSet(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	select {
+	case p.r.wake <- event.GenericEvent{Object: pvs}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitsOnDeletion says whether the set's last reconcile stopped to wait
