@@ -31,7 +31,8 @@ type DraftWrite struct {
 	// Author overrides the repository's commit author name.
 	Author string
 	// Writer is who writes the commit (TrailerWriter: one of the Writer
-	// values); it is not carried over from the draft's head.
+	// values); it is not carried over from the draft's head, nor taken
+	// from Trailers.
 	Writer string
 	// CheckRemote makes a new draft only if the remote has no revision
 	// of the package (draft, proposal, published revision or tag) that
@@ -133,7 +134,9 @@ func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, e
 		return nil, nil, fmt.Errorf("writing %s: %w", w.Package, err)
 	}
 	for k, v := range w.Trailers {
-		trailers[k] = v
+		if k != TrailerWriter { // said by Writer only, of this commit
+			trailers[k] = v
+		}
 	}
 	trailers[TrailerPackage] = w.Package
 	trailers[TrailerWorkspace] = w.Workspace

@@ -34,7 +34,23 @@ type refUpdate struct {
 // the gate and holds r.mu (released while the remote works, see
 // pushSession).
 func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
-	return r.pushSession(ctx, updates, nil, true)[0]
+	return r.afterConflict(ctx, r.pushSession(ctx, updates, nil, true))[0]
+}
+
+// afterConflict brings the mirror up to date when a push lost a race
+// (errs holds an ErrConflict): the one place a conflict is followed up,
+// so that every writer's retry decides with what git has now, without
+// fetching itself.
+func (r *Repository) afterConflict(ctx context.Context, errs []error) []error {
+	for i, err := range errs {
+		if errors.Is(err, ErrConflict) {
+			if ferr := r.fetchLocked(ctx); ferr != nil {
+				errs[i] = errors.Join(err, ferr)
+			}
+			break
+		}
+	}
+	return errs
 }
 
 // pushEach applies independent updates in one session: each succeeds or
@@ -43,7 +59,7 @@ func (r *Repository) push(ctx context.Context, updates []refUpdate) error {
 // anything is sent; an update that fails its check is not sent. The
 // caller has entered the gate and holds r.mu.
 func (r *Repository) pushEach(ctx context.Context, updates []refUpdate, checks []func(remote map[plumbing.ReferenceName]plumbing.Hash) error) []error {
-	return r.pushSession(ctx, updates, checks, false)
+	return r.afterConflict(ctx, r.pushSession(ctx, updates, checks, false))
 }
 
 // pushSession is one receive-pack session. Atomic, it returns one error

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -134,16 +133,7 @@ func (r *Repository) pushBatchLocked(ctx context.Context, batch []*queuedWrite) 
 	for i, q := range batch {
 		updates[i], checks[i] = q.update, q.check
 	}
-	errs := r.pushEach(ctx, updates, checks)
-	for i, q := range batch {
-		if q.check != nil && errors.Is(errs[i], ErrConflict) {
-			// Whatever changed, the writer decides again with it.
-			if err := r.fetchLocked(ctx); err != nil {
-				errs[i] = errors.Join(errs[i], err)
-			}
-			break
-		}
-	}
+	errs := r.pushEach(ctx, updates, checks) // a conflict has fetched
 	var netErr error
 	for i, q := range batch {
 		if unreachable(errs[i]) && netErr == nil {

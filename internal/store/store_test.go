@@ -1032,3 +1032,35 @@ func TestRollUp(t *testing.T) {
 		}
 	}
 }
+
+// A write that lost a race brings the mirror up to date itself: the
+// writer's retry decides with what git has, without a fetch of its own,
+// for draft writes and lifecycle moves alike.
+func TestRepository_conflictFetches(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	a := open(t, Options{URL: url, CreateBranch: true})
+	b := open(t, Options{URL: url, CreateBranch: true})
+	d, err := a.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.Fetch(ctx)).To(Succeed())
+	moved, err := b.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: testPackage("app", 2)})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = a.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: testPackage("app", 3)})
+	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
+	got, err := a.Get(ctx, "app", "ws", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Commit).To(Equal(moved.Commit), "the mirror has what git has after the lost race")
+
+	// A lifecycle move against what the mirror had: the same.
+	proposed, err := b.Propose(ctx, "app", "ws", moved.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = a.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: moved.Commit, Contents: testPackage("app", 4)})
+	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
+	got, err = a.Get(ctx, "app", "ws", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+	g.Expect(got.Commit).To(Equal(proposed.Commit))
+}

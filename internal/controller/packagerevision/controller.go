@@ -139,11 +139,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		out = reconciler.Run(ctx, s, r.reconcileRepository, r.reconcileFinalizer, r.reconcileGit, r.reconcileKptfile, r.reconcileLifecycle, r.reconcileAutoPropose)
 	}
-	if errors.Is(out.Err, store.ErrConflict) && s.store != nil {
-		// Someone else wrote to git since this mirror was fetched: the
-		// retry decides with what git has now.
-		out.Err = errors.Join(out.Err, s.store.Fetch(ctx))
-	}
 	return out.Return(r.patchStatus(ctx, s, out))
 }
 

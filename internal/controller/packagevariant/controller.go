@@ -607,13 +607,9 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	written, err := r.Service.WriteVariantDraft(ctx, s.downStore, s.pv, d, p)
 	if err != nil {
-		err = fmt.Errorf("repository %s: %w", s.pv.Spec.Downstream.Repo, err)
-		if errors.Is(err, store.ErrConflict) && d.Draft != nil {
-			// Someone else wrote the draft: re-read before the retry (a
-			// new draft's write has fetched already).
-			return ctrl.Result{}, errors.Join(err, s.downStore.Fetch(ctx))
-		}
-		return ctrl.Result{}, err
+		// A lost race has brought the mirror up to date (the store
+		// fetches after a conflict): the retry decides with what git has.
+		return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.pv.Spec.Downstream.Repo, err)
 	}
 	s.target = &written
 	// The lock's reconcile reads what the draft declares: from the
