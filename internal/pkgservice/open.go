@@ -93,6 +93,26 @@ func ResolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 	return rev, err
 }
 
+// latestPublished is the package's highest Published revision (one whose
+// deletion is proposed is passed over; store.ErrNotFound when it has
+// none).
+func latestPublished(ctx context.Context, st *store.Repository, pkgPath string) (store.Revision, error) {
+	revs, err := st.ListPackage(ctx, pkgPath)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	var latest *store.Revision
+	for i, rev := range revs {
+		if rev.Lifecycle == porchv1alpha1.LifecyclePublished && (latest == nil || rev.Revision > latest.Revision) {
+			latest = &revs[i]
+		}
+	}
+	if latest == nil {
+		return store.Revision{}, fmt.Errorf("package %s has no published revision: %w", pkgPath, store.ErrNotFound)
+	}
+	return *latest, nil
+}
+
 func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
 	switch {
 	case u.Tag != "":
@@ -100,6 +120,8 @@ func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 	case u.VersionRange != "":
 		v, err := NewestInRange(ctx, st, u.Package, u.VersionRange)
 		return v.Revision, err
+	case u.Revision.Latest():
+		return latestPublished(ctx, st, u.Package)
 	case u.Revision != "":
 		n, err := u.Revision.Number()
 		if err != nil {

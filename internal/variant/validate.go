@@ -166,8 +166,8 @@ func ValidateUpstream(p *field.Path, u *configv1alpha1.Upstream) field.ErrorList
 	case u.UpdatePolicy != "" && u.UpdatePolicy != configv1alpha1.UpdatePolicyAutomatic && u.UpdatePolicy != configv1alpha1.UpdatePolicyManual:
 		errs = append(errs, field.NotSupported(p.Child("updatePolicy"), u.UpdatePolicy, []string{"Automatic", "Manual"}))
 	}
-	if _, err := u.Revision.Number(); u.Revision != "" && err != nil {
-		errs = append(errs, field.Invalid(p.Child("revision"), string(u.Revision), `must be a revision number from 0 to 999999999, such as 3 or "v3"`))
+	if _, err := u.Revision.Number(); u.Revision != "" && !u.Revision.Latest() && err != nil {
+		errs = append(errs, field.Invalid(p.Child("revision"), string(u.Revision), `must be a revision number from 0 to 999999999, such as 3 or "v3", or -1 for the latest published revision`))
 	}
 	return errs
 }

@@ -136,7 +136,7 @@ func metaDeclTypes() (meta, target *apiservercel.DeclType) {
 		}
 		return f
 	}
-	return apiservercel.NewObjectType("scion.ObjectMetadata", fields()), apiservercel.NewObjectType("scion.Target", fields("packageName"))
+	return apiservercel.NewObjectType("scion.ObjectMetadata", fields()), apiservercel.NewObjectType("scion.Target", fields("packageName", "repo", "package"))
 }
 
 // Compile compiles expr (cached). noRepo compiles it without the

@@ -133,7 +133,9 @@ func (e *Evaluator) unroll(ctx context.Context, in Input, i int) ([]downstream, 
 	tp := field.NewPath("spec", "targets").Index(i)
 	upPkg := pvs.Spec.Upstream.Package
 	var out []downstream
-	add := func(repo string, names []string, repoPath *field.Path, obj *metav1.PartialObjectMetadata) {
+	// add adds the downstreams of one selected repository or object;
+	// target.repo is set for repositories only (Porch's name).
+	add := func(repo string, names []string, repoPath *field.Path, obj *metav1.PartialObjectMetadata, isRepository bool) {
 		if len(names) == 0 {
 			names = []string{upPkg}
 		}
@@ -142,7 +144,12 @@ func (e *Evaluator) unroll(ctx context.Context, in Input, i int) ([]downstream, 
 			if obj != nil {
 				target = metaVars(obj)
 			}
-			target["packageName"] = n
+			// Porch's names for the same (target.repo, target.package),
+			// so Porch's manifests apply as written.
+			target["packageName"], target["package"] = n, n
+			if isRepository {
+				target["repo"] = repo
+			}
 			out = append(out, downstream{target: i, repoDefault: repo, packageDefault: n, repoPath: repoPath, vars: map[string]any{
 				VarRepoDefault: repo, VarPackageDefault: n, VarTarget: target,
 			}})
@@ -151,7 +158,7 @@ func (e *Evaluator) unroll(ctx context.Context, in Input, i int) ([]downstream, 
 	switch {
 	case t.Repositories != nil:
 		for j, r := range t.Repositories {
-			add(r.Name, r.PackageNames, tp.Child("repositories").Index(j).Child("name"), nil)
+			add(r.Name, r.PackageNames, tp.Child("repositories").Index(j).Child("name"), nil, true)
 		}
 		return out, "", nil
 	case t.RepositorySelector != nil:
@@ -161,7 +168,7 @@ func (e *Evaluator) unroll(ctx context.Context, in Input, i int) ([]downstream, 
 			return nil, "", err
 		}
 		for k := range objs {
-			add(objs[k].Name, t.RepositorySelector.PackageNames, sp, &objs[k])
+			add(objs[k].Name, t.RepositorySelector.PackageNames, sp, &objs[k], true)
 		}
 		if len(objs) == 0 {
 			return nil, fmt.Sprintf("%s selects no Repository", sp), nil
@@ -180,7 +187,7 @@ func (e *Evaluator) unroll(ctx context.Context, in Input, i int) ([]downstream, 
 			return nil, "", err
 		}
 		for k := range objs {
-			add(objs[k].Name, s.PackageNames, sp, &objs[k])
+			add(objs[k].Name, s.PackageNames, sp, &objs[k], false)
 		}
 		if len(objs) == 0 {
 			return nil, fmt.Sprintf("%s selects no %s", sp, gvkString(gvk)), nil

@@ -424,3 +424,25 @@ func TestExpandDependencies(t *testing.T) {
 		t.Fatal("the variants share the template's dependencies")
 	}
 }
+
+// Porch's manifests apply as written: a repository target's CEL names
+// in Porch (target.repo, target.package) are Scion's target.name and
+// target.packageName.
+func TestExpandPorchTargetNames(t *testing.T) {
+	res := expand(t, readSet(t, "porch-names.yaml"), "repositories.yaml")
+	got := map[string]map[string]string{}
+	for _, pv := range res.Variants {
+		got[pv.Spec.Downstream.Repo+"/"+pv.Spec.Downstream.Package] = pv.Spec.Labels
+	}
+	if l := got["cluster-01/foo-a-copy"]; l["repo"] != "cluster-01" || l["same"] != "true" {
+		t.Fatalf("the list target: %v (all: %v)", l, got)
+	}
+	for k, l := range got {
+		if k != "cluster-01/foo-a-copy" && l["repo"] != strings.Split(k, "/")[0] {
+			t.Errorf("%s: target.repo is %q", k, l["repo"])
+		}
+	}
+	if len(got) < 2 {
+		t.Fatalf("the selector target selected nothing: %v", got)
+	}
+}

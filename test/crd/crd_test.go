@@ -194,4 +194,30 @@ spec:
 		g.Expect(n).To(Equal(3), rev)
 		g.Expect(pv.Spec.Upstream.Revision.Ref()).To(Equal("v3"))
 	}
+	// Porch's -1 (the latest published revision, as Porch's own
+	// manifests and load tests write it) applies; other negatives do not.
+	create := func(name, rev string) error {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(fmt.Sprintf(`apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: %s, namespace: %s}
+spec:
+  upstream: {repo: catalog, package: foo, revision: %s}
+  downstream: {repo: cluster-01, package: %s}
+`, name, ns, rev, name)), &u.Object); err != nil {
+			return err
+		}
+		return k8sClient.Create(ctx, u)
+	}
+	g := NewWithT(t)
+	g.Expect(create("latest-int", "-1")).To(Succeed())
+	g.Expect(create("latest-string", `"-1"`)).To(Succeed())
+	pv := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "latest-int"}, pv)).To(Succeed())
+	g.Expect(pv.Spec.Upstream.Revision.Latest()).To(BeTrue())
+	for _, bad := range []string{"-2", `"-1x"`, `"v-1"`} {
+		err := create("bad", bad)
+		g.Expect(err).To(MatchError(ContainSubstring("spec.upstream.revision: Invalid value")), bad)
+		g.Expect(err).To(MatchError(ContainSubstring("or -1 for the latest published revision")), bad)
+	}
 }

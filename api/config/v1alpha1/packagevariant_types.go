@@ -204,8 +204,10 @@ type Upstream struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*(/[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*)*$`
 	Package string `json:"package"`
 
-	// Revision is a published revision number: 3, "3" or "v3".
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 999999999 : string(self).matches('^v?[0-9]{1,9}$')",message="must be a revision number from 0 to 999999999, such as 3 or \"v3\""
+	// Revision is a published revision number: 3, "3" or "v3"; -1 is the
+	// latest published revision (as in Porch), followed as new ones are
+	// published.
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self == -1 || self >= 0 && self <= 999999999 : string(self).matches('^(v?[0-9]{1,9}|-1)$')",message="must be a revision number from 0 to 999999999, such as 3 or \"v3\", or -1 for the latest published revision"
 	// +optional
 	Revision RevisionNumber `json:"revision,omitempty"`
 

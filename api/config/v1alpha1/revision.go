@@ -9,7 +9,8 @@ import (
 
 // RevisionNumber is a published revision number. It is written as a
 // string, "3" or "v3", or as Porch writes it, an integer, 3; all three
-// mean revision 3.
+// mean revision 3. -1 (or "-1"), as in Porch, is the latest published
+// revision (LatestRevision).
 //
 // +kubebuilder:validation:XIntOrString
 // +kubebuilder:validation:Type=""
@@ -18,6 +19,13 @@ type RevisionNumber string
 
 // MaxRevision is the highest revision number (nine digits).
 const MaxRevision = 999999999
+
+// LatestRevision names the latest published revision of the package, the
+// way Porch does: the variant follows each new publication.
+const LatestRevision RevisionNumber = "-1"
+
+// Latest says whether r is LatestRevision.
+func (r RevisionNumber) Latest() bool { return r == LatestRevision }
 
 // UnmarshalJSON reads a string or an integer.
 func (r *RevisionNumber) UnmarshalJSON(b []byte) error {

@@ -857,3 +857,32 @@ func TestPackageVariant_deletedWithItsRepository(t *testing.T) {
 	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 	g.Expect(events.Items).NotTo(ContainElement(HaveField("Reason", "DeleteFailed")))
 }
+
+// revision: -1, as Porch writes it, follows the latest published upstream
+// revision: the draft moves when a new one is published, with nobody
+// editing the variant.
+func TestPackageVariant_latestRevision(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, catalog, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Upstream.Revision = configv1alpha1.LatestRevision
+	createReady(t, pv)
+	ref := "drafts/tenant-a/packagevariant-1"
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/Kptfile")).To(ContainSubstring("ref: app/v1"))
+
+	publish(t, catalog, "v2", appPackage("3"))
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "catalog"}, repo)).To(Succeed())
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Annotations = map[string]string{configv1alpha1.SyncRequestedAnnotation: "published v2"} // as scion rpkg does after a git write
+	g.Expect(k8sClient.Patch(ctx, repo, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/Kptfile")).To(ContainSubstring("ref: app/v2"))
+		ready(g, pv)
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, cluster, "show", ref+":tenant-a/app.yaml")).To(ContainSubstring("replicas: 3"))
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	g.Expect(got.Generation).To(Equal(int64(1)), "nobody edited the variant")
+}
