@@ -4,9 +4,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Streams are the standard streams a command writes to.
@@ -28,7 +31,84 @@ func NewRootCommand(streams Streams) *cobra.Command {
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams), NewCmdTree(streams), NewCmdDeps(streams), NewCmdRollout(streams))
+	strict(cmd)
 	return cmd
+}
+
+// strict makes every command of the tree refuse what it does not know,
+// with a suggestion, and a non-zero exit: a group of commands given an
+// unknown one (cobra prints the help and exits 0 otherwise), and an
+// unknown flag ("did you mean --repository?").
+func strict(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+		if !ok {
+			return err
+		}
+		if s := closestFlag(c, name); s != "" {
+			return fmt.Errorf("%w\n\nDid you mean --%s? (%s --help lists the flags)", err, s, c.CommandPath())
+		}
+		return fmt.Errorf("%w (%s --help lists the flags)", err, c.CommandPath())
+	})
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return fmt.Errorf("%s\n\nRun '%s --help' for the commands", msg, c.CommandPath())
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		strict(sub)
+	}
+}
+
+// closestFlag is the flag of c (its own and inherited) nearest to name:
+// one it begins (--repo for --repository), else the nearest by edit
+// distance when that is 2 or less (a typo).
+func closestFlag(c *cobra.Command, name string) string {
+	best, bestDist := "", 3
+	visit := func(f *pflag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) {
+			d = 0
+		}
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // cmdContext is the command's context, or a background one when the

@@ -109,6 +109,7 @@ func newCmdRpkgGet(o *RpkgOptions) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
 	cmd.Flags().StringVar(&f.Repository, "repository", "", "only revisions of this repository")
 	cmd.Flags().StringVar(&f.Package, "package", "", "only revisions of this package")
+	cmd.Flags().StringVar(&f.NameContains, "name", "", "only revisions whose package name contains this (as porchctl rpkg get --name)")
 	cmd.Flags().StringVar(&lifecycle, "lifecycle", "", "only revisions in this lifecycle")
 	return cmd
 }
@@ -212,7 +213,7 @@ func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, fn func(context.Cont
 }
 
 func newCmdRpkgDelete(o *RpkgOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete NAME...", Short: "Delete package revisions (from git too)", Args: cobra.MinimumNArgs(1)}
+	cmd := &cobra.Command{Use: "delete NAME...", Aliases: []string{"del"}, Short: "Delete package revisions (from git too)", Args: cobra.MinimumNArgs(1)}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
 			var errs []error

@@ -57,7 +57,10 @@ func (c *Client) Get(ctx context.Context, name string) (*porchv1alpha1.PackageRe
 type Filter struct {
 	Repository string
 	Package    string
-	Lifecycle  porchv1alpha1.Lifecycle
+	// NameContains keeps the revisions whose package name contains it
+	// (porchctl's rpkg get --name).
+	NameContains string
+	Lifecycle    porchv1alpha1.Lifecycle
 }
 
 // List returns the namespace's PackageRevisions matching f, sorted by
@@ -79,7 +82,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]porchv1alpha1.PackageRev
 	}
 	out := list.Items[:0]
 	for _, pr := range list.Items {
-		if f.Lifecycle == "" || pr.GitLifecycle() == f.Lifecycle {
+		if (f.Lifecycle == "" || pr.GitLifecycle() == f.Lifecycle) && strings.Contains(pr.Spec.PackageName, f.NameContains) {
 			out = append(out, pr)
 		}
 	}

@@ -305,7 +305,7 @@ func TestValidate(t *testing.T) {
 	}
 	g.Expect(msgs).To(ConsistOf(
 		`spec.upstream: Invalid value: "": exactly one of revision, workspaceName, tag and versionRange must be set`,
-		`spec.upstream.revision: Invalid value: "latest": must be a revision number from 0 to 999999999, such as 3 or "v3"`,
+		`spec.upstream.revision: Invalid value: "latest": must be a revision number from 0 to 999999999, such as 3 or "v3", or -1 for the latest published revision`,
 		`spec.downstream.package: Required value`,
 		`spec.deletionPolicy: Unsupported value: "keep": supported values: "delete", "orphan"`,
 		`spec.packageContext.data[name]: Invalid value: "name": the key is reserved`,

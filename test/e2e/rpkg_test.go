@@ -129,6 +129,13 @@ func TestRpkg(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(MatchRegexp(`(?m)^NAME\s+PACKAGE\s+WORKSPACE\s+REVISION\s+LATEST\s+LIFECYCLE\s+REPOSITORY\s+READY$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^cluster-01\.base\.ws\s+base\s+ws\s+1\s+true\s+Published\s+cluster-01\s+True$`))
+	// porchctl's --name: package names containing it.
+	out, err = scion(ns, "rpkg", "get", "--name", "as")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("cluster-01.base.ws"))
+	out, err = scion(ns, "rpkg", "get", "--name", "nothing-like-it")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).NotTo(ContainSubstring("base"))
 
 	// A new upstream revision, and an upgrade that keeps the local edit.
 	_, err = scion(ns, "rpkg", "copy", "catalog.base.v1", "--workspace", "v2")
