@@ -178,18 +178,28 @@ func newCmdRpkgCopy(o *RpkgOptions) *cobra.Command {
 
 func newCmdRpkgUpgrade(o *RpkgOptions) *cobra.Command {
 	var ws, upstream, strategy string
-	cmd := &cobra.Command{Use: "upgrade NAME --upstream NEW", Short: "Create a new draft of NAME updated to a new upstream revision", Args: cobra.ExactArgs(1)}
+	var revision int
+	cmd := &cobra.Command{Use: "upgrade NAME [--upstream NEW | --revision N]", Short: "Create a new draft of NAME updated to a new upstream revision", Args: cobra.ExactArgs(1)}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
+			if upstream != "" && cc.Flags().Changed("revision") {
+				return errors.New("--upstream and --revision name the new upstream both: give one")
+			}
+			if upstream == "" {
+				var err error
+				if upstream, err = o.client.UpstreamRevision(ctx, args[0], revision); err != nil {
+					return err
+				}
+			}
 			pr, err := o.client.Upgrade(ctx, args[0], upstream, ws, kptfilev1.UpdateStrategy(strategy))
 			return printCreated(o, pr, err)
 		})(cc, args)
 	}
 	cmd.Flags().StringVar(&ws, "workspace", "", "workspace name of the new draft (required)")
-	cmd.Flags().StringVar(&upstream, "upstream", "", "the new upstream package revision (required)")
+	cmd.Flags().StringVar(&upstream, "upstream", "", "the new upstream package revision")
+	cmd.Flags().IntVar(&revision, "revision", 0, "instead of --upstream, as porchctl: the revision number of the same upstream package to upgrade to (0 or unset: its latest published revision)")
 	cmd.Flags().StringVar(&strategy, "strategy", "", "resource-merge (default), fast-forward, force-delete-replace or copy-merge")
 	_ = cmd.MarkFlagRequired("workspace")
-	_ = cmd.MarkFlagRequired("upstream")
 	return cmd
 }
 

@@ -166,6 +166,52 @@ func (c *Client) Upgrade(ctx context.Context, local, newUpstream, workspace stri
 		}})
 }
 
+// UpstreamRevision names the revision of local's upstream package (the
+// package of the revision local was cloned from, status.upstreamLock)
+// with the given revision number, or its latest published revision when
+// revision is 0: what porchctl's rpkg upgrade --revision upgrades to.
+func (c *Client) UpstreamRevision(ctx context.Context, local string, revision int) (string, error) {
+	lpr, err := c.Get(ctx, local)
+	if err != nil {
+		return "", err
+	}
+	lock := lpr.Status.UpstreamLock
+	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
+		return "", fmt.Errorf("%s records no upstream commit (status.upstreamLock); it was not cloned from a package revision", local)
+	}
+	all, err := c.List(ctx, Filter{})
+	if err != nil {
+		return "", err
+	}
+	var from *porchv1alpha1.PackageRevision
+	for i := range all {
+		if all[i].Status.Commit == lock.Git.Commit && all[i].Spec.Revision > 0 {
+			from = &all[i]
+		}
+	}
+	if from == nil {
+		return "", fmt.Errorf("no published revision in this namespace is at commit %s, the upstream %s was cloned from: name the new upstream with --upstream", lock.Git.Commit, local)
+	}
+	candidates, err := c.List(ctx, Filter{Repository: from.Spec.Repository, Package: from.Spec.PackageName, Lifecycle: porchv1alpha1.LifecyclePublished})
+	if err != nil {
+		return "", err
+	}
+	var latest *porchv1alpha1.PackageRevision
+	for i := range candidates {
+		pr := &candidates[i]
+		if revision > 0 && pr.Spec.Revision == revision {
+			return pr.Name, nil
+		}
+		if latest == nil || pr.Spec.Revision > latest.Spec.Revision {
+			latest = pr
+		}
+	}
+	if revision > 0 || latest == nil {
+		return "", fmt.Errorf("%s in %s has no published revision %d", from.Spec.PackageName, from.Spec.Repository, revision)
+	}
+	return latest.Name, nil
+}
+
 func (c *Client) create(ctx context.Context, o CreateOptions, task porchv1alpha1.Task) (*porchv1alpha1.PackageRevision, error) {
 	if err := c.remoteAvailable(ctx, o.Repository); err != nil {
 		return nil, err

@@ -161,6 +161,18 @@ func TestRpkg(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/README.md")).To(Equal("# base, version 2"))
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/cm.yaml")).To(ContainSubstring("owner: cluster-01"), "the local edit survives the upgrade")
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws2:base/Kptfile")).To(ContainSubstring("ref: base/v2"))
+	// porchctl's way: --revision N of the same upstream package, or its
+	// latest without it.
+	out, err = scion(ns, "rpkg", "upgrade", "cluster-01.base.ws", "--revision", "2", "--workspace", "ws3")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws3:base/Kptfile")).To(ContainSubstring("ref: base/v2"))
+	out, err = scion(ns, "rpkg", "upgrade", "cluster-01.base.ws", "--workspace", "ws4")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/base/ws4:base/README.md")).To(Equal("# base, version 2"))
+	_, err = scion(ns, "rpkg", "upgrade", "cluster-01.base.ws", "--revision", "9", "--workspace", "ws5")
+	g.Expect(err).To(MatchError("base in catalog has no published revision 9"))
+	_, err = scion(ns, "rpkg", "delete", "cluster-01.base.ws3", "cluster-01.base.ws4")
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// Delete removes the draft from git too.
 	out, err = scion(ns, "rpkg", "delete", "cluster-01.base.ws2")
