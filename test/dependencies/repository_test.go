@@ -15,6 +15,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
 // warnings collects the warnings the API server sends.
@@ -103,5 +104,36 @@ func TestRepository_deleteVariantRevision(t *testing.T) {
 		again := draftOf(g, ns, "app")
 		g.Expect(again.UID).NotTo(Equal(pr.UID))
 		g.Expect(again.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the variant made a new draft, as the note says")
+	}, timeout, interval).Should(Succeed())
+}
+
+// A Repository's count of PackageVariants follows a variant whose spec
+// moves it to another Repository: the old one counts one less, the new
+// one one more.
+func TestRepository_countFollowsAMovedVariant(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, _ := setup(t)
+	cat.publish("app", "", nil)
+	other := gitserver.InitBare(t, t.TempDir(), "cluster-02.git")
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-02"},
+		Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + other, CreateBranch: true}}})).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, variant(ns, "app", "app", "1", nil))).To(Succeed())
+	count := func(g Gomega, name string) int {
+		repo := &configv1alpha1.Repository{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, repo)).To(Succeed())
+		return repo.Status.PackageVariants
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(count(g, "cluster-01")).To(Equal(1))
+		g.Expect(count(g, "cluster-02")).To(Equal(0))
+	}, timeout, interval).Should(Succeed())
+	pv := getPV(g, ns, "app")
+	patch := client.MergeFrom(pv.DeepCopy())
+	pv.Spec.Downstream.Repo = "cluster-02"
+	g.Expect(k8sClient.Patch(ctx, pv, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(count(g, "cluster-01")).To(Equal(0))
+		g.Expect(count(g, "cluster-02")).To(Equal(1))
 	}, timeout, interval).Should(Succeed())
 }

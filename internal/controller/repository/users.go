@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,15 +36,18 @@ func (u *usersReconciler) setup(mgr ctrl.Manager) error {
 		For(&configv1alpha1.Repository{}, builder.WithPredicates(u.Shard.Predicate(), predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
-		// A variant that comes or goes changes its Repositories' counts
-		// (a burst of them makes one reconcile per Repository).
+		// A variant that comes or goes, or whose spec moves it to other
+		// Repositories, changes their counts (the old and the new ones
+		// are both mapped; a burst makes one reconcile per Repository).
 		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, name := range variant.Repositories(o.(*configv1alpha1.PackageVariant)) {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 			}
 			return out
-		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return !slices.Equal(variant.Repositories(e.ObjectOld.(*configv1alpha1.PackageVariant)), variant.Repositories(e.ObjectNew.(*configv1alpha1.PackageVariant)))
+		}})).
 		Complete(u)
 }
 
