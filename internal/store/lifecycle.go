@@ -72,11 +72,8 @@ func (r *Repository) Publish(ctx context.Context, p, ws, expected, publishedBy, 
 	src := proposedRef(full, ws)
 	var lastErr error
 	for attempt := 0; attempt < publishAttempts; attempt++ {
-		if attempt > 0 {
-			if err := r.fetchLocked(ctx); err != nil {
-				return Revision{}, err
-			}
-		}
+		// A lost race has fetched already (afterConflict): each attempt
+		// reads what git has.
 		head := r.ref(src)
 		if head.IsZero() {
 			return Revision{}, fmt.Errorf("package %s workspace %s is not Proposed: %w", p, ws, ErrNotFound)
