@@ -69,17 +69,8 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 	if err != nil {
 		return err
 	}
-	rc := &rpkg.Client{Client: o.Client, Namespace: ns, Timeout: o.timeout()}
-	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary passed"}); err != nil {
-		return err
-	}
 	name := "regional-app-" + bad
-	patch := client.MergeFrom(pr.DeepCopy())
-	pr.Labels[rolloutLabel] = name
-	if err := o.Client.Patch(ctx, pr, patch); err != nil {
-		return err
-	}
-	if _, err := rc.Propose(ctx, pr.Name); err != nil {
+	if err := o.proposeForRollout(ctx, pr, name); err != nil {
 		return err
 	}
 	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: configv1alpha1.PackageRolloutSpec{
@@ -155,7 +146,6 @@ func (o *Options) rollOut(ctx context.Context, ns string) error {
 		return err
 	}
 	slices.SortFunc(pvs.Items, func(a, b configv1alpha1.PackageVariant) int { return strings.Compare(a.Name, b.Name) })
-	rc := &rpkg.Client{Client: o.Client, Namespace: ns, Timeout: o.timeout()}
 	name := "regional-app-" + string(set.Spec.Upstream.Revision)
 	o.say("")
 	o.say("==> the rest of the fleet gets regional-app %s through a PackageRollout", set.Spec.Upstream.Revision)
@@ -165,15 +155,7 @@ func (o *Options) rollOut(ctx context.Context, ns string) error {
 		if err != nil || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
 			continue
 		}
-		if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary passed"}); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(pr.DeepCopy())
-		pr.Labels[rolloutLabel] = appSet
-		if err := o.Client.Patch(ctx, pr, patch); err != nil {
-			return err
-		}
-		if _, err := rc.Propose(ctx, pr.Name); err != nil {
+		if err := o.proposeForRollout(ctx, pr, appSet); err != nil {
 			return err
 		}
 		proposed = append(proposed, pr.Name)
@@ -223,6 +205,23 @@ func (o *Options) rollOut(ctx context.Context, ns string) error {
 	}
 	o.say("==> %s rollout status %s", o.scion(), name)
 	return o.printRollout(ctx, ro)
+}
+
+// proposeForRollout readies a draft for a rollout as the demo's canary
+// process would: its canary gate passed, the label the rollout selects
+// (rolloutLabel=value), proposed.
+func (o *Options) proposeForRollout(ctx context.Context, pr *porchv1alpha1.PackageRevision, value string) error {
+	rc := &rpkg.Client{Client: o.Client, Namespace: pr.Namespace, Timeout: o.timeout()}
+	if _, err := rc.SetCondition(ctx, pr.Name, porchv1alpha1.Condition{Type: canaryGate, Status: "True", Reason: "CanaryPassed", Message: "the canary passed"}); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(pr.DeepCopy())
+	pr.Labels[rolloutLabel] = value
+	if err := o.Client.Patch(ctx, pr, patch); err != nil {
+		return err
+	}
+	_, err := rc.Propose(ctx, pr.Name)
+	return err
 }
 
 // printPlan prints the waves the rollout will publish, as scion rollout

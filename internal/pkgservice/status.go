@@ -2,12 +2,12 @@ package pkgservice
 
 import (
 	"context"
-	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 )

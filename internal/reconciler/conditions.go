@@ -1,10 +1,10 @@
 package reconciler
 
 import (
-	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/store"
 )
 

@@ -21,13 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/store"
 )
 

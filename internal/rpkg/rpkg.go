@@ -192,13 +192,12 @@ func (c *Client) UpstreamRevision(ctx context.Context, local string, revision in
 	if from == nil {
 		return "", fmt.Errorf("no published revision in this namespace is at commit %s, the upstream %s was cloned from: name the new upstream with --upstream", lock.Git.Commit, local)
 	}
-	candidates, err := c.List(ctx, Filter{Repository: from.Spec.Repository, Package: from.Spec.PackageName, Lifecycle: porchv1alpha1.LifecyclePublished})
-	if err != nil {
-		return "", err
-	}
 	var latest *porchv1alpha1.PackageRevision
-	for i := range candidates {
-		pr := &candidates[i]
+	for i := range all {
+		pr := &all[i]
+		if pr.Spec.Repository != from.Spec.Repository || pr.Spec.PackageName != from.Spec.PackageName || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished {
+			continue
+		}
 		if revision > 0 && pr.Spec.Revision == revision {
 			return pr.Name, nil
 		}

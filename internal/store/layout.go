@@ -2,13 +2,14 @@ package store
 
 import (
 	"fmt"
-	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
 // Ref name prefixes of the lifecycle stages.

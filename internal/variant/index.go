@@ -38,13 +38,17 @@ func Repositories(pv *configv1alpha1.PackageVariant) []string {
 	return out
 }
 
-// DownstreamPackageKey is a variant's key in DownstreamPackageIndex,
-// "repo/package"; empty without a downstream.
+// PackageKey is the key of a package of a Repository in UpstreamIndex and
+// DownstreamPackageIndex: "repo/package".
+func PackageKey(repo, pkgPath string) string { return repo + "/" + pkgPath }
+
+// DownstreamPackageKey is a variant's key in DownstreamPackageIndex;
+// empty without a downstream.
 func DownstreamPackageKey(pv *configv1alpha1.PackageVariant) string {
 	if pv.Spec.Downstream == nil {
 		return ""
 	}
-	return pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
+	return PackageKey(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
 }
 
 // IndexVariants registers UpstreamIndex, RepositoryIndex and
@@ -55,7 +59,7 @@ func IndexVariants(ctx context.Context, indexer client.FieldIndexer) error {
 		if pv.Spec.Upstream == nil {
 			return nil
 		}
-		return []string{pv.Spec.Upstream.Repo + "/" + pv.Spec.Upstream.Package}
+		return []string{PackageKey(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}
 	}); err != nil {
 		return err
 	}

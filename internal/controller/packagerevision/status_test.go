@@ -2,12 +2,12 @@ package packagerevision
 
 import (
 	"errors"
-	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 )

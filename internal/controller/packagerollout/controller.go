@@ -655,7 +655,7 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 		return nil, nil // not made from an upstream: nothing follows it
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(ro.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: variant.PackageKey(pr.Spec.Repository, pr.Spec.PackageName)}); err != nil {
 		return nil, fmt.Errorf("finding the PackageVariant of %s: %w", pr.Name, err)
 	}
 	var held []string

@@ -195,7 +195,7 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}})
 	}
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{variant.UpstreamIndex: pr.Spec.Repository + "/" + pr.Spec.PackageName}); err == nil {
+	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{variant.UpstreamIndex: variant.PackageKey(pr.Spec.Repository, pr.Spec.PackageName)}); err == nil {
 		for _, pv := range list.Items {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
 		}

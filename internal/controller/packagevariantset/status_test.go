@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/reconciler"

@@ -192,7 +192,7 @@ func (r *Reconciler) reconcileHistory(ctx context.Context, s *scope) (ctrl.Resul
 // variants' upstream index); a failed read keeps the revision.
 func (r *Reconciler) variantNames(ctx context.Context, repo *configv1alpha1.Repository, rev store.Revision) bool {
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{variant.UpstreamIndex: repo.Name + "/" + rev.Package}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{variant.UpstreamIndex: variant.PackageKey(repo.Name, rev.Package)}); err != nil {
 		return true
 	}
 	for _, pv := range list.Items {
