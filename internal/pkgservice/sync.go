@@ -462,6 +462,12 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 			obj.Spec.Lifecycle = want.Spec.Lifecycle
 		}
 	}
+	if obj.Spec.Revision == 0 && want.Spec.Revision != 0 {
+		// The number git gave the revision when it published it is a
+		// fact, not a request: shown even while a request of the spec is
+		// pending (a withdrawal refused after git published).
+		obj.Spec.Revision = want.Spec.Revision
+	}
 	wrote := false
 	if !apiequality.Semantic.DeepEqual(obj.Labels, cur.Labels) || !apiequality.Semantic.DeepEqual(obj.OwnerReferences, cur.OwnerReferences) ||
 		!apiequality.Semantic.DeepEqual(obj.Annotations, cur.Annotations) ||

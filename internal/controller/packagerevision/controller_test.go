@@ -830,3 +830,38 @@ func TestPackageRevision_staleVerdictNotStampedOnNewGeneration(t *testing.T) {
 	g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request stays")
 	g.Expect(got.Status.ObservedGeneration).To(BeNumerically("<", got.Generation), "the request is not marked handled by a write that did not handle it")
 }
+
+// A revision git published while a request on its object was pending
+// (someone published in git, and a withdrawal arrived before the
+// controller showed it) shows git's revision number, with the request
+// and its verdict kept.
+func TestPackageRevision_publishedNumberShownWhilePending(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "blueprints", false)
+	pr := newRevision(ns, "blueprints", "app", "ws", initTask())
+	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	// Another writer publishes it in git; the withdrawal is admitted (the
+	// object still says Proposed).
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.Publish(ctx, "app", "ws", "", "someone", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	requestSync(t, ns, "blueprints")
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle")
+		g.Expect(got.Spec.Revision).To(Equal(1), "git's number")
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request kept")
+		r := ready(got)
+		g.Expect(r.Reason).To(Equal(porchv1alpha1.InvalidReason))
+		g.Expect(r.ObservedGeneration).To(Equal(got.Generation))
+	}, timeout, interval).Should(Succeed())
+}
