@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -27,6 +29,37 @@ type Limits struct {
 // any configuration package, far below what would fill a controller's
 // disk or memory.
 var DefaultLimits = Limits{FetchBytes: 1 << 30, PackageBytes: 64 << 20, PackageFiles: 10000, FileBytes: 16 << 20}
+
+// CheckPackage fails with a LimitError when the files of a package
+// (pkgPath, for the message) go over a limit: what a write must refuse,
+// as a read would.
+func (l Limits) CheckPackage(pkgPath string, files map[string][]byte) error {
+	l = l.orDefaults()
+	var total int64
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		n++
+		total += int64(len(files[name]))
+		if err := l.checkFile(pkgPath, name, int64(len(files[name])), n, total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFile checks one more file of a package: name of size bytes, the
+// package's count-th file, total bytes so far.
+func (l Limits) checkFile(pkgPath, name string, size int64, count int, total int64) error {
+	switch {
+	case count > l.PackageFiles:
+		return &LimitError{What: fmt.Sprintf("package %s (more than %d files)", pkgPath, l.PackageFiles), Limit: "max-package-files", Value: int64(l.PackageFiles)}
+	case size > l.FileBytes:
+		return &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", name, pkgPath, Quantity(size)), Limit: "max-file-size", Value: l.FileBytes}
+	case total > l.PackageBytes:
+		return &LimitError{What: fmt.Sprintf("package %s (more than %s of files)", pkgPath, Quantity(l.PackageBytes)), Limit: "max-package-size", Value: l.PackageBytes}
+	}
+	return nil
+}
 
 func (l Limits) orDefaults() Limits {
 	if l.FetchBytes <= 0 {

@@ -192,13 +192,9 @@ func (r *Repository) readTreeFiles(tree plumbing.Hash, pkgPath string) (*pkg.Pac
 		}
 		// Sizes come from the objects' headers: nothing over a limit is
 		// read into memory.
-		switch total += f.Blob.Size; {
-		case len(files) >= limits.PackageFiles:
-			return &LimitError{What: fmt.Sprintf("package %s (more than %d files)", pkgPath, limits.PackageFiles), Limit: "max-package-files", Value: int64(limits.PackageFiles)}
-		case f.Blob.Size > limits.FileBytes:
-			return &LimitError{What: fmt.Sprintf("file %s of package %s (%s)", f.Name, pkgPath, Quantity(f.Blob.Size)), Limit: "max-file-size", Value: limits.FileBytes}
-		case total > limits.PackageBytes:
-			return &LimitError{What: fmt.Sprintf("package %s (more than %s of files)", pkgPath, Quantity(limits.PackageBytes)), Limit: "max-package-size", Value: limits.PackageBytes}
+		total += f.Blob.Size
+		if err := limits.checkFile(pkgPath, f.Name, f.Blob.Size, len(files)+1, total); err != nil {
+			return err
 		}
 		rd, err := f.Blob.Reader()
 		if err != nil {

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -35,12 +38,25 @@ type Env struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 	env    *envtest.Environment
+	certs  string // the front proxy's certificates
+}
+
+// Options change what Start installs.
+type Options struct {
+	// PorchAPI installs Scion's storage of package revisions
+	// (packagerevisions.internal.scion.dev) instead of the
+	// porch.kpt.dev PackageRevision CustomResourceDefinition, for Scion's
+	// API server to serve porch.kpt.dev.
+	PorchAPI bool
 }
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
 // bin/k8s of this module (built by `make control-plane`), and installs the
 // CRDs (config/crd) and the lifecycle policies (config/policy).
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// StartWith starts a control plane as Start does, with options.
+func StartWith(o Options) (*Env, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -59,30 +75,60 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.PorchAPI {
+		storage, err := crd.StorageDefinition()
+		if err != nil {
+			return nil, err
+		}
+		crds = slices.DeleteFunc(crds, func(d *apiextensionsv1.CustomResourceDefinition) bool {
+			return d.Spec.Group == porchv1alpha1.GroupVersion.Group
+		})
+		crds = append(crds, storage)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crds,
 		Scheme:                s,
 	}
+	// Aggregation: kube-apiserver authenticates to aggregated API servers
+	// (Scion's) as the front proxy, passing the user in request headers.
+	certs, err := os.MkdirTemp("", "scion-front-proxy")
+	if err != nil {
+		return nil, err
+	}
+	flags, err := frontProxy(certs)
+	if err != nil {
+		return nil, err
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for k, v := range flags {
+		args.Set(k, v)
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(certs)
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(certs)
 		return nil, err
 	}
 	// The lifecycle policies, as config/default installs them.
 	if err := policy.Install(context.Background(), c); err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(certs)
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, Scheme: s, env: env}, nil
+	return &Env{Config: cfg, Client: c, Scheme: s, env: env, certs: certs}, nil
 }
 
 // Stop stops the control plane.
-func (e *Env) Stop() error { return e.env.Stop() }
+func (e *Env) Stop() error {
+	defer os.RemoveAll(e.certs)
+	return e.env.Stop()
+}
 
 // moduleRoot finds the folder holding go.mod, upwards from the working
 // directory (go test runs in the package folder).

@@ -1,0 +1,293 @@
+package apiserver
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+const kptfile = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"
+
+// fixture is a namespace with a Repository over a bare git repository,
+// and the draft app/ws1 in it, shown as a PackageRevision in the storage
+// (as the Repository's sync shows it).
+type fixture struct {
+	ns    string
+	st    *store.Repository
+	draft store.Revision
+	name  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "api")
+	bare := gitserver.InitBare(t, t.TempDir(), "deploy.git")
+	g.Expect(env.Client.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "deploy", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})).To(Succeed())
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: filepath.Join(t.TempDir(), "c")})
+	g.Expect(err).NotTo(HaveOccurred())
+	files := pkg.New(map[string][]byte{"Kptfile": []byte(kptfile), "cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: \"1\"\n")})
+	draft, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws1", Contents: files, Message: "Create app", Writer: store.WriterPerson})
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{ns: ns, st: st, draft: draft, name: pkgservice.ObjectName("deploy", "app", "ws1")}
+	f.show(t, "app", "ws1", porchv1alpha1.LifecycleDraft)
+	return f
+}
+
+// show creates the storage's object of a revision, as the sync would.
+func (f *fixture) show(t *testing.T, pkgPath, ws string, lc porchv1alpha1.Lifecycle) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: pkgservice.ObjectName("deploy", pkgPath, ws), Namespace: f.ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy", PackageName: pkgPath, WorkspaceName: ws, Lifecycle: lc}}
+	if err := storageClient.Create(context.Background(), pr); err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+// Porch's clients list, read and create PackageRevisions through
+// porch.kpt.dev, and the storage holds them; one created without a name
+// gets Porch's name.
+func TestPackageRevisions_throughPorchAPI(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	g.Expect(list.Items[0].Name).To(Equal("deploy.app.ws1"))
+	g.Expect(list.Items[0].APIVersion).To(Or(BeEmpty(), Equal("porch.kpt.dev/v1alpha1")))
+
+	// Field selectors the storage declares.
+	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns), client.MatchingFields{"spec.packageName": "other"})).To(Succeed())
+	g.Expect(list.Items).To(BeEmpty())
+
+	// porchctl rpkg init: no name; Porch's server names it.
+	pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy", PackageName: "team/web", WorkspaceName: "v1", Lifecycle: porchv1alpha1.LifecycleDraft,
+			Tasks: []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "web"}}}}}
+	g.Expect(porch.Create(ctx, pr)).To(Succeed())
+	g.Expect(pr.Name).To(Equal("deploy.team.web.v1"))
+	stored := &porchv1alpha1.PackageRevision{}
+	g.Expect(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "deploy.team.web.v1"}, stored)).To(Succeed())
+	g.Expect(stored.Spec.Tasks).To(HaveLen(1))
+
+	// Without the fields the name is made of: refused, naming them.
+	err := porch.Create(ctx, &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns}, Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy"}})
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.packageName"), ContainSubstring("spec.workspaceName")))
+
+	// Update and delete go through; errors speak of porch.kpt.dev.
+	g.Expect(porch.Get(ctx, client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+	pr.Labels = map[string]string{"team": "web"}
+	g.Expect(porch.Update(ctx, pr)).To(Succeed())
+	g.Expect(storageClient.Get(ctx, client.ObjectKeyFromObject(stored), stored)).To(Succeed())
+	g.Expect(stored.Labels).To(HaveKeyWithValue("team", "web"))
+	stale := pr.DeepCopy()
+	stale.ResourceVersion = stored.ResourceVersion
+	stale.Labels["team"] = "ops"
+	g.Expect(porch.Update(ctx, stale)).To(Succeed())
+	pr.Labels["team"] = "late"
+	err = porch.Update(ctx, pr)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("packagerevisions.porch.kpt.dev"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("internal.scion.dev"))
+	g.Expect(porch.Delete(ctx, stale)).To(Succeed())
+	err = storageClient.Get(ctx, client.ObjectKeyFromObject(stored), stored)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+}
+
+// A watch through porch.kpt.dev sees what the storage's writers (the
+// controllers) write, from the resourceVersion a list returned.
+func TestPackageRevisions_watch(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: porchScheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(wc.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	w, err := wc.Watch(ctx, &porchv1alpha1.PackageRevisionList{}, client.InNamespace(f.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+	f.show(t, "app", "ws2", porchv1alpha1.LifecycleDraft)
+	select {
+	case e := <-w.ResultChan():
+		g.Expect(e.Type).To(Equal(watch.Added))
+		pr, ok := e.Object.(*porchv1alpha1.PackageRevision)
+		g.Expect(ok).To(BeTrue(), "%T", e.Object)
+		g.Expect(pr.Name).To(Equal("deploy.app.ws2"))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event")
+	}
+}
+
+// porchctl rpkg pull reads a revision's files; push writes a draft's
+// files as one commit, against the commit it read.
+func TestPackageRevisionResources_pullPush(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+
+	prr := &content.PackageRevisionResources{}
+	g.Expect(porch.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, prr)).To(Succeed())
+	g.Expect(prr.Spec.Resources).To(HaveKeyWithValue("Kptfile", kptfile))
+	g.Expect(prr.Spec.Resources).To(HaveKey("cm.yaml"))
+	g.Expect(prr.Spec.PackageName).To(Equal("app"))
+	g.Expect(prr.Spec.RepositoryName).To(Equal("deploy"))
+	g.Expect(prr.ResourceVersion).To(Equal(f.draft.Commit))
+
+	// A push as porchctl makes it: the pulled files, the revision
+	// metadata file it adds, the resourceVersion it read.
+	prr.Spec.Resources["cm.yaml"] = strings.Replace(prr.Spec.Resources["cm.yaml"], `a: "1"`, `a: "2"`, 1)
+	prr.Spec.Resources[".KptRevisionMetadata"] = "apiVersion: porch.kpt.dev/v1alpha1\nkind: PackageRevision\n"
+	pulledAt := prr.ResourceVersion
+	g.Expect(porch.Update(ctx, prr)).To(Succeed())
+	g.Expect(prr.ResourceVersion).NotTo(Equal(pulledAt))
+	g.Expect(prr.Status.RenderStatus.Err).To(BeEmpty())
+	g.Expect(f.st.Fetch(ctx)).To(Succeed())
+	now, err := f.st.Get(ctx, "app", "ws1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(now.Commit).To(Equal(prr.ResourceVersion), "the commit returned is git's")
+	g.Expect(now.Trailers[store.TrailerWriter]).To(Equal(store.WriterPerson))
+	files, err := f.st.Read(ctx, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	cm, _ := files.File("cm.yaml")
+	g.Expect(string(cm)).To(ContainSubstring(`a: "2"`))
+	_, kept := files.File(".KptRevisionMetadata")
+	g.Expect(kept).To(BeFalse(), "porchctl's metadata file is not package content")
+
+	// A push from the old pull: refused, nothing written.
+	prr.ResourceVersion = pulledAt
+	prr.Spec.Resources["cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lost\n"
+	err = porch.Update(ctx, prr)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("changed since it was read"))
+	f.expectUnchanged(g, now.Commit)
+}
+
+// What a push may not do is refused with the file named, and nothing is
+// written to git.
+func TestPackageRevisionResources_badInput(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	read := func() *content.PackageRevisionResources {
+		prr := &content.PackageRevisionResources{}
+		g.Expect(porch.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, prr)).To(Succeed())
+		return prr
+	}
+	for _, c := range []struct {
+		name, path, data, want string
+		check                  func(error) bool
+	}{
+		{"invalid YAML", "broken.yaml", "apiVersion: v1\nkind: [ConfigMap\n", `spec.resources[broken.yaml]: Invalid value: "": not valid YAML`, apierrors.IsInvalid},
+		{"a path out of the package", "../escape.yaml", "a: 1\n", `spec.resources[../escape.yaml]`, apierrors.IsInvalid},
+		{"an absolute path", "/etc/passwd", "x\n", `spec.resources[/etc/passwd]`, apierrors.IsInvalid},
+		{"a file over the limit", "big.txt", strings.Repeat("x", int(testLimits.FileBytes)+1), "file big.txt of package app (65537) is over the max-file-size limit of 64Ki", apierrors.IsRequestEntityTooLargeError},
+	} {
+		prr := read()
+		prr.Spec.Resources[c.path] = c.data
+		err := porch.Update(ctx, prr)
+		g.Expect(c.check(err)).To(BeTrue(), "%s: %v", c.name, err)
+		g.Expect(err.Error()).To(ContainSubstring(c.want), c.name)
+		f.expectUnchanged(g, f.draft.Commit)
+	}
+	prr := read()
+	delete(prr.Spec.Resources, "Kptfile")
+	err := porch.Update(ctx, prr)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.resources[Kptfile]: Required value"))
+	f.expectUnchanged(g, f.draft.Commit)
+
+	// A published revision's files cannot change.
+	proposed, err := f.st.Propose(ctx, "app", "ws1", f.draft.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = f.st.Publish(ctx, "app", "ws1", proposed.Commit, "alice", store.WriterPackageRevision)
+	g.Expect(err).NotTo(HaveOccurred())
+	prr = read()
+	prr.Spec.Resources["cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: changed\n"
+	err = porch.Update(ctx, prr)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("the revision is Published: only a Draft's files can be changed"))
+}
+
+// expectUnchanged checks the draft is still at commit.
+func (f *fixture) expectUnchanged(g Gomega, commit string) {
+	g.Expect(f.st.Fetch(context.Background())).To(Succeed())
+	now, err := f.st.Get(context.Background(), "app", "ws1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(now.Commit).To(Equal(commit), "nothing was written")
+}
+
+// Kubernetes RBAC is the only gate: a viewer reads content but cannot
+// write it, someone without get sees nothing, an editor cannot approve,
+// an approver approves and is recorded as the approver.
+func TestRBAC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	key := client.ObjectKey{Namespace: f.ns, Name: f.name}
+
+	viewer := as(t, f.ns, "vera", "scion-viewer")
+	prr := &content.PackageRevisionResources{}
+	g.Expect(viewer.Get(ctx, key, prr)).To(Succeed())
+	prr.Spec.Resources["notes.txt"] = "hello\n"
+	err := viewer.Update(ctx, prr)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	f.expectUnchanged(g, f.draft.Commit)
+
+	nobody := as(t, f.ns, "nora", "")
+	err = nobody.Get(ctx, key, &content.PackageRevisionResources{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	err = nobody.Get(ctx, key, &porchv1alpha1.PackageRevision{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+	// An editor proposes; an editor cannot approve.
+	editor := as(t, f.ns, "ed", "scion-editor")
+	g.Expect(editor.Update(ctx, prr)).To(Succeed(), "an editor writes content")
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Expect(editor.Get(ctx, key, pr)).To(Succeed())
+	pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+	g.Expect(editor.Update(ctx, pr)).To(Succeed())
+	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	err = editor.SubResource("approval").Update(ctx, pr)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+	// An approver approves through the subresource, as porchctl does.
+	approver := as(t, f.ns, "alice", "scion-approver")
+	g.Expect(approver.Get(ctx, key, pr)).To(Succeed())
+	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	pr.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "somebody-else"}
+	g.Expect(approver.SubResource("approval").Update(ctx, pr)).To(Succeed())
+	stored := &porchv1alpha1.PackageRevision{}
+	g.Expect(storageClient.Get(ctx, key, stored)).To(Succeed())
+	g.Expect(stored.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+	g.Expect(stored.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "alice"), "the authenticated user, not what was sent")
+
+	// Only lifecycle moves an approver makes.
+	g.Expect(approver.Get(ctx, key, pr)).To(Succeed())
+	pr.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+	err = approver.SubResource("approval").Update(ctx, pr)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.lifecycle"))
+}

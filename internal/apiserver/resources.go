@@ -1,0 +1,338 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/fn/builtin"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// revisionMetadataFile is the file porchctl rpkg pull adds to a pulled
+// package (the revision's metadata, for push): it is not package content.
+const revisionMetadataFile = ".KptRevisionMetadata"
+
+// contentMaxAge is how stale the git view may be when content is read:
+// requests in a burst share one fetch.
+const contentMaxAge = time.Second
+
+// resources serves packagerevisionresources: a revision's files, from git.
+type resources struct {
+	storage *storage
+	// client reads Repositories and asks them to sync.
+	client  client.Client
+	repos   *repocache.Cache
+	service *pkgservice.Service
+	limits  store.Limits
+	table   rest.TableConvertor
+}
+
+var (
+	_ rest.Storage              = &resources{}
+	_ rest.Scoper               = &resources{}
+	_ rest.SingularNameProvider = &resources{}
+	_ rest.Getter               = &resources{}
+	_ rest.Updater              = &resources{}
+)
+
+// New returns an empty PackageRevisionResources.
+func (r *resources) New() runtime.Object { return &content.PackageRevisionResources{} }
+
+// Destroy releases nothing.
+func (r *resources) Destroy() {}
+
+// NamespaceScoped is true.
+func (r *resources) NamespaceScoped() bool { return true }
+
+// GetSingularName returns packagerevisionresources.
+func (r *resources) GetSingularName() string { return "packagerevisionresources" }
+
+// ConvertToTable shows a revision's identity and number of files.
+func (r *resources) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
+	return r.table.ConvertToTable(ctx, obj, opts)
+}
+
+// opened is a revision found in git.
+type opened struct {
+	pr   *porchv1alpha1.PackageRevision
+	repo *configv1alpha1.Repository
+	st   *store.Repository
+	rev  store.Revision
+}
+
+// open finds the revision of a PackageRevision in git.
+func (r *resources) open(ctx context.Context, name string) (*opened, error) {
+	ns, _ := request.NamespaceFrom(ctx)
+	pr, err := r.storage.get(ctx, ns, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, resourcesError(err, name)
+	}
+	repo, st, err := r.repos.OpenNamed(ctx, r.client, ns, pr.Spec.Repository)
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", name, pr.Spec.Repository, err))
+	}
+	if err := st.FetchIfOlder(ctx, contentMaxAge); err != nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", name, pr.Spec.Repository, err))
+	}
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierrors.NewNotFound(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &opened{pr: pr, repo: repo, st: st, rev: rev}, nil
+}
+
+// resourcesError speaks of packagerevisionresources where the storage
+// spoke of packagerevisions.
+func resourcesError(err error, name string) error {
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name)
+	}
+	return err
+}
+
+// object is the PackageRevisionResources of a revision at its commit.
+func (o *opened) object(files map[string][]byte) *content.PackageRevisionResources {
+	out := &content.PackageRevisionResources{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              o.pr.Name,
+			Namespace:         o.pr.Namespace,
+			UID:               o.pr.UID,
+			CreationTimestamp: o.pr.CreationTimestamp,
+			Labels:            o.pr.Labels,
+			Annotations:       o.pr.Annotations,
+			ResourceVersion:   o.rev.Commit,
+		},
+		Spec: content.PackageRevisionResourcesSpec{
+			PackageName:    o.rev.Package,
+			WorkspaceName:  o.rev.Workspace,
+			Revision:       o.rev.Revision,
+			RepositoryName: o.pr.Spec.Repository,
+			Resources:      make(map[string]string, len(files)),
+		},
+	}
+	for name, data := range files {
+		out.Spec.Resources[name] = string(data)
+	}
+	return out
+}
+
+// Get reads a revision's files from git.
+func (r *resources) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	o, err := r.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := o.st.Read(ctx, o.rev)
+	if err != nil {
+		return nil, readError(name, err)
+	}
+	return o.object(p.Files()), nil
+}
+
+// readError says why a revision's files could not be read.
+func readError(name string, err error) error {
+	var limit *store.LimitError
+	if errors.As(err, &limit) {
+		return apierrors.NewForbidden(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name, err)
+	}
+	return err
+}
+
+// Update writes a Draft's files as one commit, made only when the draft
+// is still at the commit the object was read at (its resourceVersion),
+// then renders the package and records the render's result in status, as
+// Porch does: a package whose render fails is written as given, and the
+// status says why.
+func (r *resources) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	o, err := r.open(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	cur, err := o.st.Read(ctx, o.rev)
+	if err != nil {
+		return nil, false, readError(name, err)
+	}
+	old := o.object(cur.Files())
+	obj, err := objInfo.UpdatedObject(ctx, old.DeepCopy())
+	if err != nil {
+		return nil, false, err
+	}
+	in, ok := obj.(*content.PackageRevisionResources)
+	if !ok {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("not a PackageRevisionResources: %T", obj))
+	}
+	if validate != nil {
+		if err := validate(ctx, in, old); err != nil {
+			return nil, false, err
+		}
+	}
+	gr := content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource()
+	if o.rev.Lifecycle != porchv1alpha1.LifecycleDraft {
+		return nil, false, notDraft(gr, name, o.rev.Lifecycle)
+	}
+	if in.ResourceVersion != "" && in.ResourceVersion != o.rev.Commit {
+		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the draft changed since it was read (read at commit %.12s, now %.12s): read it again, apply your edits and update", in.ResourceVersion, o.rev.Commit))
+	}
+	files, err := r.contents(o.rev.Package, in.Spec.Resources)
+	if err != nil {
+		return nil, false, err
+	}
+	p := pkg.New(files)
+	status := content.RenderStatus{}
+	rendered, renderStatus, renderErr := engine.Render(ctx, p, r.runtime())
+	if renderErr == nil && rendered != nil {
+		p = rendered
+	}
+	status.Result = resultList(renderStatus)
+	if renderErr != nil {
+		status.Err = renderErr.Error()
+	}
+	who := "someone"
+	if u, ok := request.UserFrom(ctx); ok {
+		who = u.GetName()
+	}
+	out, err := r.service.PushDraft(ctx, o.st, o.rev, o.rev.Commit, p, "Update through the API by "+who)
+	if errors.Is(err, store.ErrConflict) {
+		// The store fetched after losing the race: say what git has now.
+		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil && now.Lifecycle != porchv1alpha1.LifecycleDraft {
+			return nil, false, notDraft(gr, name, now.Lifecycle)
+		}
+		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the draft changed while it was being written: read it again, apply your edits and update"))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// The PackageRevision shows the new commit after the Repository's
+	// sync; asking for one now makes that prompt.
+	_ = pkgservice.RequestSync(ctx, r.client, o.repo)
+	o.rev = out
+	res := o.object(p.Files())
+	res.Status.RenderStatus = status
+	return res, false, nil
+}
+
+// notDraft refuses to change the files of a revision that is not a Draft.
+func notDraft(gr schema.GroupResource, name string, lc porchv1alpha1.Lifecycle) error {
+	return apierrors.NewForbidden(gr, name, fmt.Errorf("the revision is %s: only a Draft's files can be changed (copy it to a new draft)", lc))
+}
+
+// contents checks the files of an update: paths inside the package, YAML
+// that reads, within the limits. The file porchctl adds to what it pulled
+// is dropped.
+func (r *resources) contents(pkgPath string, in map[string]string) (map[string][]byte, error) {
+	gk := content.SchemeBuilder.GroupVersion.WithKind("PackageRevisionResources").GroupKind()
+	files := make(map[string][]byte, len(in))
+	var errs field.ErrorList
+	res := field.NewPath("spec", "resources")
+	for name, data := range in {
+		if name == revisionMetadataFile {
+			continue
+		}
+		if err := pkg.ValidPath(name); err != nil {
+			errs = append(errs, field.Invalid(res.Key(name), shortName(name), "a path inside the package (relative, no .., no \\)"))
+			continue
+		}
+		files[name] = []byte(data)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(gk, "", errs)
+	}
+	if err := r.limits.CheckPackage(pkgPath, files); err != nil {
+		return nil, apierrors.NewRequestEntityTooLargeError(err.Error())
+	}
+	p := pkg.New(files)
+	for _, name := range p.Paths() {
+		if !pkg.IsResourceFile(name) {
+			continue
+		}
+		if _, err := pkg.New(map[string][]byte{name: files[name]}).Resources(); err != nil {
+			errs = append(errs, field.Invalid(res.Key(name), "", "not valid YAML: "+store.Shorten(err.Error(), 300)))
+		}
+	}
+	if _, ok := files["Kptfile"]; !ok {
+		errs = append(errs, field.Required(res.Key("Kptfile"), "a package has a Kptfile"))
+	} else if _, err := p.Kptfile(); err != nil {
+		errs = append(errs, field.Invalid(res.Key("Kptfile"), "", store.Shorten(err.Error(), 300)))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(gk, "", errs)
+	}
+	return files, nil
+}
+
+// shortName quotes at most 100 bytes of a path.
+func shortName(s string) string { return store.Shorten(s, 100) }
+
+// runtime runs the package's functions: the built-in ones, in process.
+func (r *resources) runtime() engine.Resolver {
+	rt := builtin.NewRuntime()
+	rt.DisableExec = true
+	return rt
+}
+
+// resultList reports a render as kpt's FunctionResultList.
+func resultList(st *kptfilev1.RenderStatus) content.ResultList {
+	out := content.ResultList{TypeMeta: metav1.TypeMeta{APIVersion: "kpt.dev/v1", Kind: "FunctionResultList"}}
+	out.Name = "fnresults"
+	if st == nil {
+		return out
+	}
+	for _, steps := range [][]kptfilev1.StepResult{st.MutationSteps, st.ValidationSteps} {
+		for _, s := range steps {
+			item := &content.Result{Image: s.Image, ExecPath: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode}
+			for _, ri := range s.Results {
+				item.Results = append(item.Results, resultItem(ri))
+			}
+			if s.ExitCode != 0 {
+				out.ExitCode = 1
+			}
+			out.Items = append(out.Items, item)
+		}
+	}
+	return out
+}
+
+// resultItem is one result, with kpt's structured references.
+func resultItem(ri kptfilev1.ResultItem) content.ResultItem {
+	out := content.ResultItem{Message: ri.Message, Severity: ri.Severity}
+	if ri.Field != "" {
+		out.Field = &content.Field{Path: ri.Field}
+	}
+	if ri.File != "" {
+		out.File = &content.File{Path: ri.File}
+	}
+	if ri.ResourceRef != "" {
+		// apiVersion/kind/namespace/name, apiVersion possibly group/version.
+		parts := strings.Split(ri.ResourceRef, "/")
+		if n := len(parts); n >= 4 {
+			ref := &content.ResourceIdentifier{Name: parts[n-1], Namespace: parts[n-2]}
+			ref.Kind = parts[n-3]
+			ref.APIVersion = strings.Join(parts[:n-3], "/")
+			out.ResourceRef = ref
+		}
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	restclient "k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/config/crd"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Options configure the server.
+type Options struct {
+	// Config reaches the cluster's API server: the storage, Repositories
+	// and their Secrets.
+	Config *restclient.Config
+	// Kubeconfig is the file the delegated authentication and
+	// authorization read to reach the cluster's API server ("": in the
+	// cluster, the pod's service account).
+	Kubeconfig string
+	// Listener, when set, is where the server serves (tests); otherwise
+	// BindAddress and Port.
+	Listener    net.Listener
+	BindAddress net.IP
+	Port        int
+	// CertFile and KeyFile are the serving certificate; when empty, a
+	// self-signed one is made in CertDir.
+	CertFile, KeyFile, CertDir string
+	// Repositories opens git repositories (with their Repository's
+	// credentials); Limits bound what a write may hold.
+	Repositories *repocache.Cache
+	Limits       store.Limits
+}
+
+// Server is Scion's aggregated API server.
+type Server struct {
+	generic *genericapiserver.GenericAPIServer
+}
+
+// New builds the server.
+func New(o Options) (*Server, error) {
+	if o.Config == nil || o.Repositories == nil {
+		return nil, errors.New("apiserver: Config and Repositories are required")
+	}
+	rec := genericoptions.NewRecommendedOptions("", apiCodecs.LegacyCodec(porchv1alpha1.GroupVersion))
+	rec.Etcd = nil
+	rec.Admission = nil
+	rec.EgressSelector = nil
+	rec.Traces = nil
+	rec.Features.EnablePriorityAndFairness = false
+	rec.CoreAPI.CoreAPIKubeconfigPath = o.Kubeconfig
+	rec.Authentication.RemoteKubeConfigFile = o.Kubeconfig
+	rec.Authorization.RemoteKubeConfigFile = o.Kubeconfig
+	// Health and discovery need no user.
+	rec.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
+	ss := rec.SecureServing
+	ss.Listener = o.Listener
+	if o.Listener == nil {
+		ss.BindAddress = o.BindAddress
+		ss.BindPort = o.Port
+	}
+	if o.CertFile != "" {
+		ss.ServerCert.CertKey.CertFile, ss.ServerCert.CertKey.KeyFile = o.CertFile, o.KeyFile
+	} else {
+		ss.ServerCert.CertDirectory = o.CertDir
+		if err := ss.MaybeDefaultWithSelfSignedCerts("localhost", []string{"scion-apiserver", "scion-apiserver.scion-system.svc"}, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+			return nil, fmt.Errorf("making a serving certificate: %w", err)
+		}
+	}
+	cfg := genericapiserver.NewRecommendedConfig(apiCodecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	defs, err := openAPIDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	namer := openapinamer.NewDefinitionNamer(apiScheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
+	cfg.OpenAPIConfig.Info.Title = "Scion (porch.kpt.dev)"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
+	cfg.OpenAPIV3Config.Info.Title = "Scion (porch.kpt.dev)"
+	if err := rec.ApplyTo(cfg); err != nil {
+		return nil, fmt.Errorf("configuring the API server: %w", err)
+	}
+	generic, err := cfg.Complete().New("scion-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStorage(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(o.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	table, err := revisionTable()
+	if err != nil {
+		return nil, err
+	}
+	revs := &revisions{storage: st, table: table}
+	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupVersion.Group, apiScheme, metav1.ParameterCodec, apiCodecs)
+	group.VersionedResourcesStorageMap[porchv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
+		"packagerevisions":          revs,
+		"packagerevisions/status":   &revisionStatus{storage: st},
+		"packagerevisions/approval": &approval{storage: st},
+		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits,
+			service: &pkgservice.Service{Client: c, APIReader: c}, table: rest.NewDefaultTableConvertor(porchv1alpha1.GroupVersion.WithResource("packagerevisionresources").GroupResource())},
+	}
+	if err := generic.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	return &Server{generic: generic}, nil
+}
+
+// revisionTable shows packagerevisions with the storage's printer
+// columns (the ones kubectl showed when PackageRevision was a
+// CustomResourceDefinition).
+func revisionTable() (rest.TableConvertor, error) {
+	def, err := crd.StorageDefinition()
+	if err != nil {
+		return nil, err
+	}
+	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	for _, v := range def.Spec.Versions {
+		if v.Name == porchv1alpha1.GroupVersion.Version {
+			columns = v.AdditionalPrinterColumns
+		}
+	}
+	return tableconvertor.New(columns)
+}
+
+// Run serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	return s.generic.PrepareRun().RunWithContext(ctx)
+}
