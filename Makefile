@@ -23,6 +23,7 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+	go run ./hack/storagecrd
 	$(CONTROLLER_GEN) rbac:roleName=scion-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generate

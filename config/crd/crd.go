@@ -17,7 +17,9 @@ import (
 //go:embed bases/*.yaml
 var bases embed.FS
 
-// Definitions returns the CustomResourceDefinitions.
+// Definitions returns the CustomResourceDefinitions an installation has:
+// Scion's storage of package revisions, not the porch.kpt.dev
+// PackageRevision (Scion's API server serves porch.kpt.dev).
 func Definitions() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	names, err := fs.Glob(bases, "bases/*.yaml")
 	if err != nil {
@@ -25,6 +27,9 @@ func Definitions() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(names))
 	for _, n := range names {
+		if n == "bases/"+porchFile {
+			continue // served by Scion's API server, over the storage
+		}
 		data, err := bases.ReadFile(n)
 		if err != nil {
 			return nil, err
@@ -38,22 +43,76 @@ func Definitions() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
+// The files of PackageRevision: controller-gen writes the porch.kpt.dev
+// one from api/porch/v1alpha1 (the schema Porch's clients see), and
+// `make generate` derives Scion's storage from it (DeriveStorage).
+const (
+	porchFile   = "porch.kpt.dev_packagerevisions.yaml"
+	storageFile = "internal.scion.dev_packagerevisions.yaml"
+)
+
 // StorageDefinition returns the CustomResourceDefinition of Scion's own
-// storage of package revisions (packagerevisions.internal.scion.dev): the
-// porch.kpt.dev PackageRevision's, in porchv1alpha1.StorageGroupVersion's
-// group. Scion's API server serves its objects as porch.kpt.dev.
+// storage of package revisions (packagerevisions.internal.scion.dev),
+// which Scion's API server serves as porch.kpt.dev.
 func StorageDefinition() (*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := bases.ReadFile("bases/porch.kpt.dev_packagerevisions.yaml")
+	data, err := bases.ReadFile("bases/" + storageFile)
 	if err != nil {
 		return nil, err
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", storageFile, err)
+	}
+	return crd, nil
+}
+
+// DeriveStorage returns the storage's CustomResourceDefinition (YAML)
+// from the porch.kpt.dev PackageRevision's: the same schema, printer
+// columns and selectable fields in porchv1alpha1.StorageGroupVersion's
+// group, without short names or categories (kubectl's pr and scion name
+// the porch.kpt.dev resource people use).
+func DeriveStorage(porch []byte) ([]byte, error) {
+	u := map[string]any{}
+	if err := yaml.Unmarshal(porch, &u); err != nil {
 		return nil, err
 	}
-	crd.Spec.Group = porchv1alpha1.StorageGroupVersion.Group
-	crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
-	crd.Spec.Names.ShortNames = nil
-	crd.Spec.Names.Categories = nil
-	return crd, nil
+	spec, _ := u["spec"].(map[string]any)
+	names, _ := spec["names"].(map[string]any)
+	meta, _ := u["metadata"].(map[string]any)
+	if spec == nil || names == nil || meta == nil {
+		return nil, fmt.Errorf("%s is not a CustomResourceDefinition", porchFile)
+	}
+	spec["group"] = porchv1alpha1.StorageGroupVersion.Group
+	delete(names, "shortNames")
+	delete(names, "categories")
+	meta["name"] = fmt.Sprint(names["plural"]) + "." + porchv1alpha1.StorageGroupVersion.Group
+	out, err := yaml.Marshal(u)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# Scion's storage of package revisions: generated from "+porchFile+" by\n# make generate (go run ./hack/storagecrd). Do not edit.\n---\n"), out...), nil
+}
+
+// Served returns the kinds as people and their tools use them: the
+// CustomResourceDefinitions, with PackageRevision in porch.kpt.dev (as
+// Scion's API server serves it) instead of Scion's storage.
+func Served() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	defs, err := Definitions()
+	if err != nil {
+		return nil, err
+	}
+	data, err := bases.ReadFile("bases/" + porchFile)
+	if err != nil {
+		return nil, err
+	}
+	porch := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, porch); err != nil {
+		return nil, fmt.Errorf("%s: %w", porchFile, err)
+	}
+	for i, d := range defs {
+		if d.Spec.Group == porchv1alpha1.StorageGroupVersion.Group {
+			defs[i] = porch
+		}
+	}
+	return defs, nil
 }

@@ -61,7 +61,7 @@ func TestSchemasRefuseWhatGoCannotDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := scheme.New()
+	s := scheme.NewStorage()
 	checked := 0
 	for _, crd := range crds {
 		for _, v := range crd.Spec.Versions {

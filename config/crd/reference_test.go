@@ -12,9 +12,10 @@ import (
 var update = flag.Bool("update", false, "rewrite docs/reference")
 
 // docs/reference/<kind>.md are the pages WriteReference generates, with
-// the examples of docs/reference/examples.
+// the examples of docs/reference/examples, for the kinds as people use
+// them (PackageRevision in porch.kpt.dev).
 func TestReference(t *testing.T) {
-	crds, err := Definitions()
+	crds, err := Served()
 	if err != nil {
 		t.Fatal(err)
 	}

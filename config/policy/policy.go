@@ -7,18 +7,17 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
 //go:embed lifecycle.yaml finalizers.yaml repository.yaml
@@ -26,26 +25,7 @@ var files embed.FS
 
 // Objects returns the policies and their bindings.
 func Objects() ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, name := range []string{"lifecycle.yaml", "finalizers.yaml", "repository.yaml"} {
-		data, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
-		}
-	}
-	return out, nil
+	return yamlutil.Manifests(files, "lifecycle.yaml", "finalizers.yaml", "repository.yaml")
 }
 
 // Install creates or updates the policies and their bindings (server-side

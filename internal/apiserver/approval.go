@@ -45,17 +45,21 @@ var approvals = map[porchv1alpha1.Lifecycle][]porchv1alpha1.Lifecycle{
 
 // Update moves a revision's lifecycle as an approver.
 func (a *approval) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	cur, in, err := updated(ctx, a.storage, name, objInfo, validate)
-	if err != nil {
-		return nil, false, err
-	}
+	return change(ctx, a.storage, name, objInfo, validate, opts, "", func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+		return approve(ctx, name, cur, in)
+	})
+}
+
+// approve is the revision an approval makes of cur, from the lifecycle
+// in asks for (nil: nothing to change).
+func approve(ctx context.Context, name string, cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 	from, to := cur.Spec.Lifecycle, in.Spec.Lifecycle
 	if from == to {
-		return cur, false, nil
+		return nil, nil
 	}
 	allowed := approvals[from]
 	if !slices.Contains(allowed, to) {
-		return nil, false, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), name, field.ErrorList{
+		return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), name, field.ErrorList{
 			field.Invalid(field.NewPath("spec", "lifecycle"), string(to), fmt.Sprintf("the approval subresource moves a %s revision to %v only", from, allowed)),
 		})
 	}
@@ -68,7 +72,7 @@ func (a *approval) Update(ctx context.Context, name string, objInfo rest.Updated
 	case from == porchv1alpha1.LifecycleProposed && to == porchv1alpha1.LifecyclePublished:
 		u, ok := request.UserFrom(ctx)
 		if !ok {
-			return nil, false, apierrors.NewBadRequest("no user to record as the approver")
+			return nil, apierrors.NewBadRequest("no user to record as the approver")
 		}
 		if next.Annotations == nil {
 			next.Annotations = map[string]string{}
@@ -77,9 +81,5 @@ func (a *approval) Update(ctx context.Context, name string, objInfo rest.Updated
 	case to == porchv1alpha1.LifecycleDraft:
 		delete(next.Annotations, porchv1alpha1.ApprovedByAnnotation)
 	}
-	out, err := a.storage.update(ctx, toStorage(next), "", opts)
-	if err != nil {
-		return nil, false, err
-	}
-	return toPorch(out), false, nil
+	return next, nil
 }

@@ -194,7 +194,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 		return nil, false, notDraft(gr, name, o.rev.Lifecycle)
 	}
 	if in.ResourceVersion != "" && in.ResourceVersion != o.rev.Commit {
-		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the draft changed since it was read (read at commit %.12s, now %.12s): read it again, apply your edits and update", in.ResourceVersion, o.rev.Commit))
+		return nil, false, changedSince(gr, name, o, in.ResourceVersion)
 	}
 	files, err := r.contents(o.rev.Package, in.Spec.Resources)
 	if err != nil {
@@ -220,7 +220,11 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil && now.Lifecycle != porchv1alpha1.LifecycleDraft {
 			return nil, false, notDraft(gr, name, now.Lifecycle)
 		}
-		return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the draft changed while it was being written: read it again, apply your edits and update"))
+		read := o.rev.Commit
+		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil {
+			o.rev = now
+		}
+		return nil, false, changedSince(gr, name, o, read)
 	}
 	if err != nil {
 		return nil, false, err
@@ -232,6 +236,16 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	res := o.object(p.Files())
 	res.Status.RenderStatus = status
 	return res, false, nil
+}
+
+// changedSince refuses a write made against commit, which the draft has
+// moved on from: it says what was committed since, and nothing is written.
+func changedSince(gr schema.GroupResource, name string, o *opened, commit string) error {
+	what := pkgservice.CommittedSince(context.Background(), o.st, o.rev, commit)
+	if what != "" {
+		what = ": " + what
+	}
+	return apierrors.NewConflict(gr, name, fmt.Errorf("the draft changed since it was read (read at commit %.12s, now %.12s%s); nothing was written: read it again, apply your edits and update", commit, o.rev.Commit, what))
 }
 
 // notDraft refuses to change the files of a revision that is not a Draft.

@@ -184,15 +184,41 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 // update reads a revision, applies the change objInfo describes, and
 // writes it (to subresource when set) as the user.
 func update(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string) (runtime.Object, bool, error) {
-	_, pr, err := updated(ctx, s, name, objInfo, validate)
-	if err != nil {
-		return nil, false, err
+	return change(ctx, s, name, objInfo, validate, opts, subresource, nil)
+}
+
+// change reads a revision, has objInfo change it (shaped by shape when
+// set: nil from shape means there is nothing to write), and writes it as
+// the user. When the storage changed meanwhile and the change was not
+// made against a resourceVersion of its own (a patch, an apply: the
+// object carries the version read here), it starts again from a fresh
+// read, as the generic registry's updates do, until the request's
+// deadline; an update sent with an older resourceVersion is a conflict.
+func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string,
+	shape func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error)) (runtime.Object, bool, error) {
+	for {
+		cur, next, err := updated(ctx, s, name, objInfo, validate)
+		if err != nil {
+			return nil, false, err
+		}
+		if shape != nil {
+			if next, err = shape(cur, next); err != nil {
+				return nil, false, err
+			}
+			if next == nil {
+				return cur, false, nil
+			}
+		}
+		read := next.ResourceVersion == cur.ResourceVersion
+		out, err := s.update(ctx, toStorage(next), subresource, opts)
+		if apierrors.IsConflict(err) && read && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return toPorch(out), false, nil
 	}
-	out, err := s.update(ctx, toStorage(pr), subresource, opts)
-	if err != nil {
-		return nil, false, err
-	}
-	return toPorch(out), false, nil
 }
 
 // updated reads a revision and returns it with the change objInfo

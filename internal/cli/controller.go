@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,8 +27,7 @@ type ControllerOptions struct {
 
 	readableKinds  []string
 	gitObjectCache string
-	// The limits, as quantities (parsed by Complete).
-	maxFetch, maxPackage, maxFile string
+	limits         limitFlags
 }
 
 // NewCmdController returns `scion controller`, the controller manager.
@@ -64,10 +64,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", configv1alpha1.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
-	f.StringVar(&o.maxFetch, "git-max-fetch-size", store.Quantity(store.DefaultLimits.FetchBytes), "the most one exchange with a git remote may send (its refs, a pack): a remote sending more is cut off, reported and left alone for a while")
-	f.StringVar(&o.maxPackage, "max-package-size", store.Quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
-	f.IntVar(&o.Manager.Limits.PackageFiles, "max-package-files", store.DefaultLimits.PackageFiles, "the most files a package may have")
-	f.StringVar(&o.maxFile, "max-file-size", store.Quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
+	o.limits.add(f)
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
@@ -101,22 +98,8 @@ func (o *ControllerOptions) Complete() error {
 		}
 		o.Manager.GitObjectCacheSize = size.Value()
 	}
-	for _, l := range []struct {
-		flag, value string
-		into        *int64
-	}{
-		{"git-max-fetch-size", o.maxFetch, &o.Manager.Limits.FetchBytes},
-		{"max-package-size", o.maxPackage, &o.Manager.Limits.PackageBytes},
-		{"max-file-size", o.maxFile, &o.Manager.Limits.FileBytes},
-	} {
-		q, err := resource.ParseQuantity(l.value)
-		if err != nil || q.Value() < 1<<10 {
-			return fmt.Errorf("--%s %q: want a quantity of at least 1Ki, such as 64Mi (a bare number is bytes)", l.flag, l.value)
-		}
-		*l.into = q.Value()
-	}
-	if o.Manager.Limits.PackageFiles < 1 {
-		return fmt.Errorf("--max-package-files %d: want at least 1", o.Manager.Limits.PackageFiles)
+	if err := o.limits.complete(&o.Manager.Limits); err != nil {
+		return err
 	}
 	kinds, err := kindwatch.ParseKinds(o.readableKinds)
 	if err != nil {
@@ -134,4 +117,42 @@ func (o *ControllerOptions) Run() error {
 		return fmt.Errorf("finding the cluster: %w", err)
 	}
 	return manager.Run(ctrl.SetupSignalHandler(), cfg, o.Manager)
+}
+
+// limitFlags are the flags of store.Limits, as quantities (parsed by
+// complete): the controller and the API server take the same.
+type limitFlags struct {
+	maxFetch, maxPackage, maxFile string
+	maxFiles                      int
+}
+
+// add defines the flags.
+func (l *limitFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&l.maxFetch, "git-max-fetch-size", store.Quantity(store.DefaultLimits.FetchBytes), "the most one exchange with a git remote may send (its refs, a pack): a remote sending more is cut off, reported and left alone for a while")
+	f.StringVar(&l.maxPackage, "max-package-size", store.Quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
+	f.IntVar(&l.maxFiles, "max-package-files", store.DefaultLimits.PackageFiles, "the most files a package may have")
+	f.StringVar(&l.maxFile, "max-file-size", store.Quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
+}
+
+// complete parses the flags into limits.
+func (l *limitFlags) complete(into *store.Limits) error {
+	for _, q := range []struct {
+		flag, value string
+		into        *int64
+	}{
+		{"git-max-fetch-size", l.maxFetch, &into.FetchBytes},
+		{"max-package-size", l.maxPackage, &into.PackageBytes},
+		{"max-file-size", l.maxFile, &into.FileBytes},
+	} {
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil || v.Value() < 1<<10 {
+			return fmt.Errorf("--%s %q: want a quantity of at least 1Ki, such as 64Mi (a bare number is bytes)", q.flag, q.value)
+		}
+		*q.into = v.Value()
+	}
+	if l.maxFiles < 1 {
+		return fmt.Errorf("--max-package-files %d: want at least 1", l.maxFiles)
+	}
+	into.PackageFiles = l.maxFiles
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,20 @@ func (k *KubeFlags) AddFlags(f *pflag.FlagSet) {
 // Client returns a client, the namespace to work in, and the user the
 // kubeconfig context names (recorded as approver).
 func (k *KubeFlags) Client() (client.Client, string, error) {
+	cfg, ns, err := k.Config()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
+// Config returns the kubeconfig's client configuration and the namespace
+// to work in.
+func (k *KubeFlags) Config() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if k.Kubeconfig != "" {
 		rules.ExplicitPath = k.Kubeconfig
@@ -42,9 +57,5 @@ func (k *KubeFlags) Client() (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, "", err
-	}
-	return c, ns, nil
+	return cfg, ns, nil
 }

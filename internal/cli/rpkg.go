@@ -16,6 +16,7 @@ import (
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -254,19 +255,35 @@ func gitCredentials() store.Credentials {
 }
 
 func newCmdRpkgPull(o *RpkgOptions) *cobra.Command {
+	var viaGit bool
 	cmd := &cobra.Command{
 		Use:   "pull NAME DIR",
-		Short: "Write the files of a package revision into DIR, read from git with your own credentials",
-		Long:  "Write the files of a package revision into DIR, and the commit they come from into DIR/.scion-pulled (push writes against it). Git is read directly; credentials come from SCION_GIT_USERNAME and SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.",
-		Args:  cobra.ExactArgs(2),
+		Short: "Write the files of a package revision into DIR",
+		Long: `Write the files of a package revision into DIR, and the commit they come from
+into DIR/.scion-pulled (push writes against it). The files are read through
+the Kubernetes API (PackageRevisionResources, as porchctl reads them): get on
+packagerevisionresources is all it needs, no git credentials. With --git, git
+is read directly, with your own credentials from SCION_GIT_USERNAME and
+SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.`,
+		Args: cobra.ExactArgs(2),
 	}
+	cmd.Flags().BoolVar(&viaGit, "git", false, "read git directly, with your own credentials, instead of through the API")
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
-			rev, err := o.client.Pull(ctx, args[0], args[1], gitCredentials())
-			if err != nil {
-				return err
+			var commit string
+			if viaGit {
+				rev, err := o.client.PullGit(ctx, args[0], args[1], gitCredentials())
+				if err != nil {
+					return err
+				}
+				commit = rev.Commit
+			} else {
+				var err error
+				if commit, err = o.client.PullContent(ctx, args[0], args[1]); err != nil {
+					return err
+				}
 			}
-			fmt.Fprintf(o.Out, "pulled %s (commit %.12s) into %s\n", args[0], rev.Commit, args[1])
+			fmt.Fprintf(o.Out, "pulled %s (commit %.12s) into %s\n", args[0], commit, args[1])
 			return nil
 		})(cc, args)
 	}
@@ -274,23 +291,64 @@ func newCmdRpkgPull(o *RpkgOptions) *cobra.Command {
 }
 
 func newCmdRpkgPush(o *RpkgOptions) *cobra.Command {
+	var viaGit bool
 	cmd := &cobra.Command{
 		Use:   "push NAME DIR",
-		Short: "Write DIR as a new commit of a draft, to git with your own credentials",
-		Long:  "Write the package in DIR as one new commit of the draft NAME, against the commit scion rpkg pull recorded in DIR/.scion-pulled: if anyone committed on the draft since, nothing is pushed and the error says what changed (pull into another folder, merge, push from there). Credentials as for pull.",
-		Args:  cobra.ExactArgs(2),
+		Short: "Write DIR as a new commit of a draft",
+		Long: `Write the package in DIR as one new commit of the draft NAME, against the
+commit scion rpkg pull recorded in DIR/.scion-pulled: if anyone committed on the
+draft since, nothing is pushed and the error says what changed (pull into
+another folder, merge, push from there). Through the Kubernetes API (update on
+packagerevisionresources, as porchctl pushes), the package is rendered and the
+result of each function printed; with --git, git is written directly with your
+own credentials (as for pull) and nothing is rendered.`,
+		Args: cobra.ExactArgs(2),
 	}
+	cmd.Flags().BoolVar(&viaGit, "git", false, "write git directly, with your own credentials, instead of through the API")
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
-			rev, err := o.client.Push(ctx, args[0], args[1], gitCredentials())
-			if err != nil {
-				return err
+			var commit string
+			if viaGit {
+				rev, err := o.client.PushGit(ctx, args[0], args[1], gitCredentials())
+				if err != nil {
+					return err
+				}
+				commit = rev.Commit
+			} else {
+				var render content.RenderStatus
+				var err error
+				if commit, render, err = o.client.PushContent(ctx, args[0], args[1]); err != nil {
+					return err
+				}
+				printRender(o.Out, render)
 			}
-			fmt.Fprintf(o.Out, "pushed %s to %s (commit %.12s)\n", args[1], args[0], rev.Commit)
+			fmt.Fprintf(o.Out, "pushed %s to %s (commit %.12s)\n", args[1], args[0], commit)
 			return nil
 		})(cc, args)
 	}
 	return cmd
+}
+
+// printRender prints what each function of a render did, and the error
+// the render stopped with (the files were written as pushed).
+func printRender(w io.Writer, r content.RenderStatus) {
+	for _, item := range r.Result.Items {
+		fn := item.Image
+		if fn == "" {
+			fn = item.ExecPath
+		}
+		state := "PASS"
+		if item.ExitCode != 0 {
+			state = "FAIL"
+		}
+		fmt.Fprintf(w, "[%s] %s\n", state, fn)
+		for _, res := range item.Results {
+			fmt.Fprintf(w, "  %s: %s\n", res.Severity, res.Message)
+		}
+	}
+	if r.Err != "" {
+		fmt.Fprintf(w, "pushed, but the package does not render: %s\n", r.Err)
+	}
 }
 
 func newCmdRpkgCondition(o *RpkgOptions) *cobra.Command {

@@ -354,7 +354,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if _, err := rc.Pull(ctx, pr.Name, dir, store.Credentials{}); err != nil {
+		if _, err := rc.PullContent(ctx, pr.Name, dir); err != nil {
 			return err
 		}
 		path := filepath.Join(dir, "deployment.yaml")
@@ -367,7 +367,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 				return err
 			}
-			if _, err := rc.Push(ctx, pr.Name, dir, store.Credentials{}); err != nil {
+			if _, _, err := rc.PushContent(ctx, pr.Name, dir); err != nil {
 				return err
 			}
 			o.say("")

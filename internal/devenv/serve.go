@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -19,8 +20,11 @@ import (
 
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
+	"github.com/scion-dev/scion/internal/apiserver"
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Serve runs the environment until ctx ends: the supervisor behind Up.
@@ -82,7 +86,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    o.Assets,
 		CRDs:                     crds,
-		Scheme:                   scheme.New(),
+		Scheme:                   scheme.NewStorage(),
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 		ControlPlane: envtest.ControlPlane{
@@ -90,6 +94,18 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 			Etcd:      &envtest.Etcd{Path: filepath.Join(o.Assets, "etcd"), DataDir: o.path("etcd"), Out: etcdLog, Err: etcdLog},
 			APIServer: &envtest.APIServer{Path: filepath.Join(o.Assets, "kube-apiserver"), Out: apiLog, Err: apiLog},
 		},
+	}
+	// Aggregation, for Scion's API server (porch.kpt.dev).
+	if err := os.MkdirAll(o.path("apiserver"), 0o700); err != nil {
+		return fail(serveLog, err)
+	}
+	proxyFlags, err := apiserver.FrontProxy(o.path("apiserver"))
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	apiArgs := env.ControlPlane.GetAPIServer().Configure()
+	for k, v := range proxyFlags {
+		apiArgs.Set(k, v)
 	}
 	if _, err := env.Start(); err != nil {
 		return fail("kube-apiserver.log", err)
@@ -113,13 +129,32 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		return fail(serveLog, err)
 	}
 
-	adminClient, err := client.New(user.Config(), client.Options{Scheme: scheme.New()})
+	adminClient, err := client.New(user.Config(), client.Options{Scheme: scheme.NewStorage()})
 	if err != nil {
 		return fail(serveLog, err)
 	}
 	if err := policy.Install(ctx, adminClient); err != nil {
 		return fail(serveLog, err)
 	}
+
+	begin("starting Scion's API server (porch.kpt.dev)")
+	apiLogFile, err := openLog("apiserver.log")
+	if err != nil {
+		return fail("apiserver.log", err)
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(apiLogFile)
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	repos := &repocache.Cache{Reader: adminClient, Dir: filepath.Join(o.path("apiserver"), "git"), AllowFileRepositories: true}
+	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(user.Config()), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{})
+	if err != nil {
+		stopAPI()
+		return fail("apiserver.log", err)
+	}
+	defer func() {
+		stopAPI()
+		_ = api.Wait()
+	}()
 
 	begin("starting kube-controller-manager (garbage collector, namespaces)")
 	kcmLog, err := openLog("kube-controller-manager.log")

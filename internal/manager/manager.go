@@ -167,7 +167,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// allowed to stop the informer of its kind (internal/lenient).
 	undecodable := &lenient.Reporter{Log: ctrl.Log.WithName("undecodable")}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme.New(),
+		Scheme:                  scheme.NewStorage(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
@@ -178,7 +178,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache: crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
 		NewCache: func(config *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 			informers := &lenient.Informers{Config: config, HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper,
-				Reporter: undecodable, Groups: []string{configv1alpha1.GroupVersion.Group, porchv1alpha1.GroupVersion.Group}}
+				Reporter: undecodable, Groups: []string{configv1alpha1.GroupVersion.Group, porchv1alpha1.StorageGroupVersion.Group}}
 			opts.NewInformer = informers.NewInformer
 			return crcache.New(config, opts)
 		},

@@ -260,3 +260,18 @@ func (s *Service) PublishDirect(ctx context.Context, st *store.Repository, pkgPa
 	}
 	return st.Publish(ctx, pkgPath, workspace, "", publishedBy, store.WriterRelease)
 }
+
+// CommittedSince describes, in a line, the commits made on a draft (now)
+// after commit: at most five, newest first ("" when none are found).
+// What a person who wrote against commit is told changed meanwhile.
+func CommittedSince(ctx context.Context, st *store.Repository, now store.Revision, commit string) string {
+	var since []string
+	history, _ := st.DraftHistory(ctx, now)
+	for _, c := range history {
+		if c.Hash == commit || len(since) == 5 {
+			break
+		}
+		since = append(since, c.String())
+	}
+	return strings.Join(since, "; ")
+}

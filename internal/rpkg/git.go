@@ -2,12 +2,10 @@ package rpkg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -112,9 +110,9 @@ type pulled struct {
 	Commit string `json:"commit"`
 }
 
-// Pull writes the files of a revision into dir (which is created, and
+// PullGit writes the files of a revision into dir (which is created, and
 // must not hold another package), recording the commit in PulledFile.
-func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+func (c *Client) PullGit(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
 	_, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
 		return store.Revision{}, err
@@ -127,28 +125,17 @@ func (c *Client) Pull(ctx context.Context, name, dir string, creds store.Credent
 	if err := p.WriteDir(dir); err != nil {
 		return store.Revision{}, err
 	}
-	record, err := json.Marshal(pulled{Name: name, Commit: rev.Commit})
-	if err != nil {
-		return store.Revision{}, err
-	}
-	return rev, os.WriteFile(filepath.Join(dir, PulledFile), append(record, '\n'), 0o644)
+	return rev, writePulled(dir, name, rev.Commit)
 }
 
-// Push writes dir as one new commit of a draft, against the commit that
+// PushGit writes dir as one new commit of a draft, against the commit that
 // was pulled into dir (a compare-and-swap): if the draft changed since,
 // nothing is written and the error says what changed and how to merge.
 // It then asks the Repository to sync.
-func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
-	var from pulled
-	data, err := os.ReadFile(filepath.Join(dir, PulledFile))
+func (c *Client) PushGit(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+	pulledAt, err := readPulled(dir, name)
 	if err != nil {
-		return store.Revision{}, fmt.Errorf("%s has no %s: push a folder made by scion rpkg pull %s (it records the commit your edits start from): %w", dir, PulledFile, name, err)
-	}
-	if err := json.Unmarshal(data, &from); err != nil || from.Commit == "" {
-		return store.Revision{}, fmt.Errorf("%s: not a record of scion rpkg pull; pull again", filepath.Join(dir, PulledFile))
-	}
-	if from.Name != name {
-		return store.Revision{}, fmt.Errorf("%s was pulled from %s, not %s", dir, from.Name, name)
+		return store.Revision{}, err
 	}
 	repoObj, st, rev, cleanup, err := c.openGit(ctx, name, creds)
 	if err != nil {
@@ -163,28 +150,24 @@ func (c *Client) Push(ctx context.Context, name, dir string, creds store.Credent
 		return store.Revision{}, err
 	}
 	p.DeleteFile(PulledFile)
-	if rev.Commit != from.Commit {
-		return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, rev)
+	if rev.Commit != pulledAt {
+		return store.Revision{}, c.changedSincePull(ctx, st, name, dir, pulledAt, rev)
 	}
 	// The draft's trailers (its object, its PackageVariant) carry over.
-	out, err := c.service().PushDraft(ctx, st, rev, from.Commit, p, "Push "+filepath.Base(dir))
+	out, err := c.service().PushDraft(ctx, st, rev, pulledAt, p, "Push "+filepath.Base(dir))
 	if errors.Is(err, store.ErrConflict) {
 		// Someone pushed after this mirror last fetched: fetch, so the
 		// message names their commit rather than the one pulled.
 		if ferr := st.Fetch(ctx); ferr == nil {
 			if fresh, gerr := st.Get(ctx, rev.Package, rev.Workspace, 0); gerr == nil {
-				return store.Revision{}, c.changedSincePull(ctx, st, name, dir, from.Commit, fresh)
+				return store.Revision{}, c.changedSincePull(ctx, st, name, dir, pulledAt, fresh)
 			}
 		}
 	}
 	if err != nil {
 		return store.Revision{}, err
 	}
-	record, err := json.Marshal(pulled{Name: name, Commit: out.Commit})
-	if err != nil {
-		return store.Revision{}, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, PulledFile), append(record, '\n'), 0o644); err != nil {
+	if err := writePulled(dir, name, out.Commit); err != nil {
 		return store.Revision{}, err
 	}
 	return out, c.requestSync(ctx, repoObj)
@@ -197,17 +180,9 @@ var ErrChangedSincePull = errors.New("the draft changed since it was pulled")
 // changedSincePull says what was committed on the draft since the pull,
 // and how to merge.
 func (c *Client) changedSincePull(ctx context.Context, st *store.Repository, name, dir, pulledCommit string, now store.Revision) error {
-	var since []string
-	history, _ := st.DraftHistory(ctx, now)
-	for _, c := range history {
-		if c.Hash == pulledCommit || len(since) == 5 {
-			break
-		}
-		since = append(since, c.String())
-	}
-	what := ""
-	if len(since) > 0 {
-		what = ": " + strings.Join(since, "; ")
+	what := pkgservice.CommittedSince(ctx, st, now, pulledCommit)
+	if what != "" {
+		what = ": " + what
 	}
 	return fmt.Errorf("%s changed since %s was pulled (pulled %.12s, now %.12s%s); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there: %w",
 		name, dir, pulledCommit, now.Commit, what, ErrChangedSincePull)

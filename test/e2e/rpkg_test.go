@@ -81,7 +81,7 @@ func TestRpkg(t *testing.T) {
 	// The first pull's push would overwrite their commit: refused, and
 	// nothing is lost.
 	_, err = scion(ns, "rpkg", "push", "cluster-01.base.ws", dir)
-	g.Expect(err).To(MatchError(MatchRegexp(`cluster-01.base.ws changed since .*/base was pulled \(pulled [0-9a-f]{12}, now ` + theirs[:12] + `: ` + theirs[:12] + ` .*: Push other\); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there`)))
+	g.Expect(err).To(MatchError(MatchRegexp(`cluster-01.base.ws changed since .*/base was pulled \(read at commit [0-9a-f]{12}, now ` + theirs[:12] + `: ` + theirs[:12] + ` .*: Update through the API by .*\); nothing was pushed. Pull it into another folder, merge your edits into it, and push from there`)))
 	g.Expect(gitserver.Git(t, cluster, "rev-parse", "drafts/base/ws")).To(Equal(theirs))
 	// Merged the way the message says: pull anew, redo the edits, push.
 	merged := filepath.Join(t.TempDir(), "merged")

@@ -54,9 +54,9 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagelocks,verbs=get;list;watch
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
 

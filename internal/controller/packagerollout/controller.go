@@ -69,7 +69,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagerollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagerollouts/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/approval,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;patch

@@ -56,8 +56,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories/finalizers,verbs=update
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=internal.scion.dev,resources=packagerevisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/sync,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -6,16 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
@@ -23,40 +22,58 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
+	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // Env is a running control plane.
 type Env struct {
 	Config *rest.Config
+	// Client is an administrator's client with the clients' scheme:
+	// PackageRevisions in porch.kpt.dev, through Scion's API server, as
+	// people and Porch's tools reach them.
 	Client client.Client
 	Scheme *runtime.Scheme
-	env    *envtest.Environment
-	certs  string // the front proxy's certificates
+	// Storage is an administrator's client of the controllers' view
+	// (scheme.NewStorage): PackageRevisions in Scion's storage.
+	Storage client.Client
+	env     *envtest.Environment
+	dir     string // certificates, the API server's git mirrors
+	stop    context.CancelFunc
+	api     *apiserver.Local
+	limits  store.Limits
 }
 
-// Options change what Start installs.
+// Options change how Start sets up the control plane.
 type Options struct {
-	// PorchAPI installs Scion's storage of package revisions
-	// (packagerevisions.internal.scion.dev) instead of the
-	// porch.kpt.dev PackageRevision CustomResourceDefinition, for Scion's
-	// API server to serve porch.kpt.dev.
-	PorchAPI bool
+	// Limits bound what Scion's API server accepts in a write of a
+	// package's files (store.DefaultLimits when zero).
+	Limits store.Limits
+	// Earlier sets up an installation of an earlier version: the
+	// porch.kpt.dev PackageRevision CustomResourceDefinition serves
+	// PackageRevisions, and Scion's API server does not run until
+	// RunAPIServer is called (an upgrade).
+	Earlier bool
 }
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
-// bin/k8s of this module (built by `make control-plane`), and installs the
-// CRDs (config/crd) and the lifecycle policies (config/policy).
+// bin/k8s of this module (built by `make control-plane`), installs the
+// CRDs (config/crd) and the lifecycle policies (config/policy), and runs
+// Scion's API server in this process behind a real APIService (the
+// control plane runs with aggregation), as an installation has them.
 func Start() (*Env, error) { return StartWith(Options{}) }
 
 // StartWith starts a control plane as Start does, with options.
-func StartWith(o Options) (*Env, error) {
+func StartWith(o Options) (_ *Env, retErr error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -70,33 +87,46 @@ func StartWith(o Options) (*Env, error) {
 			return nil, fmt.Errorf("control plane binary %s not found in %s: run `make control-plane` (hack/build-control-plane.sh)", bin, assets)
 		}
 	}
+	// The API server's own logs (klog) are noise in test output;
+	// SCION_TEST_LOGS=1 shows them.
+	if os.Getenv("SCION_TEST_LOGS") == "" {
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	}
 	s := scheme.New()
 	crds, err := crd.Definitions()
 	if err != nil {
 		return nil, err
 	}
-	if o.PorchAPI {
-		storage, err := crd.StorageDefinition()
+	if o.Earlier {
+		served, err := crd.Served()
 		if err != nil {
 			return nil, err
 		}
-		crds = slices.DeleteFunc(crds, func(d *apiextensionsv1.CustomResourceDefinition) bool {
-			return d.Spec.Group == porchv1alpha1.GroupVersion.Group
-		})
-		crds = append(crds, storage)
+		for _, d := range served {
+			if d.Spec.Group == porchv1alpha1.GroupVersion.Group {
+				crds = append(crds, d)
+			}
+		}
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crds,
-		Scheme:                s,
+		Scheme:                scheme.NewStorage(),
 	}
-	// Aggregation: kube-apiserver authenticates to aggregated API servers
-	// (Scion's) as the front proxy, passing the user in request headers.
-	certs, err := os.MkdirTemp("", "scion-front-proxy")
+	dir, err := os.MkdirTemp("", "scion-testenv")
 	if err != nil {
 		return nil, err
 	}
-	flags, err := frontProxy(certs)
+	e := &Env{Scheme: s, env: env, dir: dir}
+	defer func() {
+		if retErr != nil {
+			_ = e.Stop()
+		}
+	}()
+	// Aggregation: kube-apiserver authenticates to aggregated API servers
+	// (Scion's) as the front proxy, passing the user in request headers.
+	flags, err := apiserver.FrontProxy(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -104,29 +134,59 @@ func StartWith(o Options) (*Env, error) {
 	for k, v := range flags {
 		args.Set(k, v)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = os.RemoveAll(certs)
+	if e.Config, err = env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		_ = env.Stop()
-		_ = os.RemoveAll(certs)
+	if e.Storage, err = client.New(e.Config, client.Options{Scheme: scheme.NewStorage()}); err != nil {
 		return nil, err
 	}
 	// The lifecycle policies, as config/default installs them.
-	if err := policy.Install(context.Background(), c); err != nil {
-		_ = env.Stop()
-		_ = os.RemoveAll(certs)
+	if err := policy.Install(context.Background(), e.Storage); err != nil {
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, Scheme: s, env: env, certs: certs}, nil
+	e.limits = o.Limits
+	if !o.Earlier {
+		if err := e.RunAPIServer(); err != nil {
+			return nil, err
+		}
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: s}); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-// Stop stops the control plane.
+// RunAPIServer runs Scion's API server behind the APIService
+// v1alpha1.porch.kpt.dev, until Stop (Start does it, unless
+// Options.Earlier).
+func (e *Env) RunAPIServer() error {
+	kubeconfig := filepath.Join(e.dir, "kubeconfig")
+	if err := e.WriteKubeconfig(kubeconfig, "scion-apiserver"); err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits}
+	api, err := apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits)
+	if err != nil {
+		return err
+	}
+	e.api = api
+	return nil
+}
+
+// Stop stops Scion's API server and the control plane.
 func (e *Env) Stop() error {
-	defer os.RemoveAll(e.certs)
+	defer os.RemoveAll(e.dir)
+	if e.stop != nil {
+		e.stop()
+		if e.api != nil {
+			_ = e.api.Wait()
+		}
+	}
+	if e.Config == nil {
+		return nil
+	}
 	return e.env.Stop()
 }
 

@@ -1,0 +1,238 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/config/rbac"
+	"github.com/scion-dev/scion/internal/repocache"
+	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// FrontProxyUser is the common name of the client certificate
+// kube-apiserver presents to aggregated API servers (its
+// --requestheader-allowed-names).
+const FrontProxyUser = "front-proxy-client"
+
+// authority is a certificate authority made for one control plane.
+type authority struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+// newAuthority makes a self-signed certificate authority.
+func newAuthority(name string) (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &authority{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// issue signs a certificate for name: a client certificate, or a serving
+// one for the DNS names given.
+func (a *authority) issue(name string, serial int64, dnsNames ...string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	usage := x509.ExtKeyUsageClientAuth
+	if len(dnsNames) > 0 {
+		usage = x509.ExtKeyUsageServerAuth
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: name},
+		DNSNames:     dnsNames,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// FrontProxy writes, into dir, the front proxy's certificate authority
+// and the client certificate kube-apiserver presents to aggregated API
+// servers, and returns the kube-apiserver flags that use them: what a
+// local control plane (scion dev, tests) needs to serve Scion's API
+// server.
+func FrontProxy(dir string) (map[string]string, error) {
+	ca, err := newAuthority("scion-local-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := ca.issue(FrontProxyUser, 2)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"front-proxy-ca.crt": ca.pem, "front-proxy-client.crt": cert, "front-proxy-client.key": key}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing the front proxy's %s: %w", name, err)
+		}
+	}
+	return map[string]string{
+		"requestheader-client-ca-file":       filepath.Join(dir, "front-proxy-ca.crt"),
+		"requestheader-allowed-names":        FrontProxyUser,
+		"requestheader-username-headers":     "X-Remote-User",
+		"requestheader-uid-headers":          "X-Remote-Uid",
+		"requestheader-group-headers":        "X-Remote-Group",
+		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+		"proxy-client-cert-file":             filepath.Join(dir, "front-proxy-client.crt"),
+		"proxy-client-key-file":              filepath.Join(dir, "front-proxy-client.key"),
+	}, nil
+}
+
+// servingCert makes a certificate authority and a serving certificate
+// signed by it for the given DNS names: what an APIService's caBundle and
+// the aggregated server it points at need.
+func servingCert(dnsNames ...string) (caPEM, certPEM, keyPEM []byte, err error) {
+	ca, err := newAuthority("scion-local-serving-ca")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = ca.issue(dnsNames[0], 3, dnsNames...)
+	return ca.pem, certPEM, keyPEM, err
+}
+
+// Local is the server run in the process of a local control plane (scion
+// dev, the tests), reached through a real APIService.
+type Local struct {
+	done chan error
+}
+
+// Wait returns when the server stopped (its context is done).
+func (l *Local) Wait() error { return <-l.done }
+
+// RunLocal starts the server in this process, behind the APIService
+// v1alpha1.porch.kpt.dev of the control plane cfg reaches as an
+// administrator (kubeconfig is the same, as a file): an ExternalName
+// Service to localhost, the certificates in dir, the storage's role. It
+// returns once the control plane serves porch.kpt.dev through it; the
+// server stops when ctx is done.
+func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, repos *repocache.Cache, limits store.Limits) (*Local, error) {
+	const service, namespace = "scion-apiserver", "scion-system"
+	ca, cert, key, err := servingCert(service + "." + namespace + ".svc")
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := New(Options{Config: cfg, Kubeconfig: kubeconfig, Listener: lis, CertFile: certFile, KeyFile: keyFile, Repositories: repos, Limits: limits})
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
+	l := &Local{done: make(chan error, 1)}
+	go func() { l.done <- srv.Run(ctx) }()
+
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	if err := rbac.Install(ctx, c, rbac.APIServer); err != nil {
+		return nil, err
+	}
+	port := int64(lis.Addr().(*net.TCPAddr).Port)
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": service, "namespace": namespace},
+			"spec":     map[string]any{"type": "ExternalName", "externalName": "localhost"}}},
+		{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": porchv1alpha1.GroupVersion.Version + "." + porchv1alpha1.GroupVersion.Group,
+				// Kept if a porch.kpt.dev CustomResourceDefinition of an
+				// earlier version is deleted.
+				"labels": map[string]any{"kube-aggregator.kubernetes.io/automanaged": "false"}},
+			"spec": map[string]any{
+				"group": porchv1alpha1.GroupVersion.Group, "version": porchv1alpha1.GroupVersion.Version,
+				"groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+				"service":  map[string]any{"namespace": namespace, "name": service, "port": port},
+				"caBundle": base64.StdEncoding.EncodeToString(ca),
+			}}},
+	}
+	for _, u := range objs {
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scion"), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("registering the API server: %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(porchv1alpha1.GroupVersion.String())
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		for _, r := range list.APIResources {
+			if r.Name == "packagerevisionresources" {
+				return true, nil
+			}
+		}
+		last = fmt.Errorf("%s is served, but not by Scion's API server", porchv1alpha1.GroupVersion)
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the control plane does not serve %s through Scion's API server: %v", porchv1alpha1.GroupVersion, last)
+	}
+	return l, nil
+}
