@@ -141,6 +141,42 @@ func TestPackageRevisions_concurrentPatches(t *testing.T) {
 	g.Expect(stored.Labels).To(HaveLen(10))
 }
 
+// An update made from an older read goes through when only the status
+// moved since (the controllers write it; porchctl propose updates the
+// whole object and does not retry), and is a conflict when the spec or
+// the metadata moved.
+func TestPackageRevisions_updateAfterStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	key := client.ObjectKey{Namespace: f.ns, Name: f.name}
+	read := &porchv1alpha1.PackageRevision{}
+	g.Expect(porch.Get(ctx, key, read)).To(Succeed())
+
+	// The controller writes the status.
+	stored := &porchv1alpha1.PackageRevision{}
+	g.Expect(storageClient.Get(ctx, key, stored)).To(Succeed())
+	stored.Status.Commit = f.draft.Commit
+	g.Expect(storageClient.Status().Update(ctx, stored)).To(Succeed())
+
+	propose := read.DeepCopy()
+	propose.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+	g.Expect(porch.Update(ctx, propose)).To(Succeed(), "only the status moved")
+	g.Expect(storageClient.Get(ctx, key, stored)).To(Succeed())
+	g.Expect(stored.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+	g.Expect(stored.Status.Commit).To(Equal(f.draft.Commit), "the status is kept")
+
+	// Someone labels it; an update from the older read would drop the label.
+	stored.Labels = map[string]string{"reviewed": "yes"}
+	g.Expect(storageClient.Update(ctx, stored)).To(Succeed())
+	stale := propose.DeepCopy()
+	stale.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
+	err := porch.Update(ctx, stale)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+	g.Expect(storageClient.Get(ctx, key, stored)).To(Succeed())
+	g.Expect(stored.Labels).To(HaveKeyWithValue("reviewed", "yes"))
+}
+
 // A watch through porch.kpt.dev sees what the storage's writers (the
 // controllers) write, from the resourceVersion a list returned.
 func TestPackageRevisions_watch(t *testing.T) {

@@ -65,7 +65,9 @@ func approve(ctx context.Context, name string, cur, in *porchv1alpha1.PackageRev
 	}
 	next := cur.DeepCopy()
 	next.Spec.Lifecycle = to
-	if in.ResourceVersion != "" {
+	if in.ResourceVersion != "" && in.Generation != cur.Generation {
+		// The spec changed since the approver read it: approving
+		// what they did not see is a conflict.
 		next.ResourceVersion = in.ResourceVersion
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,7 +150,11 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 			return nil, err
 		}
 	}
-	out, err := r.storage.create(ctx, toStorage(pr), opts)
+	stored, err := toStorage(pr)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.storage.create(ctx, stored, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +215,19 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 			}
 		}
 		read := next.ResourceVersion == cur.ResourceVersion
-		out, err := s.update(ctx, toStorage(next), subresource, opts)
+		if !read && subresource == "" && onlyStatusMoved(cur, next) {
+			// The client read an older version, but since then only
+			// the status moved (the controllers write it): its change
+			// applies to the current version as it would have to the
+			// one it read. Porch's clients (porchctl propose) update
+			// the whole object and do not retry.
+			next.ResourceVersion, read = cur.ResourceVersion, true
+		}
+		stored, err := toStorage(next)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := s.update(ctx, stored, subresource, opts)
 		if apierrors.IsConflict(err) && read && ctx.Err() == nil {
 			continue
 		}
@@ -219,6 +236,16 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 		}
 		return toPorch(out), false, nil
 	}
+}
+
+// onlyStatusMoved tells whether cur differs from the version next was
+// made from in its status only: the same generation (the spec did not
+// change) and the same labels, annotations, finalizers and owners as
+// next carries (so none of those is overwritten unseen).
+func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
+	return next.Generation != 0 && next.Generation == cur.Generation &&
+		equality.Semantic.DeepEqual(next.Labels, cur.Labels) && equality.Semantic.DeepEqual(next.Annotations, cur.Annotations) &&
+		equality.Semantic.DeepEqual(next.Finalizers, cur.Finalizers) && equality.Semantic.DeepEqual(next.OwnerReferences, cur.OwnerReferences)
 }
 
 // updated reads a revision and returns it with the change objInfo
@@ -279,7 +306,9 @@ func listOptions(in *metainternalversion.ListOptions) (*metav1.ListOptions, erro
 	return out, nil
 }
 
-// toPorch makes an object read from the storage a porch.kpt.dev one.
+// toPorch makes an object read from the storage a porch.kpt.dev one: its
+// tasks carry Porch's names too (clone.upstreamRef.upstreamRef,
+// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read.
 func toPorch(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
 	pr.TypeMeta = metav1.TypeMeta{}
 	for i := range pr.ManagedFields {
@@ -287,16 +316,69 @@ func toPorch(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
 			pr.ManagedFields[i].APIVersion = porchv1alpha1.GroupVersion.String()
 		}
 	}
+	for i := range pr.Spec.Tasks {
+		t := &pr.Spec.Tasks[i]
+		if t.Clone != nil && t.Clone.UpstreamRef.Name != "" {
+			t.Clone.UpstreamRef.UpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: t.Clone.UpstreamRef.Name}
+		}
+		if u := t.Upgrade; u != nil {
+			if u.OldUpstream.Name != "" {
+				u.OldUpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: u.OldUpstream.Name}
+			}
+			if u.NewUpstream.Name != "" {
+				u.NewUpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: u.NewUpstream.Name}
+			}
+		}
+	}
 	return pr
 }
 
-// toStorage makes an object to write a storage one.
-func toStorage(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+// toStorage makes an object to write a storage one, with its tasks in
+// Scion's shape (Porch's names taken, and dropped).
+func toStorage(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 	pr.TypeMeta = metav1.TypeMeta{APIVersion: porchv1alpha1.StorageGroupVersion.String(), Kind: "PackageRevision"}
 	for i := range pr.ManagedFields {
 		if pr.ManagedFields[i].APIVersion == porchv1alpha1.GroupVersion.String() {
 			pr.ManagedFields[i].APIVersion = porchv1alpha1.StorageGroupVersion.String()
 		}
 	}
-	return pr
+	var errs field.ErrorList
+	for i := range pr.Spec.Tasks {
+		t := &pr.Spec.Tasks[i]
+		path := field.NewPath("spec", "tasks").Index(i)
+		if c := t.Clone; c != nil {
+			up := &c.UpstreamRef
+			if up.Git != nil {
+				errs = append(errs, field.Forbidden(path.Child("clone", "upstreamRef", "git"),
+					"cloning from a git URL is not supported: register the repository as a Repository and clone a published revision of it"))
+			}
+			errs = append(errs, alias(path.Child("clone", "upstreamRef"), &up.Name, &up.UpstreamRef)...)
+			up.Type = ""
+		}
+		if u := t.Upgrade; u != nil {
+			errs = append(errs, alias(path.Child("upgrade", "oldUpstream"), &u.OldUpstream.Name, &u.OldUpstreamRef)...)
+			errs = append(errs, alias(path.Child("upgrade", "newUpstream"), &u.NewUpstream.Name, &u.NewUpstreamRef)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
+	}
+	return pr, nil
+}
+
+// alias takes Porch's reference (porch) into Scion's name, refusing the
+// two when they differ, and drops Porch's.
+func alias(path *field.Path, name *string, porch **porchv1alpha1.PackageRevisionRef) field.ErrorList {
+	if *porch == nil {
+		return nil
+	}
+	ref := (*porch).Name
+	*porch = nil
+	switch {
+	case *name == "":
+		*name = ref
+	case *name != ref:
+		return field.ErrorList{field.Invalid(path, ref, "names "+*name+" in Scion's shape and "+ref+" in Porch's: give one")}
+	}
+	return nil
 }

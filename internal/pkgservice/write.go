@@ -77,7 +77,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 		}
 		return p, "Initialize " + pr.Spec.PackageName, nil
 	case porchv1alpha1.TaskTypeClone:
-		src, err := resolve(ctx, t.Clone.UpstreamRef.Name)
+		src, err := resolve(ctx, t.Clone.UpstreamRef.Revision())
 		if err != nil {
 			return nil, "", fmt.Errorf("spec.tasks[0].clone.upstreamRef: %w", err)
 		}
@@ -89,7 +89,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 		if err != nil {
 			return nil, "", invalid("spec.tasks[0].clone: %v", err)
 		}
-		return p, fmt.Sprintf("Clone %s from %s", pr.Spec.PackageName, t.Clone.UpstreamRef.Name), nil
+		return p, fmt.Sprintf("Clone %s from %s", pr.Spec.PackageName, t.Clone.UpstreamRef.Revision()), nil
 	case porchv1alpha1.TaskTypeEdit:
 		src, err := resolve(ctx, t.Edit.SourceRef.Name)
 		if err != nil {

@@ -117,7 +117,7 @@ func (c *Client) Clone(ctx context.Context, source string, o CreateOptions) (*po
 	if _, err := c.Get(ctx, source); err != nil {
 		return nil, err
 	}
-	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: source}}})
+	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Name: source}}})
 }
 
 // Copy creates a new draft of source's package from source.

@@ -170,7 +170,52 @@ type PackageRevisionRef struct {
 // PackageCloneTaskSpec clones another package revision.
 type PackageCloneTaskSpec struct {
 	// UpstreamRef is the published revision to clone.
-	UpstreamRef PackageRevisionRef `json:"upstreamRef"`
+	UpstreamRef UpstreamPackage `json:"upstreamRef"`
+}
+
+// UpstreamPackage names what a clone task clones: a published revision in
+// this namespace, by name (Scion's shape), or as Porch writes it
+// (upstreamRef.name, with type and git for a package in any git
+// repository).
+// +kubebuilder:validation:XValidation:rule="[has(self.name), has(self.upstreamRef), has(self.git)].filter(x, x).size() == 1",message="exactly one of name, upstreamRef and git must be set"
+type UpstreamPackage struct {
+	// Name of the PackageRevision to clone.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Type is Porch's: git, or oci (not supported).
+	// +optional
+	Type string `json:"type,omitempty"`
+	// UpstreamRef is Porch's way to name the PackageRevision to clone.
+	// +optional
+	UpstreamRef *PackageRevisionRef `json:"upstreamRef,omitempty"`
+	// Git is Porch's: a package in a git repository (not supported:
+	// register the repository as a Repository and clone a revision of it).
+	// +optional
+	Git *GitPackage `json:"git,omitempty"`
+}
+
+// Revision is the name of the PackageRevision to clone, in either shape.
+func (u UpstreamPackage) Revision() string {
+	if u.UpstreamRef != nil && u.Name == "" {
+		return u.UpstreamRef.Name
+	}
+	return u.Name
+}
+
+// GitPackage is a package in a git repository, as Porch's clone task
+// names one.
+type GitPackage struct {
+	// +kubebuilder:validation:MaxLength=2048
+	Repo string `json:"repo"`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Ref string `json:"ref,omitempty"`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Directory string `json:"directory,omitempty"`
+	// +optional
+	SecretRef *PackageRevisionRef `json:"secretRef,omitempty"`
 }
 
 // PackageEditTaskSpec copies a published revision of the same package to a
@@ -182,10 +227,20 @@ type PackageEditTaskSpec struct {
 
 // PackageUpgradeTaskSpec 3-way merges the change from oldUpstream to
 // newUpstream into a local revision.
+// +kubebuilder:validation:XValidation:rule="has(self.oldUpstream) != has(self.oldUpstreamRef)",message="exactly one of oldUpstream and oldUpstreamRef (Porch's name) must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.newUpstream) != has(self.newUpstreamRef)",message="exactly one of newUpstream and newUpstreamRef (Porch's name) must be set"
 type PackageUpgradeTaskSpec struct {
-	OldUpstream             PackageRevisionRef `json:"oldUpstream"`
-	NewUpstream             PackageRevisionRef `json:"newUpstream"`
+	// +optional
+	OldUpstream PackageRevisionRef `json:"oldUpstream,omitzero"`
+	// +optional
+	NewUpstream             PackageRevisionRef `json:"newUpstream,omitzero"`
 	LocalPackageRevisionRef PackageRevisionRef `json:"localPackageRevisionRef"`
+	// OldUpstreamRef and NewUpstreamRef are Porch's names of OldUpstream
+	// and NewUpstream.
+	// +optional
+	OldUpstreamRef *PackageRevisionRef `json:"oldUpstreamRef,omitempty"`
+	// +optional
+	NewUpstreamRef *PackageRevisionRef `json:"newUpstreamRef,omitempty"`
 	// Strategy of the merge; resource-merge by default.
 	// +kubebuilder:default=resource-merge
 	// +optional

@@ -153,7 +153,7 @@ func TestPackageRevision_readinessGates(t *testing.T) {
 	setLifecycle(t, up, porchv1alpha1.LifecyclePublished)
 
 	down := newRevision(ns, "cluster-01", "app", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone,
-		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: up.Name}}})
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Name: up.Name}}})
 	down.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: "example.com/approved"}}
 	g.Expect(k8sClient.Create(ctx, down)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -295,7 +295,7 @@ func TestPackageRevision_invalid(t *testing.T) {
 	ns := newNamespace(t)
 	newRepository(t, ns, "r", false)
 	pr := newRevision(ns, "r", "app", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone,
-		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.PackageRevisionRef{Name: "missing"}}})
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Name: "missing"}}})
 	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		c := ready(get(g, pr))

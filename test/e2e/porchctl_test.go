@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+// porch sends requests to porch.kpt.dev/v1alpha1 as porchctl does
+// (Porch v1alpha1): JSON bodies in Porch's shapes, written from its
+// published API, through the cluster's API server.
+type porch struct {
+	t  *testing.T
+	rc *rest.RESTClient
+	ns string
+}
+
+func newPorch(t *testing.T, ns string) *porch {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &porch{t: t, rc: rc, ns: ns}
+}
+
+// do sends a request and decodes the answer; it returns the HTTP status.
+func (p *porch) do(method, path string, body any) (int, map[string]any) {
+	p.t.Helper()
+	var data []byte
+	if body != nil {
+		var err error
+		if s, ok := body.(string); ok {
+			data = []byte(s)
+		} else if data, err = json.Marshal(body); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	r := p.rc.Verb(method).AbsPath("/apis/porch.kpt.dev/v1alpha1/namespaces/"+p.ns+"/"+path).SetHeader("Content-Type", "application/json")
+	if data != nil {
+		r = r.Body(data)
+	}
+	res := r.Do(context.Background())
+	var code int
+	res.StatusCode(&code)
+	raw, _ := res.Raw()
+	out := map[string]any{}
+	_ = json.Unmarshal(raw, &out)
+	return code, out
+}
+
+// get reads one PackageRevision.
+func (p *porch) get(name string) map[string]any {
+	p.t.Helper()
+	code, pr := p.do(http.MethodGet, "packagerevisions/"+name, nil)
+	if code != http.StatusOK {
+		p.t.Fatalf("get %s: %d %v", name, code, pr)
+	}
+	return pr
+}
+
+// lifecycle is a PackageRevision's spec.lifecycle and status.lifecycle.
+func lifecycles(pr map[string]any) (string, string) {
+	spec, _ := pr["spec"].(map[string]any)
+	status, _ := pr["status"].(map[string]any)
+	want, _ := spec["lifecycle"].(string)
+	have, _ := status["lifecycle"].(string)
+	return want, have
+}
+
+// waitLifecycle waits until git has the lifecycle.
+func (p *porch) waitLifecycle(g Gomega, name, lc string) map[string]any {
+	var pr map[string]any
+	g.Eventually(func(g Gomega) {
+		pr = p.get(name)
+		_, have := lifecycles(pr)
+		g.Expect(have).To(Equal(lc))
+	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return pr
+}
+
+// update sets spec.lifecycle as porchctl propose, reject and
+// propose-delete do (an update of the whole object), or through the
+// approval subresource as approve does.
+func (p *porch) move(g Gomega, name, to, subresource string) {
+	pr := p.get(name)
+	pr["spec"].(map[string]any)["lifecycle"] = to
+	path := "packagerevisions/" + name
+	if subresource != "" {
+		path += "/" + subresource
+	}
+	code, out := p.do(http.MethodPut, path, pr)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", out)
+}
+
+// Every request porchctl makes, in Porch's shapes: init, clone (from a
+// published revision), copy, upgrade, propose, approve (the approval
+// subresource), reject, pull and push (PackageRevisionResources),
+// propose-delete and delete.
+func TestPorchctlRequests(t *testing.T) {
+	g := NewWithT(t)
+	ns, _, cluster := setup(t)
+	p := newPorch(t, ns)
+	created := func(body map[string]any) string {
+		t.Helper()
+		code, out := p.do(http.MethodPost, "packagerevisions", body)
+		g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
+		return out["metadata"].(map[string]any)["name"].(string)
+	}
+	revision := func(repo, pkg, ws string, task map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision", "metadata": map[string]any{"namespace": ns},
+			"spec": map[string]any{"packageName": pkg, "workspaceName": ws, "repository": repo, "tasks": []any{task}}}
+	}
+	publish := func(name string) {
+		p.move(g, name, "Proposed", "")
+		p.waitLifecycle(g, name, "Proposed")
+		p.move(g, name, "Published", "approval")
+		pr := p.waitLifecycle(g, name, "Published")
+		g.Expect(pr["metadata"].(map[string]any)["annotations"]).To(HaveKey("porch.kpt.dev/approved-by"))
+	}
+
+	// porchctl rpkg init base --repository catalog --workspace v1
+	base := created(revision("catalog", "base", "v1", map[string]any{"type": "init", "init": map[string]any{"description": "the base package"}}))
+	g.Expect(base).To(Equal("catalog.base.v1"), "named as Porch names it")
+	p.waitLifecycle(g, base, "Draft")
+	publish(base)
+
+	// porchctl rpkg clone catalog.base.v1 app --repository cluster-01 --workspace ws
+	app := created(revision("cluster-01", "app", "ws", map[string]any{"type": "clone", "clone": map[string]any{"upstreamRef": map[string]any{"upstreamRef": map[string]any{"name": base}}}}))
+	g.Expect(app).To(Equal("cluster-01.app.ws"))
+	p.waitLifecycle(g, app, "Draft")
+	// Read back with Porch's names, which porchctl upgrade reads.
+	task := p.get(app)["spec"].(map[string]any)["tasks"].([]any)[0].(map[string]any)
+	g.Expect(task["clone"]).To(HaveKeyWithValue("upstreamRef", HaveKeyWithValue("upstreamRef", HaveKeyWithValue("name", base))))
+
+	// porchctl rpkg pull / push
+	code, prr := p.do(http.MethodGet, "packagerevisionresources/"+app, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", prr)
+	resources := prr["spec"].(map[string]any)["resources"].(map[string]any)
+	g.Expect(resources).To(HaveKey("Kptfile"))
+	resources["notes.md"] = "# notes\n"
+	resources[".KptRevisionMetadata"] = "apiVersion: porch.kpt.dev/v1alpha1\nkind: PackageRevision\n"
+	code, pushed := p.do(http.MethodPut, "packagerevisionresources/"+app, prr)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", pushed)
+	g.Expect(pushed["status"]).To(HaveKeyWithValue("renderStatus", HaveKeyWithValue("error", "")))
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/app/ws:app/notes.md")).To(Equal("# notes"))
+
+	// porchctl rpkg propose, then reject (the approval subresource, back
+	// to Draft), propose again and approve.
+	p.move(g, app, "Proposed", "")
+	p.waitLifecycle(g, app, "Proposed")
+	p.move(g, app, "Draft", "approval")
+	p.waitLifecycle(g, app, "Draft")
+	publish(app)
+
+	// porchctl rpkg copy cluster-01.app.ws --workspace ws2
+	cp := created(revision("cluster-01", "app", "ws2", map[string]any{"type": "edit", "edit": map[string]any{"sourceRef": map[string]any{"name": app}}}))
+	g.Expect(cp).To(Equal("cluster-01.app.ws2"))
+	p.waitLifecycle(g, cp, "Draft")
+
+	// A new upstream revision, and porchctl rpkg upgrade of the
+	// published app to it.
+	base2 := created(revision("catalog", "base", "v2", map[string]any{"type": "edit", "edit": map[string]any{"sourceRef": map[string]any{"name": base}}}))
+	p.waitLifecycle(g, base2, "Draft")
+	publish(base2)
+	up := created(revision("cluster-01", "app", "ws3", map[string]any{"type": "upgrade", "upgrade": map[string]any{
+		"oldUpstreamRef": map[string]any{"name": base}, "newUpstreamRef": map[string]any{"name": base2},
+		"localPackageRevisionRef": map[string]any{"name": app}, "strategy": "resource-merge"}}))
+	pr := p.waitLifecycle(g, up, "Draft")
+	upgrade := pr["spec"].(map[string]any)["tasks"].([]any)[0].(map[string]any)["upgrade"].(map[string]any)
+	g.Expect(upgrade).To(HaveKeyWithValue("newUpstreamRef", HaveKeyWithValue("name", base2)))
+	kf := gitserver.Git(t, cluster, "show", "drafts/app/ws3:app/Kptfile")
+	g.Expect(kf).To(ContainSubstring("ref: base/v2"), "upgraded to the new upstream")
+
+	// porchctl rpkg propose-delete, then del.
+	p.move(g, base2, "DeletionProposed", "")
+	p.waitLifecycle(g, base2, "DeletionProposed")
+	code, out := p.do(http.MethodDelete, "packagerevisions/"+base2, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", out)
+	g.Eventually(func() int {
+		code, _ := p.do(http.MethodGet, "packagerevisions/"+base2, nil)
+		return code
+	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusNotFound))
+
+	// Cloning from a git URL is refused, naming the field.
+	code, out = p.do(http.MethodPost, "packagerevisions", revision("cluster-01", "other", "ws", map[string]any{"type": "clone", "clone": map[string]any{
+		"upstreamRef": map[string]any{"type": "git", "git": map[string]any{"repo": "https://example.com/x.git", "ref": "main", "directory": "x"}}}}))
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", out)
+	g.Expect(fmt.Sprint(out["message"])).To(ContainSubstring("spec.tasks[0].clone.upstreamRef.git"))
+}
