@@ -265,6 +265,8 @@ func TestPackageRevisionResources_badInput(t *testing.T) {
 		{"a path out of the package", "../escape.yaml", "a: 1\n", `spec.resources[../escape.yaml]`, apierrors.IsInvalid},
 		{"an absolute path", "/etc/passwd", "x\n", `spec.resources[/etc/passwd]`, apierrors.IsInvalid},
 		{"a file over the limit", "big.txt", strings.Repeat("x", int(testLimits.FileBytes)+1), "file big.txt of package app (65537) is over the max-file-size limit of 64Ki", apierrors.IsRequestEntityTooLargeError},
+		// Larger than a generic API server reads (3 MiB): still named.
+		{"a 5 MiB file", "huge.bin", strings.Repeat("y", 5<<20), "file huge.bin of package app (5Mi) is over the max-file-size limit of 64Ki", apierrors.IsRequestEntityTooLargeError},
 	} {
 		prr := read()
 		prr.Spec.Resources[c.path] = c.data

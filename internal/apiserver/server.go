@@ -97,6 +97,11 @@ func New(o Options) (*Server, error) {
 	if err := rec.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
+	// A push carries a whole package (nothing is stored in etcd): the
+	// body may be as large as the package limit allows, JSON-escaped, so
+	// that a file over a limit is refused naming it rather than with the
+	// generic server's 3 MiB cap.
+	cfg.MaxRequestBodyBytes = maxBody(o.Limits)
 	generic, err := cfg.Complete().New("scion-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -126,6 +131,16 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{generic: generic}, nil
+}
+
+// maxBody is the largest request the server reads: twice the package
+// size limit (JSON escaping) and a MiB for the rest.
+func maxBody(l store.Limits) int64 {
+	size := l.PackageBytes
+	if size <= 0 {
+		size = store.DefaultLimits.PackageBytes
+	}
+	return 2*size + 1<<20
 }
 
 // revisionTable shows packagerevisions with the storage's printer
