@@ -43,7 +43,7 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }
 

@@ -20,7 +20,7 @@ var (
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 2}, nil, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }
 

@@ -39,6 +39,6 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 2, PackageVariantSetWorkers: 1, PackageRolloutWorkers: 2, SyncPeriod: 5 * time.Minute}, func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt} }, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }

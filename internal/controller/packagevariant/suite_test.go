@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		opts.GitObjectCacheSize = int64(mib) << 20
 	}
 	os.Exit(suite.Run(m, opts, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }
 

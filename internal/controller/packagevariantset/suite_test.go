@@ -23,6 +23,6 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, PackageVariantSetWorkers: 2, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second,
 		ReadableKinds: kindwatch.Kinds{{Kind: "ConfigMap"}, {Group: "krm-platform.bigco.com", Kind: "*"}}}, nil, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }

@@ -21,7 +21,7 @@ var (
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 2, SyncPeriod: configv1alpha1.DefaultSyncPeriod}, nil, func(e *testenv.Env) {
-		env, k8sClient = e, e.Client
+		env, k8sClient = e, e.Storage
 	}))
 }
 
