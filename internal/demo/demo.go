@@ -224,9 +224,16 @@ func (o *Options) draftOf(ctx context.Context, ns, variant string) (*porchv1alph
 	if len(pv.Status.DownstreamTargets) == 0 {
 		return nil, fmt.Errorf("PackageVariant %s has no downstream yet", variant)
 	}
+	// The variant names its draft once git has it; the object shows it a
+	// moment later.
 	pr := &porchv1alpha1.PackageRevision{}
-	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: pv.Status.DownstreamTargets[0].Name}, pr); err != nil {
-		return nil, err
+	key := types.NamespacedName{Namespace: ns, Name: pv.Status.DownstreamTargets[0].Name}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.timeout(), true, func(ctx context.Context) (bool, error) {
+		err := o.Client.Get(ctx, key, pr)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("PackageRevision %s of PackageVariant %s: %w", key.Name, variant, err)
 	}
 	return pr, nil
 }

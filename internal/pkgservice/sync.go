@@ -421,6 +421,13 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 			}
 			return false, err
 		}
+		// A new object shows every condition git has (the Kptfile's: a
+		// variant's gate, an injection point's, a person's): nobody has
+		// set one on the object yet. Drafts and proposals otherwise keep
+		// the object's own, and a proposal's gates would stay unset.
+		for _, c := range want.Status.Conditions {
+			gitConditions = append(gitConditions, c.Type)
+		}
 		_, err := s.applyStatus(ctx, want, obj, true, false, gitConditions)
 		return true, err
 	}

@@ -127,6 +127,8 @@ func TestRepository_projectsRevisions(t *testing.T) {
 	g.Expect(v2.OwnerReferences).To(ContainElement(HaveField("Name", "deploy")))
 	g.Expect(revs["deploy.team.app.v1"].Labels).NotTo(HaveKey(porchv1alpha1.LatestRevisionLabel), "only one revision is latest")
 	g.Expect(revs["deploy.db.draft-1"].Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+	g.Expect(revs["deploy.db.draft-1"].Status.Conditions).To(ContainElement(HaveField("Type", "example.com/reviewed")),
+		"a draft shown first by the sync has its Kptfile's conditions (a proposal's gates would stay unset otherwise)")
 
 	repoObj := &configv1alpha1.Repository{}
 	g.Expect(k8sClient.Get(ctx, key, repoObj)).To(Succeed())
