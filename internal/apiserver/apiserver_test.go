@@ -11,8 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -244,6 +247,39 @@ func TestPackageRevisionResources_pullPush(t *testing.T) {
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("changed since it was read"))
 	f.expectUnchanged(g, now.Commit)
+}
+
+// kubectl get packagerevisionresources lists the selected revisions'
+// files; one whose Repository is gone is left out, the others listed.
+func TestPackageRevisionResources_list(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	f.show(t, "lost", "ws1", porchv1alpha1.LifecycleDraft) // not in git
+	orphan := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: "gone.app.ws1", Namespace: f.ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{Repository: "gone", PackageName: "app", WorkspaceName: "ws1", Lifecycle: porchv1alpha1.LifecycleDraft}}
+	g.Expect(storageClient.Create(ctx, orphan)).To(Succeed())
+	list := &content.PackageRevisionResourcesList{}
+	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	g.Expect(list.Items[0].Name).To(Equal(f.name))
+	g.Expect(list.Items[0].Spec.Resources).To(HaveKey("Kptfile"))
+}
+
+// kubectl and Porch's clients resolve packagerevisions (and pr) to
+// porch.kpt.dev, not to Scion's storage, which people may not read.
+func TestDiscovery_porchFirst(t *testing.T) {
+	g := NewWithT(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	groups, err := restmapper.GetAPIGroupResources(dc)
+	g.Expect(err).NotTo(HaveOccurred())
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDiscoveryRESTMapper(groups), dc, nil)
+	for _, name := range []string{"packagerevisions", "packagerevision", "pr"} {
+		gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: name})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(gvr.Group).To(Equal("porch.kpt.dev"), name)
+	}
 }
 
 // What a push may not do is refused with the file named, and nothing is

@@ -202,7 +202,7 @@ func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, rep
 				"labels": map[string]any{"kube-aggregator.kubernetes.io/automanaged": "false"}},
 			"spec": map[string]any{
 				"group": porchv1alpha1.GroupVersion.Group, "version": porchv1alpha1.GroupVersion.Version,
-				"groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+				"groupPriorityMinimum": int64(2000), "versionPriority": int64(15),
 				"service":  map[string]any{"namespace": namespace, "name": service, "port": port},
 				"caBundle": base64.StdEncoding.EncodeToString(ca),
 			}}},

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -52,11 +54,51 @@ var (
 	_ rest.Scoper               = &resources{}
 	_ rest.SingularNameProvider = &resources{}
 	_ rest.Getter               = &resources{}
+	_ rest.Lister               = &resources{}
 	_ rest.Updater              = &resources{}
 )
 
 // New returns an empty PackageRevisionResources.
 func (r *resources) New() runtime.Object { return &content.PackageRevisionResources{} }
+
+// NewList returns an empty PackageRevisionResourcesList.
+func (r *resources) NewList() runtime.Object { return &content.PackageRevisionResourcesList{} }
+
+// List reads the files of every revision the selectors select (one read
+// of git each: select what you need).
+func (r *resources) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	ns, _ := request.NamespaceFrom(ctx)
+	v1opts, err := listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	prs, err := r.storage.list(ctx, ns, v1opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &content.PackageRevisionResourcesList{ListMeta: prs.ListMeta}
+	for i := range prs.Items {
+		pr := &prs.Items[i]
+		// One revision that cannot be read (its Repository down, a
+		// package over the limits) is left out with a warning; the
+		// others are listed.
+		o, err := r.openRevision(ctx, pr)
+		if apierrors.IsNotFound(err) {
+			continue // not in git (any more): nothing to show
+		}
+		if err != nil {
+			warning.AddWarning(ctx, "", fmt.Sprintf("%s left out: %s", pr.Name, store.Shorten(err.Error(), 300)))
+			continue
+		}
+		p, err := o.st.Read(ctx, o.rev)
+		if err != nil {
+			warning.AddWarning(ctx, "", fmt.Sprintf("%s left out: %s", pr.Name, store.Shorten(readError(pr.Name, err).Error(), 300)))
+			continue
+		}
+		out.Items = append(out.Items, *o.object(p.Files()))
+	}
+	return out, nil
+}
 
 // Destroy releases nothing.
 func (r *resources) Destroy() {}
@@ -87,7 +129,13 @@ func (r *resources) open(ctx context.Context, name string) (*opened, error) {
 	if err != nil {
 		return nil, resourcesError(err, name)
 	}
-	repo, st, err := r.repos.OpenNamed(ctx, r.client, ns, pr.Spec.Repository)
+	return r.openRevision(ctx, pr)
+}
+
+// openRevision finds a PackageRevision's revision in git.
+func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*opened, error) {
+	name := pr.Name
+	repo, st, err := r.repos.OpenNamed(ctx, r.client, pr.Namespace, pr.Spec.Repository)
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", name, pr.Spec.Repository, err))
 	}
