@@ -244,7 +244,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	if in.ResourceVersion != "" && in.ResourceVersion != o.rev.Commit {
 		return nil, false, changedSince(gr, name, o, in.ResourceVersion)
 	}
-	files, err := r.contents(o.rev.Package, in.Spec.Resources)
+	files, err := r.contents(name, o.rev.Package, in.Spec.Resources)
 	if err != nil {
 		return nil, false, err
 	}
@@ -304,7 +304,7 @@ func notDraft(gr schema.GroupResource, name string, lc porchv1alpha1.Lifecycle) 
 // contents checks the files of an update: paths inside the package, YAML
 // that reads, within the limits. The file porchctl adds to what it pulled
 // is dropped.
-func (r *resources) contents(pkgPath string, in map[string]string) (map[string][]byte, error) {
+func (r *resources) contents(name, pkgPath string, in map[string]string) (map[string][]byte, error) {
 	gk := content.SchemeBuilder.GroupVersion.WithKind("PackageRevisionResources").GroupKind()
 	files := make(map[string][]byte, len(in))
 	var errs field.ErrorList
@@ -320,7 +320,7 @@ func (r *resources) contents(pkgPath string, in map[string]string) (map[string][
 		files[name] = []byte(data)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(gk, "", errs)
+		return nil, apierrors.NewInvalid(gk, name, errs)
 	}
 	if err := r.limits.CheckPackage(pkgPath, files); err != nil {
 		return nil, apierrors.NewRequestEntityTooLargeError(err.Error())
@@ -340,7 +340,7 @@ func (r *resources) contents(pkgPath string, in map[string]string) (map[string][
 		errs = append(errs, field.Invalid(res.Key("Kptfile"), "", store.Shorten(err.Error(), 300)))
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(gk, "", errs)
+		return nil, apierrors.NewInvalid(gk, name, errs)
 	}
 	return files, nil
 }
