@@ -421,12 +421,18 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 			}
 			return false, err
 		}
-		// A new object shows every condition git has (the Kptfile's: a
-		// variant's gate, an injection point's, a person's): nobody has
-		// set one on the object yet. Drafts and proposals otherwise keep
-		// the object's own, and a proposal's gates would stay unset.
+		// A new object shows the conditions only a variant writes, and
+		// writes to git (its gate, the dependencies gate, an injection
+		// point's), from git: otherwise a proposal the sync shows again
+		// keeps its gates unset for good (the variant does not show
+		// proposals). Other conditions of drafts and proposals are the
+		// object's: a person sets them there, and a draft's Kptfile may
+		// carry copies from the revision it was made from (a canary
+		// passed on the last revision, not on this one).
 		for _, c := range want.Status.Conditions {
-			gitConditions = append(gitConditions, c.Type)
+			if WrittenToGit(c.Type) {
+				gitConditions = append(gitConditions, c.Type)
+			}
 		}
 		_, err := s.applyStatus(ctx, want, obj, true, false, gitConditions)
 		return true, err
@@ -539,6 +545,14 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 		obj.Status = st
 		return true
 	})
+}
+
+// WrittenToGit tells whether a condition type is one a PackageVariant
+// writes into its drafts' Kptfiles (and nobody sets on the object): its
+// readiness gate, the dependencies gate and its injection points'.
+func WrittenToGit(conditionType string) bool {
+	return conditionType == configv1alpha1.PackageVariantReadinessGate || conditionType == configv1alpha1.DependenciesReadinessGate ||
+		strings.HasPrefix(conditionType, configv1alpha1.InjectionConditionPrefix)
 }
 
 // mergeConditions keeps the conditions an object has and sets those of

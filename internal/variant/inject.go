@@ -151,7 +151,7 @@ func InjectConfig(ctx context.Context, p *pkg.Package, injectors []configv1alpha
 			res.Errors = append(res.Errors, fmt.Sprintf("%s %s: %v", n.GetKind(), n.GetName(), err))
 			continue
 		}
-		cond := "config.injection." + n.GetKind() + "." + n.GetName()
+		cond := configv1alpha1.InjectionConditionPrefix + n.GetKind() + "." + n.GetName()
 		byCondition[cond] = append(byCondition[cond], n.GetApiVersion())
 		points = append(points, point{view: i, Point: Point{ConditionType: cond, GVK: gv.WithKind(n.GetKind()), Name: n.GetName(), Required: v == "required"}})
 	}

@@ -33,6 +33,10 @@ const (
 	// PackageVariantReadinessGate is set True on a draft once its
 	// PackageVariant has finished mutating it.
 	PackageVariantReadinessGate = "config.porch.kpt.dev/packagevariant"
+	// InjectionConditionPrefix starts the condition a PackageVariant sets
+	// on a draft for each injection point: the prefix, then
+	// <Kind>.<name>.
+	InjectionConditionPrefix = "config.injection."
 	// PackageContextConfigMapName is the name of the package context
 	// ConfigMap in a package.
 	PackageContextConfigMapName = "kptfile.kpt.dev"

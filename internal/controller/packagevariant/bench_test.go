@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,8 +28,11 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
@@ -179,6 +183,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		updateCounters := counterSummary(countersBefore, n)
 		endProfile()
 		stop()
+		fmt.Print(apiLatency(b, ns))
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
 			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
@@ -536,4 +541,56 @@ func waitSetSummary(b *testing.B, ns string, n int, revision string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// apiLatency measures what people wait for through Porch's API (Scion's
+// API server behind the control plane's APIService) with the fleet in
+// place: p50 and p99 of 100 calls each.
+func apiLatency(b *testing.B, ns string) string {
+	ctx := context.Background()
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	var one porchv1alpha1.PackageRevision
+	for _, pr := range list.Items {
+		if pr.Spec.Repository != "catalog" {
+			one = pr
+			break
+		}
+	}
+	rc := &rpkg.Client{Client: env.Client, Namespace: ns}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{fmt.Sprintf("list all %d PackageRevisions (kubectl get packagerevisions)", len(list.Items)), func() error {
+			return env.Client.List(ctx, &porchv1alpha1.PackageRevisionList{}, client.InNamespace(ns))
+		}},
+		{"get one PackageRevision", func() error {
+			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &porchv1alpha1.PackageRevision{})
+		}},
+		{"scion rpkg get --repository R --package P", func() error {
+			_, err := rc.List(ctx, rpkg.Filter{Repository: one.Spec.Repository, Package: one.Spec.PackageName})
+			return err
+		}},
+		{"pull one revision's files (get packagerevisionresources)", func() error {
+			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &content.PackageRevisionResources{})
+		}},
+	}
+	var out strings.Builder
+	out.WriteString("\nthrough Porch's API (100 calls each)          p50       p99\n")
+	for _, c := range calls {
+		took := make([]time.Duration, 0, 100)
+		for range 100 {
+			start := time.Now()
+			if err := c.call(); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		fmt.Fprintf(&out, "%-60s %8s %8s\n", c.name, took[49].Round(time.Millisecond), took[98].Round(time.Millisecond))
+	}
+	return out.String()
 }
