@@ -34,6 +34,9 @@ import (
 // package (the revision's metadata, for push): it is not package content.
 const revisionMetadataFile = ".KptRevisionMetadata"
 
+// resourcesGR names packagerevisionresources in errors.
+var resourcesGR = content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource()
+
 // contentMaxAge is how stale the git view may be when content is read:
 // requests in a burst share one fetch.
 const contentMaxAge = time.Second
@@ -144,7 +147,7 @@ func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageR
 	}
 	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierrors.NewNotFound(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name)
+		return nil, apierrors.NewNotFound(resourcesGR, name)
 	}
 	if err != nil {
 		return nil, err
@@ -156,7 +159,7 @@ func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageR
 // spoke of packagerevisions.
 func resourcesError(err error, name string) error {
 	if apierrors.IsNotFound(err) {
-		return apierrors.NewNotFound(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name)
+		return apierrors.NewNotFound(resourcesGR, name)
 	}
 	return err
 }
@@ -204,7 +207,7 @@ func (r *resources) Get(ctx context.Context, name string, _ *metav1.GetOptions) 
 func readError(name string, err error) error {
 	var limit *store.LimitError
 	if errors.As(err, &limit) {
-		return apierrors.NewForbidden(content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource(), name, err)
+		return apierrors.NewForbidden(resourcesGR, name, err)
 	}
 	return err
 }
@@ -237,7 +240,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 			return nil, false, err
 		}
 	}
-	gr := content.SchemeBuilder.GroupVersion.WithResource("packagerevisionresources").GroupResource()
+	gr := resourcesGR
 	if o.rev.Lifecycle != porchv1alpha1.LifecycleDraft {
 		return nil, false, notDraft(gr, name, o.rev.Lifecycle)
 	}
@@ -250,7 +253,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	}
 	p := pkg.New(files)
 	status := content.RenderStatus{}
-	rendered, renderStatus, renderErr := engine.Render(ctx, p, r.runtime())
+	rendered, renderStatus, renderErr := engine.Render(ctx, p, builtin.NoExecRuntime())
 	if renderErr == nil && rendered != nil {
 		p = rendered
 	}
@@ -347,13 +350,6 @@ func (r *resources) contents(name, pkgPath string, in map[string]string) (map[st
 
 // shortName quotes at most 100 bytes of a path.
 func shortName(s string) string { return store.Shorten(s, 100) }
-
-// runtime runs the package's functions: the built-in ones, in process.
-func (r *resources) runtime() engine.Resolver {
-	rt := builtin.NewRuntime()
-	rt.DisableExec = true
-	return rt
-}
 
 // resultList reports a render as kpt's FunctionResultList.
 func resultList(st *kptfilev1.RenderStatus) content.ResultList {

@@ -28,7 +28,6 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/engine"
-	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/metrics"
@@ -470,7 +469,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
 		Origin:  pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin(),
 		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
-		Runtime: noExecRuntime(),
+		Runtime: builtin.NoExecRuntime(),
 	}
 	if !downObj.Spec.Deployment {
 		s.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
@@ -865,13 +864,4 @@ func (r *Reconciler) othersCommits(ctx context.Context, pv *configv1alpha1.Packa
 		return nil, err // names the repository
 	}
 	return pkgservice.ForeignCommits(ctx, st, pv, pr.Spec.PackageName, pr.Spec.WorkspaceName)
-}
-
-// noExecRuntime runs builtin and container functions but not exec ones:
-// a variant's pipeline comes from packages and PackageVariants, not from
-// the operator of the controller.
-func noExecRuntime() *fn.Runtime {
-	rt := builtin.NewRuntime()
-	rt.DisableExec = true
-	return rt
 }

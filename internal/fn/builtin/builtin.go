@@ -48,6 +48,16 @@ func NewRuntime() *fn.Runtime {
 	return &fn.Runtime{Builtins: Functions()}
 }
 
+// NoExecRuntime runs builtin and container functions but not exec ones:
+// for pipelines that come from packages and their authors (the
+// controller's variants, pushes through the API server), not from whoever
+// runs the process.
+func NoExecRuntime() *fn.Runtime {
+	rt := NewRuntime()
+	rt.DisableExec = true
+	return rt
+}
+
 // configData returns the data map of a ConfigMap-like functionConfig.
 func configData(config *yaml.RNode) map[string]string {
 	if config == nil {
