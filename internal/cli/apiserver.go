@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,7 +106,12 @@ func (o *APIServerOptions) Run(cmd *cobra.Command) error {
 		o.Server.Kubeconfig = kf.Value.String()
 	}
 	if o.Server.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		// Outside a cluster, the delegated authentication and
+		// authorization read the same kubeconfig the rest does.
 		o.Server.Kubeconfig = os.Getenv("KUBECONFIG")
+		if o.Server.Kubeconfig == "" {
+			o.Server.Kubeconfig = clientcmd.RecommendedHomeFile
+		}
 	}
 	reader, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
