@@ -60,21 +60,39 @@ func Install(ctx context.Context, c client.Client) error {
 // the CRDs' schemas, creations of the kinds the policy matches fail with
 // "Resource kind ... not found" (503) for a few seconds.
 func waitApplied(ctx context.Context, c client.Client) error {
-	probe := func() *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
-			"metadata": map[string]any{"name": "scion-policy-probe", "namespace": "default"},
-			"spec": map[string]any{
-				"upstream":   map[string]any{"repo": "probe", "package": "probe", "revision": "1"},
-				"downstream": map[string]any{"repo": "probe", "package": "probe"},
-			},
-		}}
+	// One object of each kind the policy matches: the API server loads
+	// each CustomResourceDefinition's schema for it on its own.
+	probes := func() []*unstructured.Unstructured {
+		meta := map[string]any{"name": "scion-policy-probe", "namespace": "default"}
+		return []*unstructured.Unstructured{
+			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant", "metadata": meta,
+				"spec": map[string]any{
+					"upstream":   map[string]any{"repo": "probe", "package": "probe", "revision": "1"},
+					"downstream": map[string]any{"repo": "probe", "package": "probe"},
+				}}},
+			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet", "metadata": meta,
+				"spec": map[string]any{
+					"upstream": map[string]any{"repo": "probe", "package": "probe", "revision": "1"},
+					"targets":  []any{map[string]any{"repositories": []any{map[string]any{"name": "probe"}}}},
+				}}},
+			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository", "metadata": meta,
+				"spec": map[string]any{"git": map[string]any{"repo": "https://example.com/probe.git"}}}},
+		}
 	}
 	var last error
 	for range 300 {
-		u := probe()
-		last = c.Create(ctx, u, client.DryRunAll)
-		if last == nil && len(u.GetFinalizers()) > 0 {
+		applied := true
+		for _, u := range probes() {
+			last = c.Create(ctx, u, client.DryRunAll)
+			if last != nil || len(u.GetFinalizers()) == 0 {
+				if last == nil {
+					last = fmt.Errorf("%s has no finalizer yet", u.GetKind())
+				}
+				applied = false
+				break
+			}
+		}
+		if applied {
 			return nil
 		}
 		select {
