@@ -80,12 +80,31 @@ func (r *resources) List(ctx context.Context, opts *metainternalversion.ListOpti
 		return nil, err
 	}
 	out := &content.PackageRevisionResourcesList{ListMeta: prs.ListMeta}
+	// Each Repository is opened once for the list (its object, Secret
+	// and refs), not once per revision.
+	type opening struct {
+		repo *configv1alpha1.Repository
+		st   *store.Repository
+		err  error
+	}
+	repos := map[string]opening{}
 	for i := range prs.Items {
 		pr := &prs.Items[i]
+		op, ok := repos[pr.Spec.Repository]
+		if !ok {
+			op.repo, op.st, op.err = r.openRepository(ctx, ns, pr.Spec.Repository)
+			repos[pr.Spec.Repository] = op
+		}
 		// One revision that cannot be read (its Repository down, a
 		// package over the limits) is left out with a warning; the
 		// others are listed.
-		o, err := r.openRevision(ctx, pr)
+		var o *opened
+		err := op.err
+		if err == nil {
+			o, err = find(pr, op.repo, op.st)
+		} else {
+			err = unavailable(pr, err)
+		}
 		if apierrors.IsNotFound(err) {
 			continue // not in git (any more): nothing to show
 		}
@@ -137,17 +156,37 @@ func (r *resources) open(ctx context.Context, name string) (*opened, error) {
 
 // openRevision finds a PackageRevision's revision in git.
 func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*opened, error) {
-	name := pr.Name
-	repo, st, err := r.repos.OpenNamed(ctx, r.client, pr.Namespace, pr.Spec.Repository)
+	repo, st, err := r.openRepository(ctx, pr.Namespace, pr.Spec.Repository)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", name, pr.Spec.Repository, err))
+		return nil, unavailable(pr, err)
+	}
+	return find(pr, repo, st)
+}
+
+// openRepository opens a Repository's git store, fresh within
+// contentMaxAge.
+func (r *resources) openRepository(ctx context.Context, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
+	repo, st, err := r.repos.OpenNamed(ctx, r.client, ns, name)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := st.FetchIfOlder(ctx, contentMaxAge); err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", name, pr.Spec.Repository, err))
+		return nil, nil, err
 	}
-	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	return repo, st, nil
+}
+
+// unavailable says a revision's content cannot be read because its
+// Repository cannot.
+func unavailable(pr *porchv1alpha1.PackageRevision, err error) error {
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("the content of %s is in Repository %s, which cannot be read now: %v", pr.Name, pr.Spec.Repository, err))
+}
+
+// find finds a PackageRevision's revision in its opened Repository.
+func find(pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st *store.Repository) (*opened, error) {
+	rev, err := st.Get(context.Background(), pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierrors.NewNotFound(resourcesGR, name)
+		return nil, apierrors.NewNotFound(resourcesGR, pr.Name)
 	}
 	if err != nil {
 		return nil, err

@@ -164,7 +164,7 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 // Update updates a revision (its spec and metadata; the status is the
 // status subresource's).
 func (r *revisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return update(ctx, r.storage, name, objInfo, validate, opts, "")
+	return change(ctx, r.storage, name, objInfo, validate, opts, "", nil)
 }
 
 // Delete deletes a revision (the controller removes it from git).
@@ -184,12 +184,6 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 		return nil, false, err
 	}
 	return cur, false, nil
-}
-
-// update reads a revision, applies the change objInfo describes, and
-// writes it (to subresource when set) as the user.
-func update(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string) (runtime.Object, bool, error) {
-	return change(ctx, s, name, objInfo, validate, opts, subresource, nil)
 }
 
 // change reads a revision, has objInfo change it (shaped by shape when
@@ -291,7 +285,7 @@ func (r *revisionStatus) Get(ctx context.Context, name string, opts *metav1.GetO
 
 // Update writes a revision's status.
 func (r *revisionStatus) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return update(ctx, r.storage, name, objInfo, validate, opts, "status")
+	return change(ctx, r.storage, name, objInfo, validate, opts, "status", nil)
 }
 
 // listOptions converts the server's list options to the storage's.

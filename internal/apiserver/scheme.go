@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,6 +12,7 @@ import (
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/config/crd"
 )
 
 var (
@@ -25,10 +27,18 @@ var (
 	storageCodecs = serializer.NewCodecFactory(storageScheme)
 )
 
-// selectableFields are the field selectors packagerevisions accept, as
-// the storage's CustomResourceDefinition declares them.
-var selectableFields = map[string]bool{
-	"metadata.name": true, "metadata.namespace": true, "spec.repository": true, "spec.packageName": true,
+// selectableFields are the field selectors packagerevisions accept: the
+// metadata's and those the storage's CustomResourceDefinition declares.
+func selectableFields() map[string]bool {
+	out := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+	def, err := crd.StorageDefinition()
+	utilruntime.Must(err)
+	for _, v := range def.Spec.Versions {
+		for _, f := range v.SelectableFields {
+			out[strings.TrimPrefix(f.JSONPath, ".")] = true
+		}
+	}
+	return out
 }
 
 func init() {
@@ -44,7 +54,7 @@ func init() {
 	metav1.AddToGroupVersion(apiScheme, unversioned)
 	apiScheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 	for _, kind := range []string{"PackageRevision", "PackageRevisionResources"} {
-		fields := selectableFields
+		fields := selectableFields()
 		if kind == "PackageRevisionResources" {
 			fields = map[string]bool{"metadata.name": true, "metadata.namespace": true}
 		}
