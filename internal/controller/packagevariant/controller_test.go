@@ -3,8 +3,10 @@ package packagevariant_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
@@ -801,16 +803,24 @@ func TestPackageVariant_reusesItsProduction(t *testing.T) {
 	// A ConfigMap no injector names changes meanwhile: it is not an input.
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}, Data: map[string]string{"a": "1"}}
 	g.Expect(k8sClient.Create(ctx, other)).To(Succeed())
-	_, reused := productions(t)
-	pr := &porchv1alpha1.PackageRevision{}
+	// Each label change is an event for the variant. The first may come
+	// before the variant's last write is remembered (the production that
+	// follows a write is made once more), so label again until one is
+	// reused.
 	key := client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-1"}
-	g.Expect(k8sClient.Get(ctx, key, pr)).To(Succeed())
-	patch := client.MergeFrom(pr.DeepCopy())
-	pr.Labels["example.com/reviewed"] = "yes"
-	g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+	round := 0
 	g.Eventually(func(g Gomega) {
-		_, now := productions(t)
-		g.Expect(now).To(BeNumerically(">", reused), "the variant looked again, and reused its production")
+		_, reused := productions(t)
+		round++
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, key, pr)).To(Succeed())
+		patch := client.MergeFrom(pr.DeepCopy())
+		pr.Labels["example.com/reviewed"] = strconv.Itoa(round)
+		g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			_, now := productions(t)
+			g.Expect(now).To(BeNumerically(">", reused), "the variant looked again, and reused its production")
+		}, 5*time.Second, interval).Should(Succeed())
 	}, timeout, interval).Should(Succeed())
 	g.Expect(gitserver.Git(t, cluster, "rev-parse", ref)).To(Equal(head), "nothing written")
 	got := ready(g, pv)
