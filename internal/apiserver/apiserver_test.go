@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -389,4 +390,70 @@ func TestRBAC(t *testing.T) {
 	err = approver.SubResource("approval").Update(ctx, pr)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec.lifecycle"))
+}
+
+// A clone from a git URL names a Secret only a user who may read it can
+// name: the controller would send its credentials wherever the URL
+// points. Porch's shapes are taken (a directory of "/", a secretRef
+// without a name); a URL with credentials in it and a directory outside
+// the repository are refused, naming the field.
+func TestPackageRevisions_cloneFromGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	editor := as(t, f.ns, "ed", "scion-editor")
+	clone := func(ws string, git porchv1alpha1.GitPackage) *porchv1alpha1.PackageRevision {
+		return &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns},
+			Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy", PackageName: "web", WorkspaceName: ws,
+				Tasks: []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{
+					UpstreamRef: porchv1alpha1.UpstreamPackage{Type: "git", Git: &git}}}}}}
+	}
+
+	// porchctl rpkg clone https://.../blueprints.git web --repository deploy --workspace v1
+	pr := clone("v1", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", Ref: "main", Directory: "/", SecretRef: &porchv1alpha1.SecretRef{}})
+	g.Expect(editor.Create(ctx, pr)).To(Succeed())
+	g.Expect(pr.Name).To(Equal("deploy.web.v1"))
+	stored := &porchv1alpha1.PackageRevision{}
+	g.Expect(storageClient.Get(ctx, client.ObjectKeyFromObject(pr), stored)).To(Succeed())
+	git := stored.Spec.Tasks[0].Clone.UpstreamRef.Git
+	g.Expect(git.Directory).To(BeEmpty(), "the root")
+	g.Expect(git.SecretRef).To(BeNil(), "no Secret")
+
+	// A Secret the editor may not read.
+	pr = clone("v2", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}})
+	err := editor.Create(ctx, pr)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.tasks[0].clone.upstreamRef.git.secretRef"), ContainSubstring("ed may not get Secret "+f.ns+"/team-git")))
+	g.Expect(apierrors.IsNotFound(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "deploy.web.v2"}, stored))).To(BeTrue(), "nothing stored")
+	// Nor by naming it later, on a revision created without it.
+	pr = clone("v3", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git"})
+	g.Expect(editor.Create(ctx, pr)).To(Succeed())
+	pr.Spec.Tasks[0].Clone.UpstreamRef.Git.SecretRef = &porchv1alpha1.SecretRef{Name: "team-git"}
+	err = editor.Update(ctx, pr)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+	// Allowed to read that one Secret, the editor may name it.
+	g.Expect(env.Storage.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "team-git-reader", Namespace: f.ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"team-git"}, Verbs: []string{"get"}}}})).To(Succeed())
+	g.Expect(env.Storage.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ed-team-git", Namespace: f.ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team-git-reader"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "ed"}}})).To(Succeed())
+	g.Eventually(func() error {
+		return editor.Create(ctx, clone("v2", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}}))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "RBAC caches catch up")
+
+	// Bad input, named.
+	for _, c := range []struct {
+		git  porchv1alpha1.GitPackage
+		want string
+	}{
+		{porchv1alpha1.GitPackage{Repo: "https://bob:hunter2@git.example.com/x.git"}, "spec.tasks[0].clone.upstreamRef.git.repo"},
+		{porchv1alpha1.GitPackage{Repo: "ftp://git.example.com/x.git"}, "spec.tasks[0].clone.upstreamRef.git.repo"},
+		{porchv1alpha1.GitPackage{Repo: "https://git.example.com/x.git", Directory: "../../etc"}, "spec.tasks[0].clone.upstreamRef.git.directory"},
+	} {
+		err := editor.Create(ctx, clone("bad", c.git))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring(c.want))
+		g.Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
+	}
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,17 +14,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // revisions serves packagerevisions from the storage.
 type revisions struct {
 	storage *storage
 	table   rest.TableConvertor
+	// authz decides whether the user may read the Secrets a clone
+	// from a git URL names (see checkSecrets).
+	authz authorizer.Authorizer
 }
 
 var (
@@ -154,6 +161,9 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkSecrets(ctx, nil, stored); err != nil {
+		return nil, err
+	}
 	out, err := r.storage.create(ctx, stored, opts)
 	if err != nil {
 		return nil, err
@@ -164,7 +174,50 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 // Update updates a revision (its spec and metadata; the status is the
 // status subresource's).
 func (r *revisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return change(ctx, r.storage, name, objInfo, validate, opts, "", nil)
+	return change(ctx, r.storage, name, objInfo, validate, opts, "", func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+		return next, r.checkSecrets(ctx, cur, next)
+	})
+}
+
+// checkSecrets refuses a revision whose clone from a git URL names a
+// Secret (spec.tasks[i].clone.upstreamRef.git.secretRef) the user may not
+// read: the controller would otherwise send that Secret's credentials to
+// any URL the user chose. A Secret old already named at the same task is
+// not checked again.
+func (r *revisions) checkSecrets(ctx context.Context, old, pr *porchv1alpha1.PackageRevision) error {
+	for i, t := range pr.Spec.Tasks {
+		name := gitSecret(t)
+		if name == "" || old != nil && i < len(old.Spec.Tasks) && gitSecret(old.Spec.Tasks[i]) == name {
+			continue
+		}
+		u, ok := request.UserFrom(ctx)
+		if !ok {
+			return apierrors.NewUnauthorized("no user")
+		}
+		decision, reason, err := r.authz.Authorize(ctx, authorizer.AttributesRecord{
+			User: u, Verb: "get", Namespace: pr.Namespace, APIVersion: "v1", Resource: "secrets", Name: name, ResourceRequest: true,
+		})
+		if decision == authorizer.DecisionAllow {
+			continue
+		}
+		why := fmt.Sprintf("spec.tasks[%d].clone.upstreamRef.git.secretRef: %s may not get Secret %s/%s, so cannot have the controller use its credentials", i, u.GetName(), pr.Namespace, name)
+		if reason != "" {
+			why += ": " + reason
+		}
+		if err != nil {
+			why += ": " + err.Error()
+		}
+		return apierrors.NewForbidden(porchv1alpha1.GroupVersion.WithResource("packagerevisions").GroupResource(), pr.Name, errors.New(why))
+	}
+	return nil
+}
+
+// gitSecret is the Secret a clone from a git URL names, if any.
+func gitSecret(t porchv1alpha1.Task) string {
+	if t.Clone == nil || t.Clone.UpstreamRef.Git == nil || t.Clone.UpstreamRef.Git.SecretRef == nil {
+		return ""
+	}
+	return t.Clone.UpstreamRef.Git.SecretRef.Name
 }
 
 // Delete deletes a revision (the controller removes it from git).
@@ -342,9 +395,8 @@ func toStorage(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevisio
 		path := field.NewPath("spec", "tasks").Index(i)
 		if c := t.Clone; c != nil {
 			up := &c.UpstreamRef
-			if up.Git != nil {
-				errs = append(errs, field.Forbidden(path.Child("clone", "upstreamRef", "git"),
-					"cloning from a git URL is not supported: register the repository as a Repository and clone a published revision of it"))
+			if g := up.Git; g != nil {
+				errs = append(errs, normalizeGit(path.Child("clone", "upstreamRef", "git"), g)...)
 			}
 			errs = append(errs, alias(path.Child("clone", "upstreamRef"), &up.Name, &up.UpstreamRef)...)
 			up.Type = ""
@@ -358,6 +410,28 @@ func toStorage(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevisio
 		return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
 	}
 	return pr, nil
+}
+
+// normalizeGit checks a clone's git source and takes Porch's shapes of
+// it: a directory of "/" (the root), a secretRef without a name (none).
+func normalizeGit(path *field.Path, g *porchv1alpha1.GitPackage) field.ErrorList {
+	var errs field.ErrorList
+	if err := store.ValidateURL(g.Repo); err != nil {
+		errs = append(errs, field.Invalid(path.Child("repo"), store.Redact(g.Repo), err.Error()))
+	}
+	if store.HasCredentials(g.Repo) {
+		errs = append(errs, field.Invalid(path.Child("repo"), store.Redact(g.Repo), "credentials do not belong in a URL: name a Secret in secretRef"))
+	}
+	g.Directory = porchv1alpha1.GitDirectory(g.Directory)
+	if g.Directory != "" {
+		if err := pkg.ValidatePackagePath(g.Directory); err != nil {
+			errs = append(errs, field.Invalid(path.Child("directory"), g.Directory, err.Error()))
+		}
+	}
+	if g.SecretRef != nil && g.SecretRef.Name == "" {
+		g.SecretRef = nil
+	}
+	return errs
 }
 
 // alias takes Porch's reference (porch) into Scion's name, refusing the

@@ -118,7 +118,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	revs := &revisions{storage: st, table: table}
+	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer}
 	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupVersion.Group, apiScheme, metav1.ParameterCodec, apiCodecs)
 	group.VersionedResourcesStorageMap[porchv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
 		"packagerevisions":          revs,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -151,15 +152,43 @@ func newCmdRpkgInit(o *RpkgOptions) *cobra.Command {
 
 func newCmdRpkgClone(o *RpkgOptions) *cobra.Command {
 	var c rpkg.CreateOptions
-	cmd := &cobra.Command{Use: "clone SOURCE PACKAGE", Short: "Clone a package revision into a new draft", Args: cobra.ExactArgs(2)}
+	var git porchv1alpha1.GitPackage
+	var secret string
+	cmd := &cobra.Command{
+		Use:   "clone SOURCE PACKAGE",
+		Short: "Clone a package revision, or a package in a git repository, into a new draft",
+		Long: `Clone SOURCE into a new draft of PACKAGE. SOURCE is a PackageRevision (a
+published revision in this namespace), or the URL of a git repository that no
+Repository names (https://, as porchctl takes it): the package in --directory
+at --ref is read once, when the draft is written, with the credentials of the
+Secret --secret-ref names (which you must be allowed to read).`,
+		Example: `  scion rpkg clone catalog.base.v1 base --repository cluster-01 --workspace v1
+  scion rpkg clone https://github.com/example/blueprints.git app --directory blueprints/app --ref v1.0 \
+      --repository cluster-01 --workspace v1`,
+		Args: cobra.ExactArgs(2),
+	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		c.Package = args[1]
 		return rpkgRun(o, func(ctx context.Context) error {
-			pr, err := o.client.Clone(ctx, args[0], c)
+			if !strings.Contains(args[0], "/") { // no PackageRevision name has one
+				if cc.Flags().Changed("ref") || cc.Flags().Changed("directory") || secret != "" {
+					return fmt.Errorf("--ref, --directory and --secret-ref are for a SOURCE that is a git URL; %s is a PackageRevision", args[0])
+				}
+				pr, err := o.client.Clone(ctx, args[0], c)
+				return printCreated(o, pr, err)
+			}
+			git.Repo = args[0]
+			if secret != "" {
+				git.SecretRef = &porchv1alpha1.SecretRef{Name: secret}
+			}
+			pr, err := o.client.CloneGit(ctx, git, c)
 			return printCreated(o, pr, err)
 		})(cc, args)
 	}
 	createFlags(cmd, &c, true)
+	cmd.Flags().StringVar(&git.Ref, "ref", "main", "branch, tag or full commit of a git SOURCE")
+	cmd.Flags().StringVar(&git.Directory, "directory", "", "folder of the package in a git SOURCE (default: the repository's root)")
+	cmd.Flags().StringVar(&secret, "secret-ref", "", "Secret with the credentials of a git SOURCE (username and password, or bearerToken)")
 	return cmd
 }
 

@@ -46,8 +46,15 @@ func (s Source) Read(ctx context.Context) (*pkg.Package, error) {
 	return s.Store.Read(ctx, s.Revision)
 }
 
-// SourceResolver finds the package revision a task names.
-type SourceResolver func(ctx context.Context, name string) (Source, error)
+// SourceResolver finds what a task reads from.
+type SourceResolver interface {
+	// Revision finds the package revision a task names.
+	Revision(ctx context.Context, name string) (Source, error)
+	// Git reads a package from a git repository no Repository names (a
+	// clone from a git URL), with errors naming field; it returns the
+	// package and the upstream a clone of it records.
+	Git(ctx context.Context, g porchv1alpha1.GitPackage, field string) (*pkg.Package, engine.Origin, error)
+}
 
 // Contents computes the package a PackageRevision's first task describes.
 func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment bool, resolve SourceResolver) (*pkg.Package, string, error) {
@@ -77,21 +84,17 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 		}
 		return p, "Initialize " + pr.Spec.PackageName, nil
 	case porchv1alpha1.TaskTypeClone:
-		src, err := resolve(ctx, t.Clone.UpstreamRef.Revision())
-		if err != nil {
-			return nil, "", fmt.Errorf("spec.tasks[0].clone.upstreamRef: %w", err)
-		}
-		up, err := src.Read(ctx)
+		up, origin, from, err := cloneSource(ctx, t.Clone.UpstreamRef, resolve)
 		if err != nil {
 			return nil, "", err
 		}
-		p, err := engine.Clone(up, src.Origin(), engine.CloneOptions{Name: name, PackagePath: pr.Spec.PackageName, ForDeployment: deployment})
+		p, err := engine.Clone(up, origin, engine.CloneOptions{Name: name, PackagePath: pr.Spec.PackageName, ForDeployment: deployment})
 		if err != nil {
 			return nil, "", invalid("spec.tasks[0].clone: %v", err)
 		}
-		return p, fmt.Sprintf("Clone %s from %s", pr.Spec.PackageName, t.Clone.UpstreamRef.Revision()), nil
+		return p, fmt.Sprintf("Clone %s from %s", pr.Spec.PackageName, from), nil
 	case porchv1alpha1.TaskTypeEdit:
-		src, err := resolve(ctx, t.Edit.SourceRef.Name)
+		src, err := resolve.Revision(ctx, t.Edit.SourceRef.Name)
 		if err != nil {
 			return nil, "", fmt.Errorf("spec.tasks[0].edit.sourceRef: %w", err)
 		}
@@ -107,7 +110,7 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 		u := t.Upgrade
 		var srcs [3]Source
 		for i, ref := range []struct{ field, name string }{{"oldUpstream", u.OldUpstream.Name}, {"newUpstream", u.NewUpstream.Name}, {"localPackageRevisionRef", u.LocalPackageRevisionRef.Name}} {
-			s, err := resolve(ctx, ref.name)
+			s, err := resolve.Revision(ctx, ref.name)
 			if err != nil {
 				return nil, "", fmt.Errorf("spec.tasks[0].upgrade.%s: %w", ref.field, err)
 			}
@@ -129,6 +132,29 @@ func Contents(ctx context.Context, pr *porchv1alpha1.PackageRevision, deployment
 	default:
 		return nil, "", invalid("spec.tasks[0]: unknown task type %q", t.Type)
 	}
+}
+
+// cloneSource reads what a clone task clones: a package revision, or a
+// package in a git repository; it returns the package, the upstream the
+// clone records and how the commit message names the source.
+func cloneSource(ctx context.Context, up porchv1alpha1.UpstreamPackage, resolve SourceResolver) (*pkg.Package, engine.Origin, string, error) {
+	const field = "spec.tasks[0].clone.upstreamRef"
+	if g := up.Git; g != nil {
+		p, origin, err := resolve.Git(ctx, *g, field+".git")
+		if err != nil {
+			return nil, engine.Origin{}, "", err
+		}
+		return p, origin, fmt.Sprintf("%s@%s", origin.Repo, origin.Ref), nil
+	}
+	src, err := resolve.Revision(ctx, up.Revision())
+	if err != nil {
+		return nil, engine.Origin{}, "", fmt.Errorf("%s: %w", field, err)
+	}
+	p, err := src.Read(ctx)
+	if err != nil {
+		return nil, engine.Origin{}, "", err
+	}
+	return p, src.Origin(), up.Revision(), nil
 }
 
 // CreateDraft writes a new draft for pr with contents, as one commit that

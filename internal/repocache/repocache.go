@@ -100,7 +100,11 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
 	}
-	creds, secretVersion, err := c.credentials(ctx, r)
+	var secret string
+	if ref := r.Spec.Git.SecretRef; ref != nil {
+		secret = ref.Name
+	}
+	creds, secretVersion, err := c.credentials(ctx, r.Namespace, secret, "spec.git.secretRef")
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	if e.repo != nil && e.hash == hash {
 		return e.repo, nil
 	}
-	if err := c.checkURL(r); err != nil {
+	if err := c.checkURL(g.Repo, "spec.git.repo"); err != nil {
 		return nil, err
 	}
 	dir, err := c.mirrorDir(r)
@@ -216,14 +220,15 @@ func (c *Cache) acquire(ctx context.Context, e *entry) error {
 }
 
 // checkURL refuses file:// URLs unless allowed, and any that resolves into
-// the controller's own state (another tenant's mirrors).
-func (c *Cache) checkURL(r *configv1alpha1.Repository) error {
-	u, err := url.Parse(r.Spec.Git.Repo)
+// the controller's own state (another tenant's mirrors); errors name
+// field.
+func (c *Cache) checkURL(raw, field string) error {
+	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "file" {
 		return nil // store.Open says what is wrong with other URLs
 	}
 	if !c.AllowFileRepositories {
-		return fmt.Errorf("spec.git.repo: file:// repositories are turned off in this controller (--allow-file-repositories is for development): %w", ErrURLNotAllowed)
+		return fmt.Errorf("%s: file:// repositories are turned off in this controller (--allow-file-repositories is for development): %w", field, ErrURLNotAllowed)
 	}
 	p := filepath.Clean(u.Path)
 	if real, err := filepath.EvalSymlinks(p); err == nil {
@@ -234,7 +239,7 @@ func (c *Cache) checkURL(r *configv1alpha1.Repository) error {
 		dir = real
 	}
 	if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("spec.git.repo: %s is inside the controller's own state: %w", u.Path, ErrURLNotAllowed)
+		return fmt.Errorf("%s: %s is inside the controller's own state: %w", field, u.Path, ErrURLNotAllowed)
 	}
 	return nil
 }
@@ -305,19 +310,19 @@ func loadKey(path string) ([]byte, error) {
 	return key, f.Close()
 }
 
-// credentials reads the Repository's Secret. The version returned changes
-// whenever the Secret does.
-func (c *Cache) credentials(ctx context.Context, r *configv1alpha1.Repository) (store.Credentials, string, error) {
-	ref := r.Spec.Git.SecretRef
-	if ref == nil || ref.Name == "" {
+// credentials reads the credentials Secret name in namespace, which field
+// names (none when name is empty). The version returned changes whenever
+// the Secret does.
+func (c *Cache) credentials(ctx context.Context, namespace, name, field string) (store.Credentials, string, error) {
+	if name == "" {
 		return store.Credentials{}, "", nil
 	}
 	s := &corev1.Secret{}
-	if err := c.Reader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.Name}, s); err != nil {
+	if err := c.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return store.Credentials{}, "", fmt.Errorf("secret %s/%s named by spec.git.secretRef does not exist: %w", r.Namespace, ref.Name, ErrSecret)
+			return store.Credentials{}, "", fmt.Errorf("secret %s/%s named by %s does not exist: %w", namespace, name, field, ErrSecret)
 		}
-		return store.Credentials{}, "", fmt.Errorf("reading secret %s/%s: %w", r.Namespace, ref.Name, err)
+		return store.Credentials{}, "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
 	creds := store.Credentials{
 		Username:    string(s.Data[SecretUsernameKey]),
@@ -325,7 +330,7 @@ func (c *Cache) credentials(ctx context.Context, r *configv1alpha1.Repository) (
 		BearerToken: string(s.Data[SecretBearerTokenKey]),
 	}
 	if creds.BearerToken == "" && creds.Password == "" {
-		return store.Credentials{}, "", fmt.Errorf("secret %s/%s has neither %q nor %q: %w", r.Namespace, ref.Name, SecretPasswordKey, SecretBearerTokenKey, ErrSecret)
+		return store.Credentials{}, "", fmt.Errorf("secret %s/%s has neither %q nor %q: %w", namespace, name, SecretPasswordKey, SecretBearerTokenKey, ErrSecret)
 	}
 	return creds, s.ResourceVersion, nil
 }

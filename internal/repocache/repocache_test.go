@@ -113,3 +113,84 @@ func TestCache_busyWhileOpening(t *testing.T) {
 	g.Eventually(first, "10s").Should(Receive(&err1))
 	g.Expect(errors.Is(err1, store.ErrTimeout)).To(BeTrue(), "%v", err1)
 }
+
+// A clone from a git URL reads a plain repository (no Scion layout) at a
+// branch, a tag (annotated or not), a full ref or a commit, in a folder or
+// at the root; it keeps nothing of it, never writes to it, and follows
+// the rules of Repositories' URLs.
+func TestCache_readSource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	b := gitserver.NewBlueprints(t, t.TempDir(), "blueprints.git")
+	srv := gitserver.NewServer(t, filepath.Dir(b.Bare))
+	c := &Cache{Dir: t.TempDir()}
+	src := GitSource{Namespace: "tenant-a", URL: srv.URLFor("blueprints.git"), Directory: "blueprints/app", Field: "spec.tasks[0].clone.upstreamRef.git"}
+	for ref, want := range map[string]string{"": b.V2, "main": b.V2, "refs/heads/main": b.V2, "app-v1.0": b.V1, "refs/tags/app-v1.0": b.V1, "v1-light": b.V1, b.V1: b.V1} {
+		s := src
+		s.Ref = ref
+		p, commit, err := c.ReadSource(ctx, s)
+		g.Expect(err).NotTo(HaveOccurred(), "ref %q", ref)
+		g.Expect(commit).To(Equal(want), "ref %q", ref)
+		color := "green"
+		if want == b.V1 {
+			color = "blue"
+		}
+		cm, _ := p.File("cm.yaml")
+		g.Expect(string(cm)).To(ContainSubstring("color: "+color), "ref %q", ref)
+		g.Expect(p.Paths()).To(ConsistOf("Kptfile", "cm.yaml"))
+	}
+	root := src
+	root.Directory = ""
+	p, _, err := c.ReadSource(ctx, root)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Paths()).To(ConsistOf("Kptfile", "blueprints/app/Kptfile", "blueprints/app/cm.yaml"), "the whole repository")
+	left, err := filepath.Glob(filepath.Join(c.Dir, sourcePrefix+"*"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(left).To(BeEmpty(), "nothing of a source is kept")
+
+	// What is not there is named.
+	for _, c2 := range []struct {
+		ref, dir, want string
+	}{
+		{"v9", "blueprints/app", `spec.tasks[0].clone.upstreamRef.git.ref: ` + srv.URLFor("blueprints.git") + ` has no branch, tag or commit "v9"`},
+		{b.V1[:12], "blueprints/app", `has no branch, tag or commit "` + b.V1[:12] + `" (a commit must be given in full`},
+		{"main", "blueprints/db", "spec.tasks[0].clone.upstreamRef.git.directory: reading blueprints/db"},
+	} {
+		s := src
+		s.Ref, s.Directory = c2.ref, c2.dir
+		_, _, err := c.ReadSource(ctx, s)
+		g.Expect(err).To(MatchError(ContainSubstring(c2.want)))
+	}
+	missing := src
+	missing.URL = srv.URLFor("missing.git")
+	_, _, err = c.ReadSource(ctx, missing)
+	g.Expect(errors.Is(err, store.ErrRepositoryNotFound)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.tasks[0].clone.upstreamRef.git.repo"))
+
+	// file:// as for Repositories: off unless allowed, never into the
+	// controller's own state.
+	file := src
+	file.URL = "file://" + b.Bare
+	_, _, err = c.ReadSource(ctx, file)
+	g.Expect(errors.Is(err, ErrURLNotAllowed)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.tasks[0].clone.upstreamRef.git.repo: file:// repositories are turned off"))
+	c.AllowFileRepositories = true
+	_, commit, err := c.ReadSource(ctx, file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commit).To(Equal(b.V2))
+	_, err = c.Open(ctx, repository("file://"+b.Bare))
+	g.Expect(err).NotTo(HaveOccurred())
+	mirrors, err := filepath.Glob(filepath.Join(c.Dir, "[0-9a-f]*"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mirrors).To(HaveLen(1))
+	file.URL = "file://" + mirrors[0]
+	_, _, err = c.ReadSource(ctx, file)
+	g.Expect(errors.Is(err, ErrURLNotAllowed)).To(BeTrue(), "another tenant's mirror: %v", err)
+
+	// A source is never written to.
+	ro, err := store.Open(ctx, store.Options{URL: srv.URLFor("blueprints.git"), Branch: "gone", ReadOnly: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred(), "a source needs no branch of Scion's")
+	_, err = ro.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: p, Message: "m"})
+	g.Expect(errors.Is(err, store.ErrReadOnly)).To(BeTrue(), "%v", err)
+	g.Expect(gitserver.Git(t, b.Bare, "for-each-ref", "--format=%(refname)")).To(Equal("refs/heads/main\nrefs/tags/app-v1.0\nrefs/tags/v1-light"))
+}

@@ -120,6 +120,13 @@ func (c *Client) Clone(ctx context.Context, source string, o CreateOptions) (*po
 	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Name: source}}})
 }
 
+// CloneGit creates a draft cloned from a package in a git repository no
+// Repository names (its URL, ref, directory and the Secret of its
+// credentials); the package is read once, when the draft is written.
+func (c *Client) CloneGit(ctx context.Context, git porchv1alpha1.GitPackage, o CreateOptions) (*porchv1alpha1.PackageRevision, error) {
+	return c.create(ctx, o, porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Git: &git}}})
+}
+
 // Copy creates a new draft of source's package from source.
 func (c *Client) Copy(ctx context.Context, source, workspace string) (*porchv1alpha1.PackageRevision, error) {
 	src, err := c.Get(ctx, source)

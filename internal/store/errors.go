@@ -24,6 +24,9 @@ var (
 	// ErrTimeout is matched when the remote did not answer within the
 	// repository's timeout.
 	ErrTimeout = errors.New("timed out")
+	// ErrReadOnly is matched by errors from a write to a repository
+	// opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("read only")
 )
 
 // ConflictError says which ref changed under a writer.

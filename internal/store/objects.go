@@ -164,6 +164,9 @@ func (r *Repository) subtree(commit plumbing.Hash, p string) (plumbing.Hash, err
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading tree of %s: %w", commit, err)
 	}
+	if p == "" {
+		return t.Hash, nil // the repository's root
+	}
 	e, err := t.FindEntry(p)
 	if err != nil {
 		if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {

@@ -78,6 +78,9 @@ func (r *Repository) pushSession(ctx context.Context, updates []refUpdate, check
 		}
 		return errs
 	}
+	if r.opts.ReadOnly {
+		return failAll(fmt.Errorf("%s is opened to be read only: %w", Redact(r.opts.URL), ErrReadOnly))
+	}
 	r.gate.mark()
 	// Objects the updates point at are on disk before any ref moves.
 	if err := r.storer.Flush(); err != nil {

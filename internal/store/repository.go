@@ -76,6 +76,10 @@ type Options struct {
 	// Limits bound what the remote and the packages may make Scion hold
 	// (DefaultLimits for fields not set).
 	Limits Limits
+	// ReadOnly opens a repository that is only read at refs the caller
+	// names (ResolveRef), such as the source of a clone from a git URL:
+	// Branch need not exist, and every push is refused.
+	ReadOnly bool
 	// Gate admits the exchanges with the remote; a new one when nil.
 	// Passing the same Gate to the Repositories that replace one another
 	// (after a change of settings, a restart of the cache) keeps the
@@ -182,7 +186,7 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 	if err = r.fetchLocked(ctx); err != nil {
 		return nil, err
 	}
-	if _, ok := r.refs[r.branchRef()]; !ok {
+	if _, ok := r.refs[r.branchRef()]; !ok && !opts.ReadOnly {
 		if !opts.CreateBranch {
 			return nil, fmt.Errorf("branch %q does not exist in %s; create it or set createBranch: %w", opts.Branch, Redact(opts.URL), ErrBranchNotFound)
 		}

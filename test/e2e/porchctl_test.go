@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -194,9 +197,68 @@ func TestPorchctlRequests(t *testing.T) {
 		return code
 	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusNotFound))
 
-	// Cloning from a git URL is refused, naming the field.
-	code, out = p.do(http.MethodPost, "packagerevisions", revision("cluster-01", "other", "ws", map[string]any{"type": "clone", "clone": map[string]any{
-		"upstreamRef": map[string]any{"type": "git", "git": map[string]any{"repo": "https://example.com/x.git", "ref": "main", "directory": "x"}}}}))
-	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", out)
-	g.Expect(fmt.Sprint(out["message"])).To(ContainSubstring("spec.tasks[0].clone.upstreamRef.git"))
+}
+
+// porchctl rpkg clone from a git URL: a plain repository served over
+// HTTP with basic auth, its credentials in a Secret the request names.
+// The draft holds the package at the ref asked for, its Kptfile records
+// the repository, directory, ref and commit; a ref the repository does
+// not have is reported on the revision, naming the field, and nothing is
+// written.
+func TestPorchctlCloneFromGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	p := newPorch(t, ns)
+	b := gitserver.NewBlueprints(t, t.TempDir(), "blueprints.git")
+	srv := gitserver.NewServer(t, filepath.Dir(b.Bare))
+	srv.Username, srv.Password = "reader", "s3cret-token"
+	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "blueprints-git", Namespace: ns},
+		StringData: map[string]string{"username": "reader", "password": "s3cret-token"}})).To(Succeed())
+	clone := func(ws, ref, secret string) (int, map[string]any) {
+		return p.do(http.MethodPost, "packagerevisions", map[string]any{"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision", "metadata": map[string]any{"namespace": ns},
+			"spec": map[string]any{"packageName": "app", "workspaceName": ws, "repository": "cluster-01", "tasks": []any{map[string]any{"type": "clone", "clone": map[string]any{
+				"upstreamRef": map[string]any{"type": "git", "git": map[string]any{"repo": srv.URLFor("blueprints.git"), "ref": ref, "directory": "/blueprints/app", "secretRef": map[string]any{"name": secret}}}}}}}})
+	}
+
+	// porchctl rpkg clone http://.../blueprints.git app --ref app-v1.0 --directory /blueprints/app --secret-ref blueprints-git --repository cluster-01 --workspace ws
+	code, out := clone("ws", "app-v1.0", "blueprints-git")
+	g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
+	g.Expect(out["metadata"].(map[string]any)["name"]).To(Equal("cluster-01.app.ws"))
+	p.waitLifecycle(g, "cluster-01.app.ws", "Draft")
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/app/ws:app/cm.yaml")).To(ContainSubstring("color: blue"), "the package at the tag")
+	kf := gitserver.Git(t, cluster, "show", "drafts/app/ws:app/Kptfile")
+	g.Expect(kf).To(And(ContainSubstring("repo: "+srv.URLFor("blueprints.git")), ContainSubstring("directory: blueprints/app"),
+		ContainSubstring("ref: app-v1.0"), ContainSubstring("commit: "+b.V1)))
+	g.Expect(kf).NotTo(ContainSubstring("s3cret"))
+	code, prr := p.do(http.MethodGet, "packagerevisionresources/cluster-01.app.ws", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", prr)
+	g.Expect(prr["spec"].(map[string]any)["resources"]).To(HaveKeyWithValue("cm.yaml", ContainSubstring("color: blue")))
+
+	// Without the Secret the server refuses: the revision says so.
+	code, out = clone("nocreds", "main", "")
+	g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
+	// A ref the repository does not have.
+	code, out = clone("missing", "v9", "blueprints-git")
+	g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
+	for name, want := range map[string]string{
+		"cluster-01.app.nocreds": "spec.tasks[0].clone.upstreamRef.git.repo",
+		"cluster-01.app.missing": `spec.tasks[0].clone.upstreamRef.git.ref: ` + srv.URLFor("blueprints.git") + ` has no branch, tag or commit "v9"`,
+	} {
+		g.Eventually(func(g Gomega) {
+			pr := p.get(name)
+			status, _ := pr["status"].(map[string]any)
+			g.Expect(fmt.Sprint(status["conditions"])).To(ContainSubstring(want))
+		}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), name)
+	}
+	g.Expect(gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/app")).To(Equal("refs/heads/drafts/app/ws"), "nothing else written")
+
+	// scion rpkg clone takes the same source.
+	out2, err := scion(ns, "rpkg", "clone", srv.URLFor("blueprints.git"), "web", "--directory", "blueprints/app", "--secret-ref", "blueprints-git",
+		"--repository", "cluster-01", "--workspace", "v1")
+	g.Expect(err).NotTo(HaveOccurred(), out2)
+	g.Expect(out2).To(Equal("cluster-01.web.v1 created\n"))
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/web/v1:web/cm.yaml")).To(ContainSubstring("color: green"), "main, by default")
+	_, err = scion(ns, "rpkg", "clone", "cluster-01.app.ws", "web", "--ref", "v1", "--repository", "cluster-01", "--workspace", "v2")
+	g.Expect(err).To(MatchError(ContainSubstring("--ref, --directory and --secret-ref are for a SOURCE that is a git URL")))
 }

@@ -189,8 +189,8 @@ type UpstreamPackage struct {
 	// UpstreamRef is Porch's way to name the PackageRevision to clone.
 	// +optional
 	UpstreamRef *PackageRevisionRef `json:"upstreamRef,omitempty"`
-	// Git is Porch's: a package in a git repository (not supported:
-	// register the repository as a Repository and clone a revision of it).
+	// Git is a package in a git repository no Repository names, read
+	// once when the clone is written (Porch's clone from a git URL).
 	// +optional
 	Git *GitPackage `json:"git,omitempty"`
 }
@@ -203,19 +203,43 @@ func (u UpstreamPackage) Revision() string {
 	return u.Name
 }
 
-// GitPackage is a package in a git repository, as Porch's clone task
-// names one.
+// GitPackage is a package in a git repository no Repository names, as
+// Porch's clone task names one.
 type GitPackage struct {
+	// Repo is the repository's URL: https:// or http:// (file:// where
+	// the controller allows it).
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	Repo string `json:"repo"`
+	// Ref is a branch, a tag, a full ref name or a full commit hash on a
+	// branch or tag; main when empty.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Ref string `json:"ref,omitempty"`
+	// Directory is the package's folder in the repository; the root when
+	// empty or "/".
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Directory string `json:"directory,omitempty"`
+	// SecretRef names a Secret of git credentials in the revision's
+	// namespace (username and password, or bearerToken). Whoever creates
+	// the revision must be allowed to read that Secret.
 	// +optional
-	SecretRef *PackageRevisionRef `json:"secretRef,omitempty"`
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+}
+
+// SecretRef names a Secret in the same namespace. Porch's clients send
+// an empty name for none.
+type SecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// GitDirectory is the folder a GitPackage's directory names, "" for the
+// repository's root.
+func GitDirectory(dir string) string {
+	return strings.Trim(dir, "/")
 }
 
 // PackageEditTaskSpec copies a published revision of the same package to a

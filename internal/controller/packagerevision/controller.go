@@ -23,6 +23,8 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
@@ -455,26 +457,58 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, pr, porchv1alpha1.PackageRevisionFinalizer)
 }
 
-// resolver finds the git revision behind a PackageRevision name.
+// resolver finds what a namespace's tasks read from.
 func (r *Reconciler) resolver(namespace string) pkgservice.SourceResolver {
-	return func(ctx context.Context, name string) (pkgservice.Source, error) {
-		src := &porchv1alpha1.PackageRevision{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, src); err != nil {
-			if apierrors.IsNotFound(err) {
-				return pkgservice.Source{}, fmt.Errorf("PackageRevision %s/%s does not exist: %w", namespace, name, pkgservice.ErrInvalid)
-			}
-			return pkgservice.Source{}, err
+	return sources{r: r, namespace: namespace}
+}
+
+// sources resolves the sources of tasks in one namespace.
+type sources struct {
+	r         *Reconciler
+	namespace string
+}
+
+// Revision finds the git revision behind a PackageRevision name.
+func (s sources) Revision(ctx context.Context, name string) (pkgservice.Source, error) {
+	src := &porchv1alpha1.PackageRevision{}
+	if err := s.r.Get(ctx, types.NamespacedName{Namespace: s.namespace, Name: name}, src); err != nil {
+		if apierrors.IsNotFound(err) {
+			return pkgservice.Source{}, fmt.Errorf("PackageRevision %s/%s does not exist: %w", s.namespace, name, pkgservice.ErrInvalid)
 		}
-		repoObj, repo, err := r.Cache.OpenNamed(ctx, r.Client, namespace, src.Spec.Repository)
-		if err != nil {
-			return pkgservice.Source{}, fmt.Errorf("%s: %w", name, err)
-		}
-		rev, err := repo.Get(ctx, src.Spec.PackageName, src.Spec.WorkspaceName, 0)
-		if err != nil {
-			return pkgservice.Source{}, fmt.Errorf("revision of %s: %w", name, err)
-		}
-		return pkgservice.Source{Repository: repoObj, Store: repo, Revision: rev}, nil
+		return pkgservice.Source{}, err
 	}
+	repoObj, repo, err := s.r.Cache.OpenNamed(ctx, s.r.Client, s.namespace, src.Spec.Repository)
+	if err != nil {
+		return pkgservice.Source{}, fmt.Errorf("%s: %w", name, err)
+	}
+	rev, err := repo.Get(ctx, src.Spec.PackageName, src.Spec.WorkspaceName, 0)
+	if err != nil {
+		return pkgservice.Source{}, fmt.Errorf("revision of %s: %w", name, err)
+	}
+	return pkgservice.Source{Repository: repoObj, Store: repo, Revision: rev}, nil
+}
+
+// Git reads a package from a git URL, with the namespace's Secret when
+// the task names one. A URL this controller refuses stalls the revision;
+// anything else (an unreachable remote, a ref not pushed yet) is tried
+// again.
+func (s sources) Git(ctx context.Context, g porchv1alpha1.GitPackage, field string) (*pkg.Package, engine.Origin, error) {
+	src := repocache.GitSource{Namespace: s.namespace, URL: g.Repo, Ref: g.Ref, Directory: porchv1alpha1.GitDirectory(g.Directory), Field: field}
+	if g.SecretRef != nil {
+		src.SecretName = g.SecretRef.Name
+	}
+	p, commit, err := s.r.Cache.ReadSource(ctx, src)
+	if errors.Is(err, repocache.ErrURLNotAllowed) {
+		err = fmt.Errorf("%w: %w", err, pkgservice.ErrInvalid)
+	}
+	if err != nil {
+		return nil, engine.Origin{}, err
+	}
+	ref := g.Ref
+	if ref == "" {
+		ref = "main"
+	}
+	return p, engine.Origin{Repo: store.Redact(g.Repo), Directory: src.Directory, Ref: ref, Commit: commit}, nil
 }
 
 func shortHash(h string) string {

@@ -268,3 +268,48 @@ func (tp *Tarpit) URLFor(name string) string { return "http://" + tp.Addr + "/" 
 
 // Accepted returns the number of connections accepted so far.
 func (tp *Tarpit) Accepted() int { return int(tp.accepted.Load()) }
+
+// Blueprints is a plain git repository of packages, as a public catalog
+// keeps one (no Scion layout): a Kptfile at the root, and the package
+// blueprints/app with a ConfigMap whose color is blue at V1 (tagged
+// app-v1.0 with an annotated tag, and v1-light with a lightweight one)
+// and green at V2, the head of main.
+type Blueprints struct {
+	Bare   string
+	V1, V2 string
+}
+
+// NewBlueprints makes Blueprints under root as name.
+func NewBlueprints(t testing.TB, root, name string) Blueprints {
+	t.Helper()
+	b := Blueprints{Bare: InitBare(t, root, name)}
+	w := filepath.Join(t.TempDir(), "w")
+	Git(t, "", "clone", "-q", b.Bare, w)
+	write := func(name, data string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(w, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(w, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kptfile := func(name string) string {
+		return "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"
+	}
+	cm := func(color string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  color: " + color + "\n"
+	}
+	write("Kptfile", kptfile("catalog"))
+	write("blueprints/app/Kptfile", kptfile("app"))
+	write("blueprints/app/cm.yaml", cm("blue"))
+	Git(t, w, "add", "-A")
+	Git(t, w, "commit", "-q", "-m", "app, blue")
+	b.V1 = Git(t, w, "rev-parse", "HEAD")
+	Git(t, w, "tag", "-a", "-m", "app 1.0", "app-v1.0")
+	Git(t, w, "tag", "v1-light")
+	write("blueprints/app/cm.yaml", cm("green"))
+	Git(t, w, "commit", "-q", "-am", "app, green")
+	b.V2 = Git(t, w, "rev-parse", "HEAD")
+	Git(t, w, "push", "-q", "origin", "HEAD:main", "app-v1.0", "v1-light")
+	return b
+}
