@@ -82,6 +82,10 @@ func TestPackageRevisions_throughPorchAPI(t *testing.T) {
 	g.Expect(list.Items).To(HaveLen(1))
 	g.Expect(list.Items[0].Name).To(Equal("deploy.app.ws1"))
 	g.Expect(list.Items[0].APIVersion).To(Or(BeEmpty(), Equal("porch.kpt.dev/v1alpha1")))
+	// Stored without a task and without an upstream, it shows the init
+	// task Porch's clients look for (porchctl rpkg upgrade indexes
+	// spec.tasks[0]).
+	g.Expect(list.Items[0].Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}))
 
 	// Field selectors the storage declares.
 	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns), client.MatchingFields{"spec.packageName": "other"})).To(Succeed())

@@ -85,7 +85,7 @@ func get(ctx context.Context, s *storage, name string, opts *metav1.GetOptions) 
 	if err != nil {
 		return nil, err
 	}
-	return toPorch(pr), nil
+	return s.toPorch(ctx, pr), nil
 }
 
 // nameFields says which fields a revision created without a name lacks.
@@ -114,7 +114,7 @@ func (r *revisions) List(ctx context.Context, opts *metainternalversion.ListOpti
 		return nil, err
 	}
 	for i := range list.Items {
-		toPorch(&list.Items[i])
+		r.storage.toPorch(ctx, &list.Items[i])
 	}
 	return list, nil
 }
@@ -132,7 +132,7 @@ func (r *revisions) Watch(ctx context.Context, opts *metainternalversion.ListOpt
 	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
 		if pr, ok := e.Object.(*porchv1alpha1.PackageRevision); ok {
-			toPorch(pr)
+			r.storage.toPorch(ctx, pr)
 		}
 		return e, true
 	}), nil
@@ -168,7 +168,7 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 	if err != nil {
 		return nil, err
 	}
-	return toPorch(out), nil
+	return r.storage.toPorch(ctx, out), nil
 }
 
 // Update updates a revision (its spec and metadata; the status is the
@@ -227,7 +227,7 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 	if err != nil {
 		return nil, false, err
 	}
-	toPorch(cur)
+	r.storage.toPorch(ctx, cur)
 	if validate != nil {
 		if err := validate(ctx, cur); err != nil {
 			return nil, false, err
@@ -249,7 +249,7 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string,
 	shape func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error)) (runtime.Object, bool, error) {
 	for {
-		cur, next, err := updated(ctx, s, name, objInfo, validate)
+		cur, next, shown, err := updated(ctx, s, name, objInfo, validate)
 		if err != nil {
 			return nil, false, err
 		}
@@ -260,6 +260,11 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 			if next == nil {
 				return cur, false, nil
 			}
+		}
+		if shown != nil && equality.Semantic.DeepEqual(next.Spec.Tasks, shown) {
+			// The task shown for Porch's clients (upstreamNames)
+			// sent back as read: nothing to store.
+			next.Spec.Tasks = nil
 		}
 		read := next.ResourceVersion == cur.ResourceVersion
 		if !read && subresource == "" && onlyStatusMoved(cur, next) {
@@ -281,7 +286,7 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 		if err != nil {
 			return nil, false, err
 		}
-		return toPorch(out), false, nil
+		return s.toPorch(ctx, out), false, nil
 	}
 }
 
@@ -296,28 +301,33 @@ func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
 }
 
 // updated reads a revision and returns it with the change objInfo
-// describes, validated.
-func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc) (cur, next *porchv1alpha1.PackageRevision, err error) {
+// describes, validated; shown are the tasks the revision was shown with
+// but does not store (upstreamNames; nil when it stores its own).
+func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc) (cur, next *porchv1alpha1.PackageRevision, shown []porchv1alpha1.Task, err error) {
 	ns, _ := request.NamespaceFrom(ctx)
 	cur, err = s.get(ctx, ns, name, &metav1.GetOptions{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	toPorch(cur)
+	stored := len(cur.Spec.Tasks) > 0
+	s.toPorch(ctx, cur)
+	if !stored {
+		shown = cur.Spec.Tasks
+	}
 	obj, err := objInfo.UpdatedObject(ctx, cur.DeepCopy())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	next, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("not a PackageRevision: %T", obj))
+		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("not a PackageRevision: %T", obj))
 	}
 	if validate != nil {
 		if err := validate(ctx, next, cur); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return cur, next, nil
+	return cur, next, shown, nil
 }
 
 // revisionStatus serves packagerevisions/status.
@@ -355,9 +365,12 @@ func listOptions(in *metainternalversion.ListOptions) (*metav1.ListOptions, erro
 
 // toPorch makes an object read from the storage a porch.kpt.dev one: its
 // tasks carry Porch's names too (clone.upstreamRef.upstreamRef,
-// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read.
-func toPorch(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read,
+// and a revision Scion wrote without a task shows the clone task of its
+// upstream (upstreamNames).
+func (s *storage) toPorch(ctx context.Context, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
 	pr.TypeMeta = metav1.TypeMeta{}
+	s.upstreams.show(ctx, pr)
 	for i := range pr.ManagedFields {
 		if pr.ManagedFields[i].APIVersion == porchv1alpha1.StorageGroupVersion.String() {
 			pr.ManagedFields[i].APIVersion = porchv1alpha1.GroupVersion.String()

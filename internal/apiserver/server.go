@@ -114,6 +114,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc, err := client.New(o.Config, client.Options{Scheme: scheme.NewStorage()})
+	if err != nil {
+		return nil, err
+	}
+	st.upstreams = &upstreamNames{reader: sc}
 	table, err := revisionTable()
 	if err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ const revisionsResource = "packagerevisions"
 // (packagerevisions.internal.scion.dev) through the cluster's API server.
 type storage struct {
 	rc rest.Interface
+	// upstreams names the upstream of revisions without a task (nil:
+	// shown as stored).
+	upstreams *upstreamNames
 }
 
 // newStorage returns a client of the storage.

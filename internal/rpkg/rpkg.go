@@ -138,39 +138,44 @@ func (c *Client) Copy(ctx context.Context, source, workspace string) (*porchv1al
 }
 
 // Upgrade creates a new draft of local's package, 3-way updated from the
-// upstream revision local was cloned from (found by its locked commit) to
-// newUpstream.
+// upstream revision local was cloned from (the published revision its
+// upstreamLock records) to newUpstream.
 func (c *Client) Upgrade(ctx context.Context, local, newUpstream, workspace string, strategy kptfilev1.UpdateStrategy) (*porchv1alpha1.PackageRevision, error) {
+	if _, err := c.Get(ctx, newUpstream); err != nil {
+		return nil, err
+	}
 	lpr, err := c.Get(ctx, local)
 	if err != nil {
 		return nil, err
 	}
-	npr, err := c.Get(ctx, newUpstream)
+	old, err := c.lockedUpstream(ctx, lpr)
 	if err != nil {
 		return nil, err
 	}
+	return c.create(ctx, CreateOptions{Repository: lpr.Spec.Repository, Package: lpr.Spec.PackageName, Workspace: workspace},
+		porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeUpgrade, Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
+			OldUpstream: porchv1alpha1.PackageRevisionRef{Name: old.Name}, NewUpstream: porchv1alpha1.PackageRevisionRef{Name: newUpstream},
+			LocalPackageRevisionRef: porchv1alpha1.PackageRevisionRef{Name: local}, Strategy: strategy,
+		}})
+}
+
+// lockedUpstream reads the published revision the upstreamLock of lpr
+// records (pkgservice.LockedRevision).
+func (c *Client) lockedUpstream(ctx context.Context, lpr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	local := lpr.Name
 	lock := lpr.Status.UpstreamLock
 	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
 		return nil, fmt.Errorf("%s records no upstream commit (status.upstreamLock); it was not cloned from a package revision", local)
 	}
-	candidates, err := c.List(ctx, Filter{Repository: npr.Spec.Repository, Package: npr.Spec.PackageName})
+	name, err := pkgservice.LockedRevision(ctx, c.Client, c.Namespace, lock)
 	if err != nil {
 		return nil, err
 	}
-	old := ""
-	for _, pr := range candidates {
-		if pr.Status.Commit == lock.Git.Commit {
-			old = pr.Name
-		}
+	if name == "" {
+		return nil, fmt.Errorf("%s was cloned from %s at %s (commit %.12s), which is no published revision of a Repository of this namespace: name the new upstream with --upstream, or register that repository",
+			local, lock.Git.Repo, lock.Git.Ref, lock.Git.Commit)
 	}
-	if old == "" {
-		return nil, fmt.Errorf("no revision of %s in %s is at commit %s, the upstream %s was cloned from", npr.Spec.PackageName, npr.Spec.Repository, lock.Git.Commit, local)
-	}
-	return c.create(ctx, CreateOptions{Repository: lpr.Spec.Repository, Package: lpr.Spec.PackageName, Workspace: workspace},
-		porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeUpgrade, Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
-			OldUpstream: porchv1alpha1.PackageRevisionRef{Name: old}, NewUpstream: porchv1alpha1.PackageRevisionRef{Name: newUpstream},
-			LocalPackageRevisionRef: porchv1alpha1.PackageRevisionRef{Name: local}, Strategy: strategy,
-		}})
+	return c.Get(ctx, name)
 }
 
 // UpstreamRevision names the revision of local's upstream package (the
@@ -182,22 +187,13 @@ func (c *Client) UpstreamRevision(ctx context.Context, local string, revision in
 	if err != nil {
 		return "", err
 	}
-	lock := lpr.Status.UpstreamLock
-	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
-		return "", fmt.Errorf("%s records no upstream commit (status.upstreamLock); it was not cloned from a package revision", local)
-	}
-	all, err := c.List(ctx, Filter{})
+	from, err := c.lockedUpstream(ctx, lpr)
 	if err != nil {
 		return "", err
 	}
-	var from *porchv1alpha1.PackageRevision
-	for i := range all {
-		if all[i].Status.Commit == lock.Git.Commit && all[i].Spec.Revision > 0 {
-			from = &all[i]
-		}
-	}
-	if from == nil {
-		return "", fmt.Errorf("no published revision in this namespace is at commit %s, the upstream %s was cloned from: name the new upstream with --upstream", lock.Git.Commit, local)
+	all, err := c.List(ctx, Filter{Repository: from.Spec.Repository, Package: from.Spec.PackageName})
+	if err != nil {
+		return "", err
 	}
 	var latest *porchv1alpha1.PackageRevision
 	for i := range all {

@@ -15,7 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -72,6 +75,29 @@ func (p *porch) get(name string) map[string]any {
 		p.t.Fatalf("get %s: %d %v", name, code, pr)
 	}
 	return pr
+}
+
+// list lists PackageRevisions with a field selector, as porchctl rpkg get
+// --revision/--workspace/--name and upgrade do; it returns their names.
+func (p *porch) list(selector string) []string {
+	p.t.Helper()
+	raw, err := p.rc.Get().AbsPath("/apis/porch.kpt.dev/v1alpha1/namespaces/"+p.ns+"/packagerevisions").Param("fieldSelector", selector).DoRaw(context.Background())
+	if err != nil {
+		p.t.Fatalf("list %s: %v: %s", selector, err, raw)
+	}
+	var l struct {
+		Items []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		p.t.Fatal(err)
+	}
+	var names []string
+	for _, i := range l.Items {
+		names = append(names, i.Metadata.Name)
+	}
+	return names
 }
 
 // lifecycle is a PackageRevision's spec.lifecycle and status.lifecycle.
@@ -139,6 +165,15 @@ func TestPorchctlRequests(t *testing.T) {
 	g.Expect(base).To(Equal("catalog.base.v1"), "named as Porch names it")
 	p.waitLifecycle(g, base, "Draft")
 	publish(base)
+
+	// porchctl rpkg get --revision 1 / --workspace v1 / --name base, and
+	// the list porchctl rpkg upgrade --revision 1 makes.
+	g.Expect(p.list("spec.revision=1")).To(ConsistOf(base))
+	g.Expect(p.list("spec.workspaceName=v1")).To(ConsistOf(base))
+	g.Expect(p.list("spec.packageName=base")).To(ConsistOf(base))
+	g.Expect(p.list("spec.packageName=base,spec.repository=catalog,spec.revision=1")).To(ConsistOf(base))
+	g.Expect(p.list("spec.lifecycle=Published")).To(ConsistOf(base))
+	g.Expect(p.list("spec.revision=2")).To(BeEmpty())
 
 	// porchctl rpkg clone catalog.base.v1 app --repository cluster-01 --workspace ws
 	app := created(revision("cluster-01", "app", "ws", map[string]any{"type": "clone", "clone": map[string]any{"upstreamRef": map[string]any{"upstreamRef": map[string]any{"name": base}}}}))
@@ -261,4 +296,66 @@ func TestPorchctlCloneFromGit(t *testing.T) {
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/web/v1:web/cm.yaml")).To(ContainSubstring("color: green"), "main, by default")
 	_, err = scion(ns, "rpkg", "clone", "cluster-01.app.ws", "web", "--ref", "v1", "--repository", "cluster-01", "--workspace", "v2")
 	g.Expect(err).To(MatchError(ContainSubstring("--ref, --directory and --secret-ref are for a SOURCE that is a git URL")))
+}
+
+// porchctl rpkg upgrade reads a revision's upstream from spec.tasks[0]:
+// a PackageVariant's revision, which Scion writes without a task, shows
+// the clone task of the upstream revision its Kptfile locks, and the
+// upgrade porchctl then asks for works. The task shown is not stored
+// when porchctl sends the object back.
+func TestPorchctlUpgradeOfVariant(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	p := newPorch(t, ns)
+	created := func(repo, pkg, ws string, task map[string]any) string {
+		t.Helper()
+		code, out := p.do(http.MethodPost, "packagerevisions", map[string]any{"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision", "metadata": map[string]any{"namespace": ns},
+			"spec": map[string]any{"packageName": pkg, "workspaceName": ws, "repository": repo, "tasks": []any{task}}})
+		g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
+		return out["metadata"].(map[string]any)["name"].(string)
+	}
+	publish := func(name string) {
+		p.move(g, name, "Proposed", "")
+		p.waitLifecycle(g, name, "Proposed")
+		p.move(g, name, "Published", "approval")
+		p.waitLifecycle(g, name, "Published")
+	}
+	base := created("catalog", "base", "v1", map[string]any{"type": "init", "init": map[string]any{"description": "the base package"}})
+	p.waitLifecycle(g, base, "Draft")
+	publish(base)
+
+	pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "app"},
+	}}
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	local := "cluster-01.app.packagevariant-1"
+	var task map[string]any
+	g.Eventually(func(g Gomega) {
+		code, pr := p.do(http.MethodGet, "packagerevisions/"+local, nil)
+		g.Expect(code).To(Equal(http.StatusOK))
+		tasks, _ := pr["spec"].(map[string]any)["tasks"].([]any)
+		g.Expect(tasks).To(HaveLen(1))
+		task = tasks[0].(map[string]any)
+	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	g.Expect(task).To(HaveKeyWithValue("type", "clone"))
+	g.Expect(task["clone"]).To(HaveKeyWithValue("upstreamRef", HaveKeyWithValue("upstreamRef", HaveKeyWithValue("name", base))), "the upstream porchctl reads")
+	publish(local) // porchctl propose sends the object back whole
+	stored := &porchv1alpha1.PackageRevision{}
+	g.Expect(env.Storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: local}, stored)).To(Succeed())
+	g.Expect(stored.Spec.Tasks).To(BeEmpty(), "the task shown is not stored")
+
+	// A new upstream revision; porchctl rpkg upgrade cluster-01.app.packagevariant-1 --workspace up:
+	// the latest published revision of the upstream package, then the
+	// upgrade task.
+	base2 := created("catalog", "base", "v2", map[string]any{"type": "edit", "edit": map[string]any{"sourceRef": map[string]any{"name": base}}})
+	p.waitLifecycle(g, base2, "Draft")
+	publish(base2)
+	g.Expect(p.list("spec.packageName=base,spec.repository=catalog")).To(ConsistOf(base, base2))
+	up := created("cluster-01", "app", "up", map[string]any{"type": "upgrade", "upgrade": map[string]any{
+		"oldUpstream": map[string]any{"name": base}, "newUpstream": map[string]any{"name": base2},
+		"localPackageRevisionRef": map[string]any{"name": local}}})
+	p.waitLifecycle(g, up, "Draft")
+	g.Expect(gitserver.Git(t, cluster, "show", "drafts/app/up:app/Kptfile")).To(ContainSubstring("ref: base/v2"))
 }

@@ -346,6 +346,9 @@ type PackageRevisionStatus struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.lifecycle) || oldSelf.spec.lifecycle != 'Published' || (has(oldSelf.status) && has(oldSelf.status.lifecycle) && oldSelf.status.lifecycle == 'Proposed') || (has(self.spec.lifecycle) && self.spec.lifecycle in ['Published', 'DeletionProposed'])",message="a Published revision can only move to DeletionProposed (an approval git has not carried out yet, status.lifecycle Proposed, can be withdrawn)",fieldPath=".spec.lifecycle"
 // +kubebuilder:selectablefield:JSONPath=`.spec.repository`
 // +kubebuilder:selectablefield:JSONPath=`.spec.packageName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.workspaceName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.revision`
+// +kubebuilder:selectablefield:JSONPath=`.spec.lifecycle`
 // +kubebuilder:printcolumn:name="Package",type=string,JSONPath=`.spec.packageName`
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspaceName`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
