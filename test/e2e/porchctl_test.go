@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -286,6 +287,16 @@ func TestPorchctlCloneFromGit(t *testing.T) {
 			g.Expect(fmt.Sprint(status["conditions"])).To(ContainSubstring(want))
 		}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), name)
 	}
+	// A ref that is not there stalls the revision (its spec needs
+	// fixing); refused credentials are tried again (the Secret may be
+	// fixed meanwhile).
+	stalled := func(name string) bool {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(env.Storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pr)).To(Succeed())
+		return slices.ContainsFunc(pr.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == "Stalled" && c.Status == "True" })
+	}
+	g.Expect(stalled("cluster-01.app.missing")).To(BeTrue())
+	g.Expect(stalled("cluster-01.app.nocreds")).To(BeFalse())
 	g.Expect(gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/app")).To(Equal("refs/heads/drafts/app/ws"), "nothing else written")
 
 	// scion rpkg clone takes the same source.

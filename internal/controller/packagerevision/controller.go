@@ -489,16 +489,17 @@ func (s sources) Revision(ctx context.Context, name string) (pkgservice.Source, 
 }
 
 // Git reads a package from a git URL, with the namespace's Secret when
-// the task names one. A URL this controller refuses stalls the revision;
-// anything else (an unreachable remote, a ref not pushed yet) is tried
-// again.
+// the task names one. A URL this controller refuses and a repository,
+// ref or directory that does not exist stall the revision (its spec is
+// what needs fixing); anything else (an unreachable remote, refused
+// credentials, a Secret not made yet) is tried again.
 func (s sources) Git(ctx context.Context, g porchv1alpha1.GitPackage, field string) (*pkg.Package, engine.Origin, error) {
 	src := repocache.GitSource{Namespace: s.namespace, URL: g.Repo, Ref: g.Ref, Directory: porchv1alpha1.GitDirectory(g.Directory), Field: field}
 	if g.SecretRef != nil {
 		src.SecretName = g.SecretRef.Name
 	}
 	p, commit, err := s.r.Cache.ReadSource(ctx, src)
-	if errors.Is(err, repocache.ErrURLNotAllowed) {
+	if errors.Is(err, repocache.ErrURLNotAllowed) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrRepositoryNotFound) {
 		err = fmt.Errorf("%w: %w", err, pkgservice.ErrInvalid)
 	}
 	if err != nil {
