@@ -406,15 +406,15 @@ func TestPackageRevisions_cloneFromGit(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	editor := as(t, f.ns, "ed", "scion-editor")
-	clone := func(ws string, git porchv1alpha1.GitPackage) *porchv1alpha1.PackageRevision {
+	clone := func(pkgName string, git porchv1alpha1.GitPackage) *porchv1alpha1.PackageRevision {
 		return &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns},
-			Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy", PackageName: "web", WorkspaceName: ws,
+			Spec: porchv1alpha1.PackageRevisionSpec{Repository: "deploy", PackageName: pkgName, WorkspaceName: "v1",
 				Tasks: []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{
 					UpstreamRef: porchv1alpha1.UpstreamPackage{Type: "git", Git: &git}}}}}}
 	}
 
 	// porchctl rpkg clone https://.../blueprints.git web --repository deploy --workspace v1
-	pr := clone("v1", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", Ref: "main", Directory: "/", SecretRef: &porchv1alpha1.SecretRef{}})
+	pr := clone("web", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", Ref: "main", Directory: "/", SecretRef: &porchv1alpha1.SecretRef{}})
 	g.Expect(editor.Create(ctx, pr)).To(Succeed())
 	g.Expect(pr.Name).To(Equal("deploy.web.v1"))
 	stored := &porchv1alpha1.PackageRevision{}
@@ -424,13 +424,13 @@ func TestPackageRevisions_cloneFromGit(t *testing.T) {
 	g.Expect(git.SecretRef).To(BeNil(), "no Secret")
 
 	// A Secret the editor may not read.
-	pr = clone("v2", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}})
+	pr = clone("db", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}})
 	err := editor.Create(ctx, pr)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(And(ContainSubstring("spec.tasks[0].clone.upstreamRef.git.secretRef"), ContainSubstring("ed may not get Secret "+f.ns+"/team-git")))
-	g.Expect(apierrors.IsNotFound(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "deploy.web.v2"}, stored))).To(BeTrue(), "nothing stored")
+	g.Expect(apierrors.IsNotFound(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "deploy.db.v1"}, stored))).To(BeTrue(), "nothing stored")
 	// Nor by naming it later, on a revision created without it.
-	pr = clone("v3", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git"})
+	pr = clone("cache", porchv1alpha1.GitPackage{Repo: "https://attacker.example.com/x.git"})
 	g.Expect(editor.Create(ctx, pr)).To(Succeed())
 	pr.Spec.Tasks[0].Clone.UpstreamRef.Git.SecretRef = &porchv1alpha1.SecretRef{Name: "team-git"}
 	err = editor.Update(ctx, pr)
@@ -443,8 +443,13 @@ func TestPackageRevisions_cloneFromGit(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team-git-reader"},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "ed"}}})).To(Succeed())
 	g.Eventually(func() error {
-		return editor.Create(ctx, clone("v2", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}}))
+		return editor.Create(ctx, clone("db", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git", SecretRef: &porchv1alpha1.SecretRef{Name: "team-git"}}))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "RBAC caches catch up")
+
+	// Porch's rule: init and clone make new packages only.
+	err = editor.Create(ctx, clone("web", porchv1alpha1.GitPackage{Repo: "https://git.example.com/blueprints.git"}))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.tasks[0].type: Invalid value: \"clone\": package web already exists in repository deploy (deploy.web.v1)"))
 
 	// Bad input, named.
 	for _, c := range []struct {

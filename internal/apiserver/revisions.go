@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -164,6 +165,9 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 	if err := r.checkSecrets(ctx, nil, stored); err != nil {
 		return nil, err
 	}
+	if err := r.checkNewPackage(ctx, stored); err != nil {
+		return nil, err
+	}
 	out, err := r.storage.create(ctx, stored, opts)
 	if err != nil {
 		return nil, err
@@ -210,6 +214,31 @@ func (r *revisions) checkSecrets(ctx context.Context, old, pr *porchv1alpha1.Pac
 		return apierrors.NewForbidden(porchv1alpha1.GroupVersion.WithResource("packagerevisions").GroupResource(), pr.Name, errors.New(why))
 	}
 	return nil
+}
+
+// checkNewPackage refuses, as Porch does, an init or a clone into a
+// package the repository already has: its next revision is made from one
+// of its own (copy, an edit task, or upgrade), so that two unrelated
+// sources never take turns in one package's history.
+func (r *revisions) checkNewPackage(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {
+	if len(pr.Spec.Tasks) == 0 || pr.Spec.Tasks[0].Type != porchv1alpha1.TaskTypeInit && pr.Spec.Tasks[0].Type != porchv1alpha1.TaskTypeClone {
+		return nil
+	}
+	existing, err := r.storage.list(ctx, pr.Namespace, &metav1.ListOptions{
+		FieldSelector: fields.SelectorFromSet(fields.Set{"spec.repository": pr.Spec.Repository, "spec.packageName": pr.Spec.PackageName}).String(),
+		Limit:         1,
+	})
+	if err != nil {
+		return err
+	}
+	if len(existing.Items) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, field.ErrorList{
+		field.Invalid(field.NewPath("spec", "tasks").Index(0).Child("type"), pr.Spec.Tasks[0].Type,
+			fmt.Sprintf("package %s already exists in repository %s (%s): %s makes a new package; make its next revision with copy (an edit task of one of its revisions) or upgrade",
+				pr.Spec.PackageName, pr.Spec.Repository, existing.Items[0].Name, pr.Spec.Tasks[0].Type)),
+	})
 }
 
 // gitSecret is the Secret a clone from a git URL names, if any.

@@ -251,14 +251,14 @@ func TestPorchctlCloneFromGit(t *testing.T) {
 	srv.Username, srv.Password = "reader", "s3cret-token"
 	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "blueprints-git", Namespace: ns},
 		StringData: map[string]string{"username": "reader", "password": "s3cret-token"}})).To(Succeed())
-	clone := func(ws, ref, secret string) (int, map[string]any) {
+	clone := func(pkgName, ref, secret string) (int, map[string]any) {
 		return p.do(http.MethodPost, "packagerevisions", map[string]any{"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision", "metadata": map[string]any{"namespace": ns},
-			"spec": map[string]any{"packageName": "app", "workspaceName": ws, "repository": "cluster-01", "tasks": []any{map[string]any{"type": "clone", "clone": map[string]any{
+			"spec": map[string]any{"packageName": pkgName, "workspaceName": "ws", "repository": "cluster-01", "tasks": []any{map[string]any{"type": "clone", "clone": map[string]any{
 				"upstreamRef": map[string]any{"type": "git", "git": map[string]any{"repo": srv.URLFor("blueprints.git"), "ref": ref, "directory": "/blueprints/app", "secretRef": map[string]any{"name": secret}}}}}}}})
 	}
 
 	// porchctl rpkg clone http://.../blueprints.git app --ref app-v1.0 --directory /blueprints/app --secret-ref blueprints-git --repository cluster-01 --workspace ws
-	code, out := clone("ws", "app-v1.0", "blueprints-git")
+	code, out := clone("app", "app-v1.0", "blueprints-git")
 	g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
 	g.Expect(out["metadata"].(map[string]any)["name"]).To(Equal("cluster-01.app.ws"))
 	p.waitLifecycle(g, "cluster-01.app.ws", "Draft")
@@ -278,8 +278,8 @@ func TestPorchctlCloneFromGit(t *testing.T) {
 	code, out = clone("missing", "v9", "blueprints-git")
 	g.Expect(code).To(Equal(http.StatusCreated), "%v", out)
 	for name, want := range map[string]string{
-		"cluster-01.app.nocreds": "spec.tasks[0].clone.upstreamRef.git.repo",
-		"cluster-01.app.missing": `spec.tasks[0].clone.upstreamRef.git.ref: ` + srv.URLFor("blueprints.git") + ` has no branch, tag or commit "v9"`,
+		"cluster-01.nocreds.ws": "spec.tasks[0].clone.upstreamRef.git.repo",
+		"cluster-01.missing.ws": `spec.tasks[0].clone.upstreamRef.git.ref: ` + srv.URLFor("blueprints.git") + ` has no branch, tag or commit "v9"`,
 	} {
 		g.Eventually(func(g Gomega) {
 			pr := p.get(name)
@@ -295,9 +295,13 @@ func TestPorchctlCloneFromGit(t *testing.T) {
 		g.Expect(env.Storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pr)).To(Succeed())
 		return slices.ContainsFunc(pr.Status.Conditions, func(c porchv1alpha1.Condition) bool { return c.Type == "Stalled" && c.Status == "True" })
 	}
-	g.Expect(stalled("cluster-01.app.missing")).To(BeTrue())
-	g.Expect(stalled("cluster-01.app.nocreds")).To(BeFalse())
-	g.Expect(gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/app")).To(Equal("refs/heads/drafts/app/ws"), "nothing else written")
+	g.Expect(stalled("cluster-01.missing.ws")).To(BeTrue())
+	g.Expect(stalled("cluster-01.nocreds.ws")).To(BeFalse())
+	g.Expect(gitserver.Git(t, cluster, "for-each-ref", "--format=%(refname)", "refs/heads/drafts")).To(Equal("refs/heads/drafts/app/ws"), "nothing else written")
+	// Porch's rule: a clone makes a new package only.
+	code, out = clone("app", "main", "blueprints-git")
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", out)
+	g.Expect(fmt.Sprint(out["message"])).To(ContainSubstring("package app already exists in repository cluster-01"))
 
 	// scion rpkg clone takes the same source.
 	out2, err := scion(ns, "rpkg", "clone", srv.URLFor("blueprints.git"), "web", "--directory", "blueprints/app", "--secret-ref", "blueprints-git",
