@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,10 +136,7 @@ func writeResolution(w io.Writer, output string, res *deps.Result, err error) er
 		}
 	}
 	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(doc)
+		err = writeJSON(w, doc)
 	} else {
 		var out []byte
 		if out, err = yaml.Marshal(doc); err == nil {

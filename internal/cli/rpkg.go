@@ -67,7 +67,7 @@ such as unmet readiness gates.`,
 		newCmdRpkgLifecycle(o, "propose-delete", "Propose published revisions for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.ProposeDelete(ctx, name)
 		}),
-		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o), newCmdRpkgTag(o),
+		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o), newCmdRpkgTag(o), newCmdRpkgDiff(o),
 	)
 	return cmd
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -45,9 +44,7 @@ func (o *VersionOptions) Validate() error {
 func (o *VersionOptions) Run() error {
 	info := version.Get()
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		return writeJSON(o.Out, info)
 	}
 	_, err := fmt.Fprintln(o.Out, info.String())
 	return err

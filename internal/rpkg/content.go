@@ -21,19 +21,28 @@ import (
 // needs), and records the commit they come from in PulledFile. It
 // returns that commit.
 func (c *Client) PullContent(ctx context.Context, name, dir string) (string, error) {
+	p, commit, err := c.Content(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if err := p.WriteDir(dir); err != nil {
+		return "", err
+	}
+	return commit, writePulled(dir, name, commit)
+}
+
+// Content reads the files of a revision through Porch's API
+// (PackageRevisionResources), and the commit they come from.
+func (c *Client) Content(ctx context.Context, name string) (*pkg.Package, string, error) {
 	prr := &content.PackageRevisionResources{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, prr); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	files := make(map[string][]byte, len(prr.Spec.Resources))
 	for path, data := range prr.Spec.Resources {
 		files[path] = []byte(data)
 	}
-	p := pkg.New(files)
-	if err := p.WriteDir(dir); err != nil {
-		return "", err
-	}
-	return prr.ResourceVersion, writePulled(dir, name, prr.ResourceVersion)
+	return pkg.New(files), prr.ResourceVersion, nil
 }
 
 // PushContent writes dir as one new commit of a draft through Porch's API

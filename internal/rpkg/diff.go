@@ -1,0 +1,280 @@
+package rpkg
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgdiff"
+	"github.com/scion-dev/scion/internal/pkgservice"
+)
+
+// What a revision is compared with (besides another revision's name).
+const (
+	// AgainstPublished compares with the revision it replaces: the
+	// latest published revision of its package (before it, when it is
+	// published itself); nothing for a first revision.
+	AgainstPublished = "published"
+	// AgainstUpstream compares with the published upstream revision its
+	// upstreamLock records: the downstream's own changes.
+	AgainstUpstream = "upstream"
+)
+
+// RevisionDiff is what one revision changes. Its JSON form is documented
+// (docs/diff.md) and stable.
+type RevisionDiff struct {
+	Revision   string `json:"revision"`
+	Repository string `json:"repository"`
+	Package    string `json:"package"`
+	// Against is the revision compared with; "" when there is none (a
+	// first revision: everything is added).
+	Against string        `json:"against"`
+	Diff    *pkgdiff.Diff `json:"diff"`
+}
+
+// Diff computes what the revision name changes against against
+// (AgainstPublished, AgainstUpstream or a revision's name). Content is
+// read through Porch's API.
+func (c *Client) Diff(ctx context.Context, name, against string) (*RevisionDiff, error) {
+	pr, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.diff(ctx, pr, against, nil)
+}
+
+// diff computes pr's change; read, when set, reads the content of
+// revisions (so that a summary reads each base once).
+func (c *Client) diff(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string, read func(string) (*pkg.Package, error)) (*RevisionDiff, error) {
+	if read == nil {
+		read = func(n string) (*pkg.Package, error) {
+			p, _, err := c.Content(ctx, n)
+			return p, err
+		}
+	}
+	base, err := c.base(ctx, pr, against)
+	if err != nil {
+		return nil, err
+	}
+	after, err := read(pr.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", pr.Name, err)
+	}
+	var before *pkg.Package
+	if base != "" {
+		if before, err = read(base); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", base, err)
+		}
+	}
+	d, err := pkgdiff.Compute(before, after)
+	if err != nil {
+		return nil, fmt.Errorf("comparing %s with %s: %w", pr.Name, orNothing(base), err)
+	}
+	return &RevisionDiff{Revision: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Against: base, Diff: d}, nil
+}
+
+// base names the revision pr is compared with ("" for none).
+func (c *Client) base(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string) (string, error) {
+	switch against {
+	case "", AgainstPublished:
+		revs, err := c.List(ctx, Filter{Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Lifecycle: porchv1alpha1.LifecyclePublished})
+		if err != nil {
+			return "", err
+		}
+		best := -1
+		for i, r := range revs {
+			if r.Name == pr.Name || pr.Spec.Revision > 0 && r.Spec.Revision >= pr.Spec.Revision {
+				continue
+			}
+			if best < 0 || r.Spec.Revision > revs[best].Spec.Revision {
+				best = i
+			}
+		}
+		if best < 0 {
+			return "", nil
+		}
+		return revs[best].Name, nil
+	case AgainstUpstream:
+		up, err := c.lockedUpstream(ctx, pr)
+		if err != nil {
+			return "", err
+		}
+		return up.Name, nil
+	default:
+		if _, err := c.Get(ctx, against); err != nil {
+			return "", fmt.Errorf("--against: %w", err)
+		}
+		return against, nil
+	}
+}
+
+func orNothing(name string) string {
+	if name == "" {
+		return "nothing"
+	}
+	return name
+}
+
+// Selection names many revisions: those with the labels Labels selects,
+// those of the PackageVariants of the PackageVariantSet VariantSet, or
+// those the PackageRollout Rollout selects; of the lifecycle Lifecycle
+// (the lifecycle git has). At least one of Labels, VariantSet and Rollout
+// is set; several narrow one another.
+type Selection struct {
+	Labels, VariantSet, Rollout string
+	Lifecycle                   porchv1alpha1.Lifecycle
+}
+
+// Select lists the revisions s names, sorted by name.
+func (c *Client) Select(ctx context.Context, s Selection) ([]porchv1alpha1.PackageRevision, error) {
+	if s.Labels == "" && s.VariantSet == "" && s.Rollout == "" {
+		return nil, fmt.Errorf("name revisions, or select them with --selector, --variant-set or --rollout")
+	}
+	sel := labels.Everything()
+	if s.Labels != "" {
+		var err error
+		if sel, err = labels.Parse(s.Labels); err != nil {
+			return nil, fmt.Errorf("--selector %q: %w", s.Labels, err)
+		}
+	}
+	if s.Rollout != "" {
+		ro := &configv1alpha1.PackageRollout{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.Rollout}, ro); err != nil {
+			return nil, fmt.Errorf("PackageRollout %s: %w", s.Rollout, err)
+		}
+		rs, err := metav1.LabelSelectorAsSelector(&ro.Spec.RevisionSelector)
+		if err != nil {
+			return nil, fmt.Errorf("PackageRollout %s: spec.revisionSelector: %w", s.Rollout, err)
+		}
+		reqs, _ := rs.Requirements()
+		sel = sel.Add(reqs...)
+	}
+	var variants map[string]bool
+	if s.VariantSet != "" {
+		pvs := &configv1alpha2.PackageVariantSet{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.VariantSet}, pvs); err != nil {
+			return nil, fmt.Errorf("PackageVariantSet %s: %w", s.VariantSet, err)
+		}
+		pvl := &configv1alpha1.PackageVariantList{}
+		if err := c.Client.List(ctx, pvl, client.InNamespace(c.Namespace), client.MatchingLabels{configv1alpha2.PackageVariantSetLabel: string(pvs.UID)}); err != nil {
+			return nil, err
+		}
+		variants = map[string]bool{}
+		for _, pv := range pvl.Items {
+			variants[pkgservice.LabelValue(pv.Name)] = true
+		}
+	}
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	var out []porchv1alpha1.PackageRevision
+	for _, pr := range list.Items {
+		if variants != nil && !variants[pr.Labels[configv1alpha1.PackageVariantLabel]] {
+			continue
+		}
+		if s.Lifecycle != "" && pr.GitLifecycle() != s.Lifecycle {
+			continue
+		}
+		out = append(out, pr)
+	}
+	slices.SortFunc(out, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// DiffGroup is revisions that make the same change.
+type DiffGroup struct {
+	// Digest identifies the change (pkgdiff.Diff.Digest).
+	Digest       string   `json:"digest"`
+	Count        int      `json:"count"`
+	Revisions    []string `json:"revisions"`
+	Repositories []string `json:"repositories"`
+	// Against lists the revisions they were compared with ("" for none).
+	Against []string      `json:"against"`
+	Diff    *pkgdiff.Diff `json:"diff"`
+}
+
+// DiffFailure is a revision whose change could not be computed.
+type DiffFailure struct {
+	Revision string `json:"revision"`
+	Error    string `json:"error"`
+}
+
+// DiffSummary is the change of many revisions, grouped: identical
+// changes in one group, the largest group first (the outliers are the
+// groups after it). Its JSON form is documented (docs/diff.md) and
+// stable.
+type DiffSummary struct {
+	Revisions int           `json:"revisions"`
+	Groups    []DiffGroup   `json:"groups"`
+	Failures  []DiffFailure `json:"failures,omitempty"`
+}
+
+// DiffMany computes and groups the changes of revisions. A revision whose
+// content cannot be read is listed in Failures with why; the others are
+// still grouped. Each revision compared with is read once.
+func (c *Client) DiffMany(ctx context.Context, revs []porchv1alpha1.PackageRevision, against string) (*DiffSummary, error) {
+	cache := map[string]*pkg.Package{}
+	read := func(n string) (*pkg.Package, error) {
+		if p, ok := cache[n]; ok {
+			return p, nil
+		}
+		p, _, err := c.Content(ctx, n)
+		if err == nil {
+			cache[n] = p
+		}
+		return p, err
+	}
+	sum := &DiffSummary{Revisions: len(revs)}
+	groups := map[string]*DiffGroup{}
+	for i := range revs {
+		pr := &revs[i]
+		rd, err := c.diff(ctx, pr, against, read)
+		delete(cache, pr.Name) // read once
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			sum.Failures = append(sum.Failures, DiffFailure{Revision: pr.Name, Error: err.Error()})
+			continue
+		}
+		key := rd.Diff.Digest()
+		g := groups[key]
+		if g == nil {
+			g = &DiffGroup{Digest: key, Diff: rd.Diff}
+			groups[key] = g
+		}
+		g.Count++
+		g.Revisions = append(g.Revisions, pr.Name)
+		if !slices.Contains(g.Repositories, pr.Spec.Repository) {
+			g.Repositories = append(g.Repositories, pr.Spec.Repository)
+		}
+		if !slices.Contains(g.Against, rd.Against) {
+			g.Against = append(g.Against, rd.Against)
+		}
+	}
+	for _, g := range groups {
+		sort.Strings(g.Repositories)
+		sort.Strings(g.Against)
+		sum.Groups = append(sum.Groups, *g)
+	}
+	sort.Slice(sum.Groups, func(i, j int) bool {
+		a, b := sum.Groups[i], sum.Groups[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Revisions[0] < b.Revisions[0]
+	})
+	return sum, nil
+}
