@@ -121,7 +121,7 @@ func printDiffSummary(w io.Writer, s *rpkg.DiffSummary, output string) error {
 		default:
 			fmt.Fprintf(&b, "\n%d revision(s) make this change", g.Count)
 		}
-		fmt.Fprintf(&b, " (repositories: %s; revisions: %s; against %s):\n", strings.Join(g.Repositories, ", "), strings.Join(g.Revisions, ", "), againstNames(g.Against))
+		fmt.Fprintf(&b, " (repositories: %s; revisions: %s; against %s):\n", strings.Join(g.Repositories, ", "), some(g.Revisions), againstNames(g.Against))
 		if err := writeDiff(&b, g.Diff, output); err != nil {
 			return err
 		}
@@ -152,7 +152,19 @@ func againstNames(names []string) string {
 	for i, n := range names {
 		out[i] = againstName(n)
 	}
-	return strings.Join(out, ", ")
+	return some(out)
+}
+
+// shownNames is how many names of a group's revisions the text output
+// lists (-o json lists them all).
+const shownNames = 5
+
+// some joins the first shownNames names, and says how many more.
+func some(names []string) string {
+	if len(names) <= shownNames {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shownNames], ", "), len(names)-shownNames)
 }
 
 // writeJSON writes v as indented JSON, without HTML escaping (YAML and
