@@ -35,6 +35,7 @@ const kptfile = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n
 // (as the Repository's sync shows it).
 type fixture struct {
 	ns    string
+	bare  string
 	st    *store.Repository
 	draft store.Revision
 	name  string
@@ -53,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	files := pkg.New(map[string][]byte{"Kptfile": []byte(kptfile), "cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: \"1\"\n")})
 	draft, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws1", Contents: files, Message: "Create app", Writer: store.WriterPerson})
 	g.Expect(err).NotTo(HaveOccurred())
-	f := &fixture{ns: ns, st: st, draft: draft, name: pkgservice.ObjectName("deploy", "app", "ws1")}
+	f := &fixture{ns: ns, bare: bare, st: st, draft: draft, name: pkgservice.ObjectName("deploy", "app", "ws1")}
 	f.show(t, "app", "ws1", porchv1alpha1.LifecycleDraft)
 	return f
 }
@@ -244,6 +245,27 @@ func TestPackageRevisionResources_pullPush(t *testing.T) {
 	g.Expect(string(cm)).To(ContainSubstring(`a: "2"`))
 	_, kept := files.File(".KptRevisionMetadata")
 	g.Expect(kept).To(BeFalse(), "porchctl's metadata file is not package content")
+	// The person is the commit's author, and its message names them.
+	author, subject, _ := strings.Cut(gitserver.Git(t, f.bare, "log", "-1", "--format=%an|%s", now.Commit), "|")
+	g.Expect(author).NotTo(BeEmpty())
+	g.Expect(subject).To(Equal("Update through the API by " + author))
+	// A message of their own (scion rpkg push -m); a bad one refused,
+	// naming the annotation, nothing written.
+	prr.Annotations = map[string]string{content.CommitMessageAnnotation: "Raise a to 3"}
+	prr.Spec.Resources["cm.yaml"] = strings.Replace(prr.Spec.Resources["cm.yaml"], `a: "2"`, `a: "3"`, 1)
+	g.Expect(porch.Update(ctx, prr)).To(Succeed())
+	g.Expect(f.st.Fetch(ctx)).To(Succeed())
+	now, err = f.st.Get(ctx, "app", "ws1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gitserver.Git(t, f.bare, "log", "-1", "--format=%an|%s", now.Commit)).To(Equal(author + "|Raise a to 3"))
+	for _, bad := range []string{"two\nlines", "  ", strings.Repeat("x", content.MaxCommitMessage+1)} {
+		prr.Annotations = map[string]string{content.CommitMessageAnnotation: bad}
+		err = porch.Update(ctx, prr)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("metadata.annotations[config.porch.kpt.dev/commit-message]"))
+		f.expectUnchanged(g, now.Commit)
+	}
+	prr.Annotations = nil
 
 	// A push from the old pull: refused, nothing written.
 	prr.ResourceVersion = pulledAt

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -304,7 +305,11 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	if u, ok := request.UserFrom(ctx); ok {
 		who = u.GetName()
 	}
-	out, err := r.service.PushDraft(ctx, o.st, o.rev, o.rev.Commit, p, "Update through the API by "+who)
+	message, err := commitMessage(name, in, who)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := r.service.PushDraft(ctx, o.st, o.rev, o.rev.Commit, p, message, who)
 	if errors.Is(err, store.ErrConflict) {
 		// The store fetched after losing the race: say what git has now.
 		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil && now.Lifecycle != porchv1alpha1.LifecycleDraft {
@@ -347,7 +352,6 @@ func notDraft(gr schema.GroupResource, name string, lc porchv1alpha1.Lifecycle) 
 // that reads, within the limits. The file porchctl adds to what it pulled
 // is dropped.
 func (r *resources) contents(name, pkgPath string, in map[string]string) (map[string][]byte, error) {
-	gk := content.SchemeBuilder.GroupVersion.WithKind("PackageRevisionResources").GroupKind()
 	files := make(map[string][]byte, len(in))
 	var errs field.ErrorList
 	res := field.NewPath("spec", "resources")
@@ -362,7 +366,7 @@ func (r *resources) contents(name, pkgPath string, in map[string]string) (map[st
 		files[name] = []byte(data)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(gk, name, errs)
+		return nil, apierrors.NewInvalid(resourcesKind, name, errs)
 	}
 	if err := r.limits.CheckPackage(pkgPath, files); err != nil {
 		return nil, apierrors.NewRequestEntityTooLargeError(err.Error())
@@ -382,7 +386,7 @@ func (r *resources) contents(name, pkgPath string, in map[string]string) (map[st
 		errs = append(errs, field.Invalid(res.Key("Kptfile"), "", store.Shorten(err.Error(), 300)))
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(gk, name, errs)
+		return nil, apierrors.NewInvalid(resourcesKind, name, errs)
 	}
 	return files, nil
 }
@@ -432,4 +436,28 @@ func resultItem(ri kptfilev1.ResultItem) content.ResultItem {
 		}
 	}
 	return out
+}
+
+// resourcesKind names PackageRevisionResources in errors.
+var resourcesKind = content.SchemeBuilder.GroupVersion.WithKind("PackageRevisionResources").GroupKind()
+
+// commitMessage is the message of the commit an update of in makes: the
+// one its CommitMessageAnnotation gives (one line, at most
+// content.MaxCommitMessage characters), else one that says who updated.
+func commitMessage(name string, in *content.PackageRevisionResources, who string) (string, error) {
+	msg, ok := in.Annotations[content.CommitMessageAnnotation]
+	if !ok {
+		return "Update through the API by " + who, nil
+	}
+	msg = strings.TrimSpace(msg)
+	path := field.NewPath("metadata", "annotations").Key(content.CommitMessageAnnotation)
+	switch {
+	case msg == "":
+		return "", apierrors.NewInvalid(resourcesKind, name, field.ErrorList{field.Required(path, "an empty commit message: leave the annotation out for the default")})
+	case strings.ContainsAny(msg, "\r\n") || strings.ContainsFunc(msg, unicode.IsControl):
+		return "", apierrors.NewInvalid(resourcesKind, name, field.ErrorList{field.Invalid(path, store.Shorten(msg, 100), "a commit message is one line, without control characters")})
+	case len([]rune(msg)) > content.MaxCommitMessage:
+		return "", apierrors.NewInvalid(resourcesKind, name, field.ErrorList{field.TooLong(path, store.Shorten(msg, 100), content.MaxCommitMessage)})
+	}
+	return msg, nil
 }

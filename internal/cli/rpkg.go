@@ -55,16 +55,16 @@ such as unmet readiness gates.`,
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the controller (0: do not wait)")
 	cmd.AddCommand(
 		newCmdRpkgGet(o), newCmdRpkgInit(o), newCmdRpkgClone(o), newCmdRpkgCopy(o), newCmdRpkgUpgrade(o),
-		newCmdRpkgLifecycle(o, "propose", "Propose drafts for publishing", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+		newCmdRpkgLifecycle(o, "propose", "Propose drafts for publishing", porchv1alpha1.LifecycleDraft, func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.Propose(ctx, name)
 		}),
-		newCmdRpkgLifecycle(o, "approve", "Publish proposed revisions", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+		newCmdRpkgLifecycle(o, "approve", "Publish proposed revisions", porchv1alpha1.LifecycleProposed, func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.Approve(ctx, name)
 		}),
-		newCmdRpkgLifecycle(o, "reject", "Send proposed revisions back to Draft, or keep revisions proposed for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+		newCmdRpkgLifecycle(o, "reject", "Send proposed revisions back to Draft, or keep revisions proposed for deletion", porchv1alpha1.LifecycleProposed, func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.Reject(ctx, name)
 		}),
-		newCmdRpkgLifecycle(o, "propose-delete", "Propose published revisions for deletion", func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
+		newCmdRpkgLifecycle(o, "propose-delete", "Propose published revisions for deletion", porchv1alpha1.LifecyclePublished, func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {
 			return c.ProposeDelete(ctx, name)
 		}),
 		newCmdRpkgDelete(o), newCmdRpkgPull(o), newCmdRpkgPush(o), newCmdRpkgCondition(o), newCmdRpkgTag(o), newCmdRpkgDiff(o),
@@ -83,22 +83,33 @@ func rpkgRun(o *RpkgOptions, fn func(ctx context.Context) error) func(*cobra.Com
 
 func newCmdRpkgGet(o *RpkgOptions) *cobra.Command {
 	var f rpkg.Filter
+	var sel rpkg.Selection
 	var output, lifecycle string
 	cmd := &cobra.Command{
-		Use:   "get [NAME]",
-		Short: "List package revisions (or show one)",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "get [NAME...]",
+		Short: "List package revisions (or show some)",
+		Long: `List package revisions, or show the ones named (NAME or kubectl's
+packagerevision.porch.kpt.dev/NAME), or those --selector, --variant-set or
+--rollout select. -o name prints them as kubectl get -o name does, for the
+other verbs to take.`,
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
 			f.Lifecycle = porchv1alpha1.Lifecycle(lifecycle)
 			var revs []porchv1alpha1.PackageRevision
-			if len(args) == 1 {
-				pr, err := o.client.Get(ctx, args[0])
+			if len(args) > 0 || sel.Labels != "" || sel.VariantSet != "" || sel.Rollout != "" {
+				sel.Lifecycle = f.Lifecycle
+				names, err := revisionNames(ctx, o, args, sel)
 				if err != nil {
 					return err
 				}
-				revs = []porchv1alpha1.PackageRevision{*pr}
+				for _, name := range names {
+					pr, err := o.client.Get(ctx, name)
+					if err != nil {
+						return err
+					}
+					revs = append(revs, *pr)
+				}
 			} else {
 				var err error
 				if revs, err = o.client.List(ctx, f); err != nil {
@@ -108,12 +119,50 @@ func newCmdRpkgGet(o *RpkgOptions) *cobra.Command {
 			return rpkg.Print(o.Out, revs, output)
 		})(c, args)
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json or name")
 	cmd.Flags().StringVar(&f.Repository, "repository", "", "only revisions of this repository")
 	cmd.Flags().StringVar(&f.Package, "package", "", "only revisions of this package")
 	cmd.Flags().StringVar(&f.NameContains, "name", "", "only revisions whose package name contains this (as porchctl rpkg get --name)")
 	cmd.Flags().StringVar(&lifecycle, "lifecycle", "", "only revisions in this lifecycle")
+	selectionFlags(cmd, &sel)
 	return cmd
+}
+
+// selectionFlags adds the flags that select many revisions.
+func selectionFlags(cmd *cobra.Command, s *rpkg.Selection) {
+	cmd.Flags().StringVarP(&s.Labels, "selector", "l", "", "the revisions with these labels (a label selector)")
+	cmd.Flags().StringVar(&s.VariantSet, "variant-set", "", "the revisions of this PackageVariantSet's variants")
+	cmd.Flags().StringVar(&s.Rollout, "rollout", "", "the revisions this PackageRollout selects")
+}
+
+// revisionNames are the revisions a verb acts on: those named (as NAME or
+// packagerevision.porch.kpt.dev/NAME), then those sel selects, each once.
+func revisionNames(ctx context.Context, o *RpkgOptions, args []string, sel rpkg.Selection) ([]string, error) {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, arg := range args {
+		name, err := rpkg.ParseName(arg)
+		if err != nil {
+			return nil, err
+		}
+		add(name)
+	}
+	if sel.Labels != "" || sel.VariantSet != "" || sel.Rollout != "" {
+		revs, err := o.client.Select(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range revs {
+			add(pr.Name)
+		}
+	}
+	return names, nil
 }
 
 func createFlags(cmd *cobra.Command, c *rpkg.CreateOptions, needRepo bool) {
@@ -233,22 +282,45 @@ func newCmdRpkgUpgrade(o *RpkgOptions) *cobra.Command {
 	return cmd
 }
 
-func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, fn func(context.Context, *rpkg.Client, string) (*porchv1alpha1.PackageRevision, error)) *cobra.Command {
-	cmd := &cobra.Command{Use: use + " NAME...", Short: short, Args: cobra.MinimumNArgs(1)}
+func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, from porchv1alpha1.Lifecycle, fn func(context.Context, *rpkg.Client, string) (*porchv1alpha1.PackageRevision, error)) *cobra.Command {
+	var sel rpkg.Selection
+	cmd := &cobra.Command{
+		Use:   use + " [NAME...]",
+		Short: short,
+		Long: short + `. Revisions are named (NAME, or packagerevision.porch.kpt.dev/NAME as
+kubectl get -o name prints them), or selected with --selector, --variant-set
+or --rollout (then only the ` + string(from) + ` ones). All are moved at once and
+waited for together; each one's result is printed, and the command fails if
+any failed.`,
+	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
+			sel.Lifecycle = from
+			names, err := revisionNames(ctx, o, args, sel)
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				if len(args) == 0 && sel.Labels == "" && sel.VariantSet == "" && sel.Rollout == "" {
+					return fmt.Errorf("name revisions, or select them with --selector, --variant-set or --rollout")
+				}
+				fmt.Fprintf(o.Out, "no %s revisions selected\n", from)
+				return nil
+			}
 			var errs []error
-			for _, name := range args {
-				pr, err := fn(ctx, o.client, name)
-				if err != nil {
-					errs = append(errs, err)
+			for _, r := range rpkg.Batch(ctx, names, func(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+				return fn(ctx, o.client, name)
+			}) {
+				if r.Err != nil {
+					errs = append(errs, r.Err)
 					continue
 				}
-				fmt.Fprintf(o.Out, "%s is %s\n", name, pr.ShownLifecycle())
+				fmt.Fprintf(o.Out, "%s is %s\n", r.Name, r.Revision.ShownLifecycle())
 			}
 			return errors.Join(errs...)
 		})(cc, args)
 	}
+	selectionFlags(cmd, &sel)
 	return cmd
 }
 
@@ -321,6 +393,7 @@ SCION_GIT_PASSWORD, or SCION_GIT_TOKEN.`,
 
 func newCmdRpkgPush(o *RpkgOptions) *cobra.Command {
 	var viaGit bool
+	var message string
 	cmd := &cobra.Command{
 		Use:   "push NAME DIR",
 		Short: "Write DIR as a new commit of a draft",
@@ -334,11 +407,12 @@ own credentials (as for pull) and nothing is rendered.`,
 		Args: cobra.ExactArgs(2),
 	}
 	cmd.Flags().BoolVar(&viaGit, "git", false, "write git directly, with your own credentials, instead of through the API")
+	cmd.Flags().StringVarP(&message, "message", "m", "", "the commit's message, one line (default: one naming you); the commit's author is you, as the API server knows you")
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
 			var commit string
 			if viaGit {
-				rev, err := o.client.PushGit(ctx, args[0], args[1], gitCredentials())
+				rev, err := o.client.PushGit(ctx, args[0], args[1], message, gitCredentials())
 				if err != nil {
 					return err
 				}
@@ -346,7 +420,7 @@ own credentials (as for pull) and nothing is rendered.`,
 			} else {
 				var render content.RenderStatus
 				var err error
-				if commit, render, err = o.client.PushContent(ctx, args[0], args[1]); err != nil {
+				if commit, render, err = o.client.PushContent(ctx, args[0], args[1], message); err != nil {
 					return err
 				}
 				printRender(o.Out, render)

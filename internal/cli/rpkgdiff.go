@@ -65,7 +65,11 @@ no git credentials are needed. -o json is documented in docs/diff.md.`,
 		}
 		return rpkgRun(o, func(ctx context.Context) error {
 			if len(args) == 1 {
-				d, err := o.client.Diff(ctx, args[0], against)
+				name, err := rpkg.ParseName(args[0])
+				if err != nil {
+					return err
+				}
+				d, err := o.client.Diff(ctx, name, against)
 				if err != nil {
 					return err
 				}

@@ -374,7 +374,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 				return err
 			}
-			if _, _, err := rc.PushContent(ctx, pr.Name, dir); err != nil {
+			if _, _, err := rc.PushContent(ctx, pr.Name, dir, "Mark the web team as owner"); err != nil {
 				return err
 			}
 			o.say("")

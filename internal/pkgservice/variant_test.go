@@ -52,7 +52,7 @@ func TestForeignCommits_byWriterTrailer(t *testing.T) {
 	g.Expect(ours).To(BeEmpty(), "the variant's and the controller's commits")
 
 	// A person's push: the variant's trailers carry over, the writer does not.
-	d, err = svc.PushDraft(ctx, st, d, d.Commit, contents(), "Update from PackageVariant app: my edit")
+	d, err = svc.PushDraft(ctx, st, d, d.Commit, contents(), "Update from PackageVariant app: my edit", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Trailers).To(HaveKeyWithValue(store.TrailerPackageVariantUID, "uid-app"), "the draft stays the variant's")
 	// Another variant's commit, whose subject starts with this one's.

@@ -251,9 +251,11 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, p
 // PushDraft writes a person's edit of a draft (scion rpkg push) as one
 // commit, against the commit the edit started from (expected): a
 // compare-and-swap that fails with store.ErrConflict when the draft moved
-// on. The draft's trailers (its object, its PackageVariant) carry over.
-func (s *Service) PushDraft(ctx context.Context, st *store.Repository, rev store.Revision, expected string, contents *pkg.Package, message string) (store.Revision, error) {
-	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message, Writer: store.WriterPerson})
+// on. The draft's trailers (its object, its PackageVariant) carry over;
+// author, when set, is the commit's author (the person), instead of the
+// repository's.
+func (s *Service) PushDraft(ctx context.Context, st *store.Repository, rev store.Revision, expected string, contents *pkg.Package, message, author string) (store.Revision, error) {
+	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message, Author: author, Writer: store.WriterPerson})
 }
 
 // Delete removes a revision from git; one already gone is not an error.

@@ -50,7 +50,7 @@ func (c *Client) Content(ctx context.Context, name string) (*pkg.Package, string
 // recorded in dir: if the draft changed since, nothing is written and the
 // error says what changed. The API server renders the package; the
 // render's result is returned. It returns the new commit.
-func (c *Client) PushContent(ctx context.Context, name, dir string) (string, content.RenderStatus, error) {
+func (c *Client) PushContent(ctx context.Context, name, dir, message string) (string, content.RenderStatus, error) {
 	from, err := readPulled(dir, name)
 	if err != nil {
 		return "", content.RenderStatus{}, err
@@ -62,6 +62,9 @@ func (c *Client) PushContent(ctx context.Context, name, dir string) (string, con
 	p.DeleteFile(PulledFile)
 	prr := &content.PackageRevisionResources{}
 	prr.Name, prr.Namespace, prr.ResourceVersion = name, c.Namespace, from
+	if message != "" {
+		prr.Annotations = map[string]string{content.CommitMessageAnnotation: message}
+	}
 	prr.Spec.Resources = map[string]string{}
 	for path, data := range p.Files() {
 		prr.Spec.Resources[path] = string(data)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -131,8 +130,9 @@ func (c *Client) PullGit(ctx context.Context, name, dir string, creds store.Cred
 // PushGit writes dir as one new commit of a draft, against the commit that
 // was pulled into dir (a compare-and-swap): if the draft changed since,
 // nothing is written and the error says what changed and how to merge.
-// It then asks the Repository to sync.
-func (c *Client) PushGit(ctx context.Context, name, dir string, creds store.Credentials) (store.Revision, error) {
+// It then asks the Repository to sync. The commit's author is the user
+// the API server knows, its message message (else one naming that user).
+func (c *Client) PushGit(ctx context.Context, name, dir, message string, creds store.Credentials) (store.Revision, error) {
 	pulledAt, err := readPulled(dir, name)
 	if err != nil {
 		return store.Revision{}, err
@@ -154,7 +154,14 @@ func (c *Client) PushGit(ctx context.Context, name, dir string, creds store.Cred
 		return store.Revision{}, c.changedSincePull(ctx, st, name, dir, pulledAt, rev)
 	}
 	// The draft's trailers (its object, its PackageVariant) carry over.
-	out, err := c.service().PushDraft(ctx, st, rev, pulledAt, p, "Push "+filepath.Base(dir))
+	who, err := c.Whoami(ctx)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	if message == "" {
+		message = "Update by " + who
+	}
+	out, err := c.service().PushDraft(ctx, st, rev, pulledAt, p, message, who)
 	if errors.Is(err, store.ErrConflict) {
 		// Someone pushed after this mirror last fetched: fetch, so the
 		// message names their commit rather than the one pulled.

@@ -12,11 +12,19 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
-// Print renders revisions as a table (format "" or "wide"), YAML or JSON.
+// Print renders revisions as a table (format "" or "wide"), YAML, JSON or
+// kubectl's names (packagerevision.porch.kpt.dev/NAME).
 func Print(w io.Writer, revs []porchv1alpha1.PackageRevision, format string) error {
 	switch format {
 	case "", "table", "wide":
 		return printTable(w, revs, format == "wide")
+	case "name":
+		for _, pr := range revs {
+			if _, err := fmt.Fprintf(w, "packagerevision.%s/%s\n", porchv1alpha1.GroupVersion.Group, pr.Name); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "yaml", "json":
 		list := &porchv1alpha1.PackageRevisionList{Items: revs}
 		list.APIVersion, list.Kind = porchv1alpha1.GroupVersion.String(), "PackageRevisionList"
@@ -38,7 +46,7 @@ func Print(w io.Writer, revs []porchv1alpha1.PackageRevision, format string) err
 		_, err = w.Write(out)
 		return err
 	default:
-		return fmt.Errorf("unknown output format %q (want wide, yaml or json)", format)
+		return fmt.Errorf("unknown output format %q (want wide, yaml, json or name)", format)
 	}
 }
 

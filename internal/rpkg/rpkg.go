@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,12 @@ type Client struct {
 	Timeout time.Duration
 	// Poll is the interval of waits.
 	Poll time.Duration
+
+	// whoami is the user the API server authenticates this client as,
+	// once asked (Whoami).
+	whoamiOnce sync.Once
+	whoami     string
+	whoamiErr  error
 }
 
 // service is the package service the CLI's writes go through, as the
@@ -274,13 +281,17 @@ func (c *Client) Approve(ctx context.Context, name string) (*porchv1alpha1.Packa
 }
 
 // Whoami returns the user name the API server authenticates this client
-// as (a SelfSubjectReview).
+// as (a SelfSubjectReview), asked once per Client.
 func (c *Client) Whoami(ctx context.Context) (string, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Client.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-	}
-	return review.Status.UserInfo.Username, nil
+	c.whoamiOnce.Do(func() {
+		review := &authenticationv1.SelfSubjectReview{}
+		if err := c.Client.Create(ctx, review); err != nil {
+			c.whoamiErr = fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+			return
+		}
+		c.whoami = review.Status.UserInfo.Username
+	})
+	return c.whoami, c.whoamiErr
 }
 
 // Reject sends a Proposed revision back to Draft, a DeletionProposed one

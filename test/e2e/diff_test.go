@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +43,7 @@ func TestRpkgDiff(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "scion %v: %s", args, out)
 		return out
 	}
-	edit := func(name, file, from, to string) {
+	edit := func(name, file, from, to string, pushArgs ...string) {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "pkg")
 		run("rpkg", "pull", name, dir)
@@ -56,7 +57,7 @@ func TestRpkgDiff(t *testing.T) {
 			next = strings.Replace(string(data), from, to, 1)
 		}
 		g.Expect(os.WriteFile(filepath.Join(dir, file), []byte(next), 0o644)).To(Succeed())
-		run("rpkg", "push", name, dir)
+		run(append([]string{"rpkg", "push", name, dir}, pushArgs...)...)
 	}
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
 
@@ -111,7 +112,11 @@ func TestRpkgDiff(t *testing.T) {
 		}
 	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	// A person also adds a setting in cluster-03.
-	edit("cluster-03.app.packagevariant-2", "settings.yaml", "color: green\n", "color: green\n  size: large\n")
+	edit("cluster-03.app.packagevariant-2", "settings.yaml", "color: green\n", "color: green\n  size: large\n", "-m", "Size cluster-03 large")
+	// The person is the commit's author, with their message.
+	review := &authenticationv1.SelfSubjectReview{}
+	g.Expect(k8sClient.Create(ctx, review)).To(Succeed())
+	g.Expect(gitserver.Git(t, filepath.Join(root, "cluster-03.git"), "log", "-1", "--format=%an|%s", "drafts/app/packagevariant-2")).To(Equal(review.Status.UserInfo.Username + "|Size cluster-03 large"))
 	run(append([]string{"rpkg", "propose"}, second...)...)
 
 	out = run("rpkg", "diff", "cluster-01.app.packagevariant-2")
@@ -143,6 +148,20 @@ func TestRpkgDiff(t *testing.T) {
 	g.Expect(out).To(HavePrefix("cluster-03.app.packagevariant-2 (app in cluster-03) against catalog.base.v2:\n"))
 	g.Expect(out).To(ContainSubstring("+  size: large\n"))
 	g.Expect(out).NotTo(ContainSubstring("color: blue"))
+
+	// Batch verbs: kubectl's names in, all approved together.
+	names := run("rpkg", "get", "--variant-set", "app", "--lifecycle", "Proposed", "-o", "name")
+	g.Expect(names).To(Equal("packagerevision.porch.kpt.dev/cluster-01.app.packagevariant-2\npackagerevision.porch.kpt.dev/cluster-02.app.packagevariant-2\npackagerevision.porch.kpt.dev/cluster-03.app.packagevariant-2\n"))
+	out = run(append([]string{"rpkg", "approve"}, strings.Fields(names)[:2]...)...)
+	g.Expect(out).To(Equal("cluster-01.app.packagevariant-2 is Published\ncluster-02.app.packagevariant-2 is Published\n"))
+	out = run("rpkg", "approve", "--variant-set", "app")
+	g.Expect(out).To(Equal("cluster-03.app.packagevariant-2 is Published\n"), "only the set's Proposed revision left")
+	out = run("rpkg", "approve", "--variant-set", "app")
+	g.Expect(out).To(Equal("no Proposed revisions selected\n"))
+	_, err := scion(ns, "rpkg", "approve", "packagevariant.config.porch.kpt.dev/app-cluster-01-app")
+	g.Expect(err).To(MatchError(ContainSubstring("is not a PackageRevision")))
+	_, err = scion(ns, "rpkg", "approve")
+	g.Expect(err).To(MatchError(ContainSubstring("name revisions, or select them with --selector, --variant-set or --rollout")))
 
 	// Careless input.
 	for _, c := range []struct {

@@ -7,6 +7,15 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 )
 
+// CommitMessageAnnotation, on a PackageRevisionResources sent in an
+// update, is the message of the commit the update makes (one line, at
+// most MaxCommitMessage characters); without it the message says who
+// updated. It is Scion's: Porch's clients do not send it.
+const CommitMessageAnnotation = "config.porch.kpt.dev/commit-message"
+
+// MaxCommitMessage is the longest commit message an update may give.
+const MaxCommitMessage = 1000
+
 // PackageRevisionResources is the content of a package revision: every
 // file of the package (the Kptfile included) by its path in the package.
 // Scion's API server serves it from git (it is not stored in etcd); its
