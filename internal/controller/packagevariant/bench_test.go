@@ -184,6 +184,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		endProfile()
 		stop()
 		fmt.Print(apiLatency(b, ns))
+		fmt.Print(batchLifecycle(b, ns))
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
 			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
@@ -541,6 +542,48 @@ func waitSetSummary(b *testing.B, ns string, n int, revision string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// batchLifecycle measures what a reviewer waits for to propose, then
+// approve, many of the fleet's drafts with scion rpkg (rpkg.Batch, as its
+// verbs do: all at once, waiting together): 100 drafts, then 1,000 more
+// (or as many as are left).
+func batchLifecycle(b *testing.B, ns string) string {
+	ctx := context.Background()
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	var drafts []string
+	for _, pr := range list.Items {
+		if pr.Spec.Repository != "catalog" && pr.GitLifecycle() == porchv1alpha1.LifecycleDraft {
+			drafts = append(drafts, pr.Name)
+		}
+	}
+	slices.Sort(drafts)
+	rc := &rpkg.Client{Client: env.Client, Namespace: ns, Timeout: 20 * time.Minute}
+	timed := func(names []string, fn func(context.Context, string) (*porchv1alpha1.PackageRevision, error)) time.Duration {
+		start := time.Now()
+		for _, r := range rpkg.Batch(ctx, names, fn) {
+			if r.Err != nil {
+				b.Fatalf("%s: %v", r.Name, r.Err)
+			}
+		}
+		return time.Since(start)
+	}
+	var out strings.Builder
+	out.WriteString("\nscion rpkg propose, then approve, of N drafts (all at once, waiting together)\n")
+	for _, size := range []int{100, 1000} {
+		names := drafts[:min(size, len(drafts))]
+		drafts = drafts[len(names):]
+		if len(names) == 0 {
+			break
+		}
+		propose := timed(names, rc.Propose)
+		approve := timed(names, rc.Approve)
+		fmt.Fprintf(&out, "%5d drafts: propose %8s, approve %8s\n", len(names), propose.Round(100*time.Millisecond), approve.Round(100*time.Millisecond))
+	}
+	return out.String()
 }
 
 // apiLatency measures what people wait for through Porch's API (Scion's
