@@ -66,6 +66,10 @@ bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N
 bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases; GIT_OBJECT_CACHE=MiB sizes the git object cache.
 	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_SET=$(SET) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
 
+.PHONY: browser
+browser: ## Install Debian's Chromium for the console's browser tests, unless there is one.
+	hack/install-chromium.sh
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)
@@ -76,7 +80,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane verify-generate lint ## Run every test against a real API server and real git.
+test: control-plane browser verify-generate lint ## Run every test against a real API server, real git and a real browser.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: bench

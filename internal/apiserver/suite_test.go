@@ -6,9 +6,6 @@ import (
 	"os"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/config/rbac"
@@ -53,17 +50,7 @@ func TestMain(m *testing.M) {
 // (a ClusterRole, "" for none) in ns.
 func as(t *testing.T, ns, user, role string) client.Client {
 	t.Helper()
-	if role != "" {
-		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role, Namespace: ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
-		if err := env.Storage.Create(context.Background(), rb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(env.As(t, ns, user, role), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,7 @@ Explore:
   kubectl get packagerevisions
   %[2]s tree pvs/regional-app
   %[2]s rpkg get
+Review and approve in the browser: %[2]s console --kubeconfig %[1]s, then open http://127.0.0.1:8080/
 Stop with %[2]s dev down (state is kept), or start over with %[2]s dev up --fresh.
 `, o.Kubeconfig(), scion)
 			return nil

@@ -140,6 +140,7 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(MatchRegexp(`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=[0-9a-f]{40} and writes no new draft, although the set still names v%d`, 2*run+1), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`UpdateAvailable=True UpstreamHeld: regional-app revision %d \(commit [0-9a-f]{12}\) was rolled back .*: the variant stays on revision %d until the upstream moves past it`, 2*run+1, 2*run), "run %d", run)
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
+		g.Expect(out).To(ContainSubstring(" console --kubeconfig " + filepath.Join(dir, "kubeconfig") + ", then open http://127.0.0.1:8080/"))
 	}
 
 	// The getting-started guide's commands after make demo run as written,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
@@ -229,6 +230,24 @@ func (e *Env) Namespace(t testing.TB, prefix string) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// As returns a client configuration that impersonates user, bound to the
+// ClusterRole role ("" for none) in ns by a RoleBinding: a person with
+// Kubernetes RBAC, as Scion's user roles grant it.
+func (e *Env) As(t testing.TB, ns, user, role string) *rest.Config {
+	t.Helper()
+	if role != "" {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role, Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+		if err := e.Storage.Create(context.Background(), rb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
 }
 
 // SampleHeap records the peak of the process's HeapInuse in peak until the

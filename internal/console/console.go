@@ -1,0 +1,215 @@
+// Package console serves `scion console`: web pages to look at a fleet,
+// review what proposals change and approve them, and follow rollouts. It
+// acts only with the person's own Kubernetes identity (the client it is
+// given): every read and every approval is their request, which
+// Kubernetes RBAC admits or refuses; it never holds or shows a credential.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scion-dev/scion/internal/rolloutctl"
+	"github.com/scion-dev/scion/internal/rpkg"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// csrfCookie holds the token every state-changing request carries back.
+const csrfCookie = "scion-console-csrf"
+
+// Options configure a Server.
+type Options struct {
+	// Client acts as the person (their kubeconfig); it must be able to
+	// watch (client.WithWatch) for pages to update live.
+	Client client.WithWatch
+	// Namespace is the namespace the console shows.
+	Namespace string
+	// PageSize bounds the rows of a list page (DefaultPageSize when 0).
+	PageSize int
+}
+
+// DefaultPageSize is how many rows a list page shows at once.
+const DefaultPageSize = 100
+
+// Server is the console's HTTP handler.
+type Server struct {
+	opts     Options
+	revs     *rpkg.Client
+	rollouts *rolloutctl.Client
+	pages    *template.Template
+	csrf     string
+	mux      *http.ServeMux
+
+	userOnce sync.Once
+	user     string
+}
+
+// New builds a Server.
+func New(o Options) (*Server, error) {
+	if o.Client == nil || o.Namespace == "" {
+		return nil, errors.New("console: Client and Namespace are required")
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		return nil, err
+	}
+	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: parsing the pages: %w", err)
+	}
+	s := &Server{
+		opts: o, pages: pages, csrf: hex.EncodeToString(token), mux: http.NewServeMux(),
+		revs:     &rpkg.Client{Client: o.Client, Namespace: o.Namespace, Timeout: 2 * time.Minute},
+		rollouts: &rolloutctl.Client{Client: o.Client, Namespace: o.Namespace},
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", s.page("fleet", s.fleet))
+	s.mux.HandleFunc("GET /proposals", s.page("proposals", s.proposals))
+	s.mux.HandleFunc("GET /rollouts", s.page("rollouts", s.rolloutsPage))
+	s.mux.HandleFunc("GET /package", s.page("package", s.history))
+	s.mux.HandleFunc("POST /revisions", s.action(s.moveRevisions))
+	s.mux.HandleFunc("POST /rollouts", s.action(s.moveRollout))
+	s.mux.HandleFunc("GET /events", s.events)
+	return s, nil
+}
+
+// ServeHTTP serves the console. Every answer forbids framing and
+// sniffing, and loads nothing from elsewhere.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	s.mux.ServeHTTP(w, r)
+}
+
+// who is the user the API server authenticates the console as.
+func (s *Server) who(ctx context.Context) string {
+	s.userOnce.Do(func() {
+		if u, err := s.revs.Whoami(ctx); err == nil {
+			s.user = u
+		}
+	})
+	if s.user == "" {
+		return "(unknown: the API server did not say)"
+	}
+	return s.user
+}
+
+// view is what every page gets.
+type view struct {
+	Title     string
+	User      string
+	Namespace string
+	CSRF      string
+	Path      string
+	Data      any
+	Error     string
+}
+
+// page serves a page whose data load makes; an error of load (RBAC
+// refusing a read, a revision that cannot be read) is shown on the page,
+// not as a blank one.
+func (s *Server) page(name string, load func(*http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: s.csrf, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		v := view{Title: name, User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI()}
+		data, err := load(r)
+		v.Data = data
+		if err != nil {
+			v.Error = err.Error()
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := s.pages.ExecuteTemplate(w, name+".html", v); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}
+}
+
+// action serves a state-changing request: a POST from one of the
+// console's own pages (its token, in the form and in the cookie, and the
+// same origin), done as the person; the outcome is shown on a page.
+func (s *Server) action(do func(*http.Request) ([]outcome, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.checkOrigin(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		v := view{Title: "result", User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI()}
+		outcomes, err := do(r)
+		v.Data = result{Outcomes: outcomes, Back: back(r)}
+		if err != nil {
+			v.Error = err.Error()
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := s.pages.ExecuteTemplate(w, "result.html", v); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}
+}
+
+// checkOrigin admits a POST only with the console's token (form and
+// cookie) and, when the browser says where it comes from, from the
+// console's own origin.
+func (s *Server) checkOrigin(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return fmt.Errorf("reading the form: %w", err)
+	}
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.csrf)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.csrf)) != 1 {
+		return errors.New("refused: this request did not come from a page of this console (its token is missing or wrong); reload the page and try again")
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return fmt.Errorf("refused: a request from %s, not from this console", o)
+		}
+	}
+	return nil
+}
+
+// back is the page a result links back to: the console page the form was
+// on.
+func back(r *http.Request) string {
+	b := r.PostFormValue("back")
+	if !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") {
+		return "/"
+	}
+	return b
+}
+
+// outcome is what an action did to one object.
+type outcome struct {
+	Name  string
+	Done  string
+	Error string
+}
+
+type result struct {
+	Outcomes []outcome
+	Back     string
+}

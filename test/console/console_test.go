@@ -1,0 +1,219 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/config/rbac"
+	"github.com/scion-dev/scion/internal/console"
+	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/suite"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
+)
+
+var (
+	env       *testenv.Env
+	k8sClient client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second}, nil,
+		func(e *testenv.Env) {
+			env, k8sClient = e, e.Client
+			if err := rbac.Install(context.Background(), e.Storage, rbac.UserRoles); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}))
+}
+
+// consoleAs serves the console acting as user, bound to role in ns.
+func consoleAs(t *testing.T, ns, user, role string) string {
+	t.Helper()
+	cfg := env.As(t, ns, user, role)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := console.New(console.Options{Client: c, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// browser starts Debian's headless Chromium (make test installs it).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("SCION_CHROMIUM")
+	if path == "" {
+		var err error
+		if path, err = exec.LookPath("chromium"); err != nil {
+			t.Fatalf("Chromium is required (make test installs it with hack/install-chromium.sh; or set SCION_CHROMIUM): %v", err)
+		}
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// A reviewer's day in the console, in a real browser: the fleet page
+// lists the set; the proposals page shows what the proposals change; an
+// editor's approval is refused and the page says why; an approver's
+// publishes; the fleet page follows a change without a reload; a request
+// not from the console's pages is refused.
+func TestConsole(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "console")
+	root := gitserver.Root(t)
+	for name, deployment := range map[string]bool{"catalog": false, "cluster-01": true, "cluster-02": true} {
+		bare := gitserver.InitBare(t, root, name+".git")
+		g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})).To(Succeed())
+	}
+	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
+	_, err := admin.Init(ctx, rpkg.CreateOptions{Repository: "catalog", Package: "base", Workspace: "v1"}, porchv1alpha1.PackageInitTaskSpec{Description: "base"})
+	g.Expect(err).NotTo(HaveOccurred())
+	prr := &content.PackageRevisionResources{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "catalog.base.v1"}, prr)).To(Succeed())
+	prr.Spec.Resources["settings.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
+	g.Expect(k8sClient.Update(ctx, prr)).To(Succeed())
+	for _, move := range []func(context.Context, string) (*porchv1alpha1.PackageRevision, error){admin.Propose, admin.Approve} {
+		_, err := move(ctx, "catalog.base.v1")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(k8sClient.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
+		Targets: []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{
+			{Name: "cluster-01", PackageNames: []string{"app"}}, {Name: "cluster-02", PackageNames: []string{"app"}}}}},
+	}})).To(Succeed())
+	drafts := []string{"cluster-01.app.packagevariant-1", "cluster-02.app.packagevariant-1"}
+	g.Eventually(func(g Gomega) {
+		for _, n := range drafts {
+			pr := &porchv1alpha1.PackageRevision{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
+			g.Expect(pr.Status.Commit).NotTo(BeEmpty())
+		}
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	for _, r := range rpkg.Batch(ctx, drafts, admin.Propose) {
+		g.Expect(r.Err).NotTo(HaveOccurred())
+	}
+
+	editor := consoleAs(t, ns, "ed", "scion-editor")
+	approver := consoleAs(t, ns, "bob", "scion-approver")
+	b := browser(t)
+	do := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		g.Expect(chromedp.Do(b, steps...)).To(Succeed())
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(sel)))
+		g.Expect(err).NotTo(HaveOccurred(), sel)
+		return s
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+sel+"`"+`).length`))
+		g.Expect(err).NotTo(HaveOccurred(), sel)
+		return n
+	}
+
+	// The fleet.
+	do(chromedp.Navigate(approver + "/"))
+	g.Expect(text("#sets")).To(And(ContainSubstring("app"), ContainSubstring("base 1")))
+	g.Expect(text("#who")).To(ContainSubstring("acting as bob"))
+
+	// The proposals and what they change.
+	do(chromedp.Navigate(editor + "/proposals?set=app"))
+	main := text("main")
+	g.Expect(main).To(ContainSubstring("+  color: blue"))
+	g.Expect(main).To(ContainSubstring("cluster-01.app.packagevariant-1"))
+	g.Expect(main).To(ContainSubstring("compared with: nothing (a first revision)"))
+
+	// An editor may not approve: refused by Kubernetes, and said so.
+	do(chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	out := text("#outcomes")
+	g.Expect(out).To(ContainSubstring("cluster-0"))
+	g.Expect(out).NotTo(ContainSubstring("is Published"))
+	g.Expect(count("#outcomes .error")).To(BeNumerically(">=", 1), out)
+	for _, n := range drafts {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed), "nothing approved")
+	}
+
+	// An approver approves every proposal of the set, a group at a time.
+	do(chromedp.Navigate(approver+"/proposals?set=app"), chromedp.WaitVisible(chromedp.CSS("#group-0")))
+	groups := count("section.group")
+	g.Expect(groups).To(BeNumerically(">=", 1))
+	for i := range groups {
+		do(chromedp.Navigate(approver+"/proposals?set=app"), chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+		g.Expect(text("#outcomes")).To(ContainSubstring("is Published"), "group %d", i)
+	}
+	for _, n := range drafts {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
+		g.Expect(pr.GitLifecycle()).To(Equal(porchv1alpha1.LifecyclePublished))
+		g.Expect(pr.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "bob"))
+	}
+	do(chromedp.Navigate(approver + "/proposals?set=app"))
+	g.Expect(text("main")).To(ContainSubstring("Nothing to review."))
+
+	// The fleet page follows a change without a reload.
+	do(chromedp.Navigate(approver + "/"))
+	g.Expect(text("#summary")).To(Equal("2 of 2 PackageVariants Ready."))
+	time.Sleep(1500 * time.Millisecond) // the page's stream has settled
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "extra", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "extra"},
+	}})).To(Succeed())
+	g.Eventually(func() string {
+		s, _ := chromedp.Run(b, chromedp.Text(chromedp.CSS("#summary")))
+		return s
+	}).WithTimeout(30 * time.Second).WithPolling(300 * time.Millisecond).Should(MatchRegexp(`^\d of 3 PackageVariants Ready\.$`))
+
+	// A request from elsewhere (no token) changes nothing.
+	res, err := http.PostForm(approver+"/revisions", url.Values{"verb": {"reject"}, "revision": drafts})
+	g.Expect(err).NotTo(HaveOccurred())
+	res.Body.Close()
+	g.Expect(res.StatusCode).To(Equal(http.StatusForbidden))
+
+	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
+		for name, page := range map[string]string{"fleet": "/", "history": "/package?repository=cluster-01&package=app"} {
+			do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(approver+page))
+			png, err := chromedp.Run(b, chromedp.FullScreenshot(90))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644)).To(Succeed())
+		}
+	}
+}
