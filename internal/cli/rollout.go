@@ -8,15 +8,18 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/rolloutctl"
+	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/tree"
 )
 
@@ -202,24 +205,90 @@ func printPlan(w io.Writer, format string, plan rollout.Plan) error {
 // NewCmdRolloutStatus returns `scion rollout status`.
 func NewCmdRolloutStatus(streams Streams) *cobra.Command {
 	kube := &KubeFlags{}
+	var watch bool
 	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a rollout's waves as a tree: state, counts and what it waits on",
-		Args:  cobra.ExactArgs(1),
+		Use:   "status NAME [--watch]",
+		Short: "Show a rollout's waves and their targets as a tree: state, counts, health and why not",
+		Long: `Show a rollout as a tree: the rollout (Ready, what blocks it), its waves
+(state, counts, who approved them) and each wave's targets (repository,
+revision, published or not, healthy or not by the rollout's health condition,
+and why not). Reasons are shown whole, wrapped on the lines below when long.
+--watch prints the tree again whenever the rollout or a revision of the
+namespace changes, until interrupted.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := kube.Client()
+			cfg, ns, err := kube.Config()
 			if err != nil {
 				return err
 			}
-			ro, err := (&rolloutctl.Client{Client: c, Namespace: ns}).Get(cmdContext(cmd), args[0])
+			c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 			if err != nil {
 				return err
 			}
-			return printRolloutStatus(streams.Out, ro)
+			ctx := cmdContext(cmd)
+			show := func() error {
+				ro, err := (&rolloutctl.Client{Client: c, Namespace: ns}).Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				n, err := tree.RolloutTree(ctx, c, ro)
+				if err != nil {
+					return err
+				}
+				return tree.Print(streams.Out, n, false)
+			}
+			if err := show(); err != nil || !watch {
+				return err
+			}
+			return watchChanges(ctx, c, ns, func() error {
+				fmt.Fprintf(streams.Out, "\n--- %s\n", time.Now().Format(time.TimeOnly))
+				return show()
+			})
 		},
 	}
 	kube.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the tree again on every change, until interrupted")
 	return cmd
+}
+
+// watchChanges calls changed when a PackageRollout or a PackageRevision of
+// ns changes (at most once a second), until ctx ends.
+func watchChanges(ctx context.Context, c client.WithWatch, ns string, changed func() error) error {
+	events := make(chan struct{}, 1)
+	for _, list := range []client.ObjectList{&configv1alpha1.PackageRolloutList{}, &porchv1alpha1.PackageRevisionList{}} {
+		w, err := c.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			return fmt.Errorf("watching: %w", err)
+		}
+		defer w.Stop()
+		go func() {
+			for range w.ResultChan() {
+				select {
+				case events <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	// A watch begins with what exists: let that pass.
+	time.Sleep(time.Second)
+	for len(events) > 0 {
+		<-events
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-events:
+			time.Sleep(time.Second)
+			for len(events) > 0 {
+				<-events
+			}
+			if err := changed(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // printRolloutStatus renders a rollout's status as a tree (scion tree's).

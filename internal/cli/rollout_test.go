@@ -122,3 +122,16 @@ func TestPrintRolloutStatus(t *testing.T) {
 	NewWithT(t).Expect(printRolloutStatus(&b, ro)).To(Succeed())
 	golden(t, "rollout-status", b.String())
 }
+
+// The console listens on loopback addresses unless told otherwise.
+func TestConsoleLoopback(t *testing.T) {
+	g := NewWithT(t)
+	for _, addr := range []string{"127.0.0.1:8080", "localhost:9000", "[::1]:8080"} {
+		g.Expect(checkLoopback(addr, false)).To(Succeed(), addr)
+	}
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "10.1.2.3:8080"} {
+		g.Expect(checkLoopback(addr, false)).To(MatchError(ContainSubstring("is not a loopback address: whoever reaches it would act as you")), addr)
+		g.Expect(checkLoopback(addr, true)).To(Succeed(), addr)
+	}
+	g.Expect(checkLoopback("nonsense", false)).To(MatchError(ContainSubstring(`--listen "nonsense"`)))
+}

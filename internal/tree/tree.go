@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,7 +62,7 @@ func Build(ctx context.Context, c client.Client, namespace, kind, name string) (
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ro); err != nil {
 			return nil, fmt.Errorf("PackageRollout %s/%s: %w", namespace, name, err)
 		}
-		return RolloutNode(ro), nil
+		return RolloutTree(ctx, c, ro)
 	case "packagevariant", "packagevariants", "pvar", "pv":
 		pv := &configv1alpha1.PackageVariant{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pv); err != nil {
@@ -106,6 +107,62 @@ func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
 			wn.Summary += fmt.Sprintf(", %d rolled back", w.RolledBack)
 		}
 		n.Children = append(n.Children, wn)
+	}
+	return n
+}
+
+// RolloutTree is RolloutNode with the targets of each wave under it: each
+// revision with its repository, revision number, whether git has it
+// published, and whether it is healthy (by the rollout's health
+// condition, when it has one) and why not.
+func RolloutTree(ctx context.Context, c client.Client, ro *configv1alpha1.PackageRollout) (*Node, error) {
+	n := RolloutNode(ro)
+	for i, w := range ro.Status.Waves {
+		for _, name := range w.Revisions {
+			pr := &porchv1alpha1.PackageRevision{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, pr); err != nil {
+				if apierrors.IsNotFound(err) {
+					n.Children[i].Children = append(n.Children[i].Children, &Node{Kind: "PackageRevision", Name: name, Ready: "Unknown", Reason: "NotFound", Message: "the revision no longer exists"})
+					continue
+				}
+				return nil, err
+			}
+			n.Children[i].Children = append(n.Children[i].Children, targetNode(pr, ro.Spec.Health))
+		}
+	}
+	return n, nil
+}
+
+// targetNode is one target of a rollout's wave.
+func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) *Node {
+	n := &Node{Kind: "PackageRevision", Name: pr.Name, Lifecycle: pr.ShownLifecycle(), Ready: "Unknown"}
+	n.Summary = "repository " + pr.Spec.Repository
+	if pr.Spec.Revision > 0 {
+		n.Summary += fmt.Sprintf(", revision %d", pr.Spec.Revision)
+	}
+	if pr.GitLifecycle() == porchv1alpha1.LifecyclePublished {
+		n.Summary += ", published"
+	} else {
+		n.Summary += ", not published"
+	}
+	cond := configv1alpha1.ReadyCondition
+	if health != nil && health.ConditionType != "" {
+		cond = health.ConditionType
+		n.Summary += ", health " + cond
+	}
+	for _, c := range pr.Status.Conditions {
+		if c.Type == cond {
+			n.Ready = string(c.Status)
+			if c.Status != "True" {
+				n.Reason, n.Message = c.Reason, c.Message
+			}
+		}
+	}
+	if n.Ready == "Unknown" && n.Reason == "" {
+		n.Reason, n.Message = "NotSet", cond+" is not set"
+		if health != nil && health.Expr != "" {
+			n.Message = "the rollout judges health with its expression over " + health.Object.Kind + " objects: see the wave's counts"
+		}
 	}
 	return n
 }
@@ -246,7 +303,24 @@ func Print(w io.Writer, n *Node, color bool) error {
 				branch, next = "└─", "  "
 			}
 		}
-		fmt.Fprintf(&b, "%s%s%s/%s  %s\n", prefix, branch, n.Kind, n.Name, describe(n, color))
+		line := fmt.Sprintf("%s%s%s/%s  %s", prefix, branch, n.Kind, n.Name, describe(n, color))
+		w := why(n)
+		if w == "" || len(line)+2+len(w) <= inlineWidth {
+			if w != "" {
+				line += "  " + w
+			}
+			fmt.Fprintln(&b, line)
+		} else {
+			// A long reason goes whole on the lines below, wrapped.
+			fmt.Fprintln(&b, line)
+			cont := prefix + next
+			if len(n.Children) > 0 {
+				cont += "│ "
+			}
+			for _, l := range wrap(w, wrapWidth) {
+				fmt.Fprintf(&b, "%s    %s\n", cont, l)
+			}
+		}
 		for i, c := range n.Children {
 			walk(c, prefix+next, i == len(n.Children)-1, false)
 		}
@@ -268,18 +342,46 @@ func describe(n *Node, color bool) string {
 	for _, g := range n.Gates {
 		parts = append(parts, "gate "+g.ConditionType+"="+paint(g.Status, color))
 	}
-	if n.Reason != "" {
-		why := n.Reason
-		if n.Message != "" {
-			msg := n.Message
-			if len(msg) > 120 {
-				msg = msg[:117] + "..."
-			}
-			why += ": " + msg
-		}
-		parts = append(parts, "("+why+")")
-	}
 	return strings.Join(parts, "  ")
+}
+
+// why is the reason a node is not Ready, with its whole message, "" when
+// there is none.
+func why(n *Node) string {
+	if n.Reason == "" {
+		return ""
+	}
+	w := n.Reason
+	if n.Message != "" {
+		w += ": " + n.Message
+	}
+	return "(" + w + ")"
+}
+
+// A reason that would make its line longer than inlineWidth goes whole
+// on the lines below it, wrapped at wrapWidth: reasons are never cut.
+const (
+	inlineWidth = 160
+	wrapWidth   = 120
+)
+
+// wrap cuts text at spaces into lines of at most width characters (a word
+// longer than width has a line of its own).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
 }
 
 func paint(status string, color bool) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/scion-dev/scion/internal/rolloutctl"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 const (
@@ -315,6 +316,14 @@ func TestRollout_failureRollsBack(t *testing.T) {
 		g.Expect(cur.Status.Waves[0].RolledBack).To(Equal(int32(1)))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(published(g, f)).To(Equal([]string{"cluster-01"}), "the wave after never starts")
+	// scion rollout status shows the wave's target: published, not
+	// healthy by the rollout's condition, and why, whole.
+	node, err := tree.RolloutTree(ctx, k8sClient, get(g, ro))
+	g.Expect(err).NotTo(HaveOccurred())
+	var out strings.Builder
+	g.Expect(tree.Print(&out, node, false)).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`└─PackageRevision/cluster-01\.app\.\S+  Published  Ready=False  repository cluster-01, revision 2, published, health example\.com/synced`), out.String())
+	g.Expect(out.String()).To(MatchRegexp(`PackageRevision/cluster-02\.app\.\S+  Proposed  Ready=Unknown  repository cluster-02, not published, health example\.com/synced\n.*\(NotSet: example\.com/synced is not set\)`), "the next wave's targets, whole reasons on the line below")
 
 	// The rollback is a new published revision with v1's content, in git.
 	g.Eventually(func(g Gomega) {

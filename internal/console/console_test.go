@@ -1,0 +1,43 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// A state-changing request is taken only from the console's own pages:
+// its token in the form and in the cookie, from its own origin; the page
+// a result links back to is one of the console's.
+func TestCheckOrigin(t *testing.T) {
+	g := NewWithT(t)
+	s := &Server{csrf: "token"}
+	post := func(form url.Values, cookie, origin string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/revisions", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: csrfCookie, Value: cookie})
+		}
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		return r
+	}
+	ok := url.Values{"csrf": {"token"}, "back": {"/proposals?set=app"}}
+	g.Expect(s.checkOrigin(post(ok, "token", "http://127.0.0.1:8080"))).To(Succeed())
+	g.Expect(s.checkOrigin(post(ok, "token", ""))).To(Succeed(), "no Origin header (an older browser)")
+	g.Expect(s.checkOrigin(post(ok, "", ""))).To(MatchError(ContainSubstring("did not come from a page of this console")))
+	g.Expect(s.checkOrigin(post(ok, "other", ""))).To(MatchError(ContainSubstring("did not come from a page of this console")))
+	g.Expect(s.checkOrigin(post(url.Values{"csrf": {"wrong"}}, "token", ""))).To(MatchError(ContainSubstring("did not come from a page of this console")))
+	g.Expect(s.checkOrigin(post(ok, "token", "https://evil.example.com"))).To(MatchError(ContainSubstring("a request from https://evil.example.com")))
+
+	for in, want := range map[string]string{"/proposals?set=app": "/proposals?set=app", "//evil.example.com/x": "/", "https://evil.example.com": "/", "": "/"} {
+		r := post(url.Values{"back": {in}}, "", "")
+		g.Expect(r.ParseForm()).To(Succeed())
+		g.Expect(back(r)).To(Equal(want), in)
+	}
+}
