@@ -16,7 +16,6 @@ import (
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgdiff"
-	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
 
@@ -194,11 +193,12 @@ func revisionOf(pr *porchv1alpha1.PackageRevision) revisionRow {
 	if row.Ready == "" {
 		row.Ready = "Unknown"
 	}
-	unmet := pkgservice.UnmetGates(pr.Spec.ReadinessGates, pr.Status.Conditions)
 	for _, g := range pr.Spec.ReadinessGates {
-		status := "True"
-		if slices.ContainsFunc(unmet, func(u string) bool { return strings.HasPrefix(u, g.ConditionType) }) {
-			status = "not met"
+		status := "not set"
+		for _, c := range pr.Status.Conditions {
+			if c.Type == g.ConditionType {
+				status = string(c.Status)
+			}
 		}
 		row.Gates = append(row.Gates, gateRow{Type: g.ConditionType, Status: status})
 	}

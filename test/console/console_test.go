@@ -159,6 +159,7 @@ func TestConsole(t *testing.T) {
 	g.Expect(main).To(ContainSubstring("+  color: blue"))
 	g.Expect(main).To(ContainSubstring("cluster-01.app.packagevariant-1"))
 	g.Expect(main).To(ContainSubstring("compared with: nothing (a first revision)"))
+	g.Expect(main).To(ContainSubstring("config.porch.kpt.dev/packagevariant: True"), "each revision's readiness gates")
 
 	// An editor may not approve: refused by Kubernetes, and said so.
 	do(chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
