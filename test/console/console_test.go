@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -64,6 +65,38 @@ func consoleAs(t *testing.T, ns, user, role string) string {
 	return srv.URL
 }
 
+// page drives a browser tab.
+type page struct {
+	ctx context.Context
+	t   *testing.T
+	g   Gomega
+}
+
+func newBrowser(t *testing.T, g Gomega) *page {
+	return &page{ctx: browser(t), t: t, g: g}
+}
+
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	p.g.Expect(chromedp.Do(p.ctx, steps...)).To(Succeed())
+}
+
+// text is the visible text of the first element sel selects.
+func (p *page) text(sel string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	p.g.Expect(err).NotTo(HaveOccurred(), sel)
+	return s
+}
+
+// count is how many elements sel selects.
+func (p *page) count(sel string) int {
+	p.t.Helper()
+	n, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+sel+"`"+`).length`))
+	p.g.Expect(err).NotTo(HaveOccurred(), sel)
+	return n
+}
+
 // browser starts Debian's headless Chromium (make test installs it).
 func browser(t *testing.T) context.Context {
 	t.Helper()
@@ -93,61 +126,11 @@ func browser(t *testing.T) context.Context {
 func TestConsole(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.Namespace(t, "console")
-	root := gitserver.Root(t)
-	for name, deployment := range map[string]bool{"catalog": false, "cluster-01": true, "cluster-02": true} {
-		bare := gitserver.InitBare(t, root, name+".git")
-		g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})).To(Succeed())
-	}
-	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
-	_, err := admin.Init(ctx, rpkg.CreateOptions{Repository: "catalog", Package: "base", Workspace: "v1"}, porchv1alpha1.PackageInitTaskSpec{Description: "base"})
-	g.Expect(err).NotTo(HaveOccurred())
-	prr := &content.PackageRevisionResources{}
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "catalog.base.v1"}, prr)).To(Succeed())
-	prr.Spec.Resources["settings.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
-	g.Expect(k8sClient.Update(ctx, prr)).To(Succeed())
-	for _, move := range []func(context.Context, string) (*porchv1alpha1.PackageRevision, error){admin.Propose, admin.Approve} {
-		_, err := move(ctx, "catalog.base.v1")
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	g.Expect(k8sClient.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
-		Upstream: &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
-		Targets: []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{
-			{Name: "cluster-01", PackageNames: []string{"app"}}, {Name: "cluster-02", PackageNames: []string{"app"}}}}},
-	}})).To(Succeed())
-	drafts := []string{"cluster-01.app.packagevariant-1", "cluster-02.app.packagevariant-1"}
-	g.Eventually(func(g Gomega) {
-		for _, n := range drafts {
-			pr := &porchv1alpha1.PackageRevision{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
-			g.Expect(pr.Status.Commit).NotTo(BeEmpty())
-		}
-	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-	for _, r := range rpkg.Batch(ctx, drafts, admin.Propose) {
-		g.Expect(r.Err).NotTo(HaveOccurred())
-	}
-
+	ns, drafts := proposedFleet(t)
 	editor := consoleAs(t, ns, "ed", "scion-editor")
 	approver := consoleAs(t, ns, "bob", "scion-approver")
-	b := browser(t)
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		g.Expect(chromedp.Do(b, steps...)).To(Succeed())
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(sel)))
-		g.Expect(err).NotTo(HaveOccurred(), sel)
-		return s
-	}
-	count := func(sel string) int {
-		t.Helper()
-		n, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+sel+"`"+`).length`))
-		g.Expect(err).NotTo(HaveOccurred(), sel)
-		return n
-	}
-
+	br := newBrowser(t, g)
+	b, do, text, count := br.ctx, br.do, br.text, br.count
 	// The fleet.
 	do(chromedp.Navigate(approver + "/"))
 	g.Expect(text("#sets")).To(And(ContainSubstring("app"), ContainSubstring("base 1")))
@@ -217,4 +200,96 @@ func TestConsole(t *testing.T) {
 			g.Expect(os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644)).To(Succeed())
 		}
 	}
+}
+
+// proposedFleet makes a namespace with a catalog (base v1 published, a
+// ConfigMap with color: blue) and two deployment repositories, a
+// PackageVariantSet app over them, and proposes its two drafts.
+func proposedFleet(t *testing.T) (string, []string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "console")
+	root := gitserver.Root(t)
+	for name, deployment := range map[string]bool{"catalog": false, "cluster-01": true, "cluster-02": true} {
+		bare := gitserver.InitBare(t, root, name+".git")
+		g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}})).To(Succeed())
+	}
+	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
+	_, err := admin.Init(ctx, rpkg.CreateOptions{Repository: "catalog", Package: "base", Workspace: "v1"}, porchv1alpha1.PackageInitTaskSpec{Description: "base"})
+	g.Expect(err).NotTo(HaveOccurred())
+	prr := &content.PackageRevisionResources{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "catalog.base.v1"}, prr)).To(Succeed())
+	prr.Spec.Resources["settings.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
+	g.Expect(k8sClient.Update(ctx, prr)).To(Succeed())
+	for _, move := range []func(context.Context, string) (*porchv1alpha1.PackageRevision, error){admin.Propose, admin.Approve} {
+		_, err := move(ctx, "catalog.base.v1")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(k8sClient.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
+		Targets: []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{
+			{Name: "cluster-01", PackageNames: []string{"app"}}, {Name: "cluster-02", PackageNames: []string{"app"}}}}},
+	}})).To(Succeed())
+	drafts := []string{"cluster-01.app.packagevariant-1", "cluster-02.app.packagevariant-1"}
+	g.Eventually(func(g Gomega) {
+		for _, n := range drafts {
+			pr := &porchv1alpha1.PackageRevision{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
+			g.Expect(pr.Status.Commit).NotTo(BeEmpty())
+		}
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	for _, r := range rpkg.Batch(ctx, drafts, admin.Propose) {
+		g.Expect(r.Err).NotTo(HaveOccurred())
+	}
+
+	return ns, drafts
+}
+
+// A rollout's wave approved in the browser: a viewer is refused and the
+// page says why; an approver's approval starts the wave, which the page
+// shows advancing (canary complete, the next wave awaiting approval).
+func TestConsoleRollout(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := proposedFleet(t)
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "release", Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: configv1alpha1.PackageVariantLabel, Operator: metav1.LabelSelectorOpExists}}},
+		Waves:            []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}},
+		Approval:         configv1alpha1.RolloutApprovalManual,
+	}}
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	viewer := consoleAs(t, ns, "vera", "scion-viewer")
+	approver := consoleAs(t, ns, "bob", "scion-approver")
+	p := newBrowser(t, g)
+	waves := func(base string) string {
+		p.do(chromedp.Navigate(base + "/rollouts"))
+		if p.count("#rollout-release") == 0 {
+			return p.text("main") // not there (yet): say what the page shows
+		}
+		return p.text("#rollout-release")
+	}
+	g.Eventually(func() string { return waves(approver) }).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(MatchRegexp(`canary\s+AwaitingApproval`))
+
+	// Someone who may not read rollouts is told so, not shown a blank page.
+	editor := consoleAs(t, ns, "ed", "scion-editor")
+	p.do(chromedp.Navigate(editor + "/rollouts"))
+	g.Expect(p.text("#error")).To(And(ContainSubstring("listing PackageRollouts"), ContainSubstring("forbidden")))
+
+	// A viewer sees the rollout but may not approve its wave.
+	g.Expect(waves(viewer)).To(MatchRegexp(`canary\s+AwaitingApproval`))
+	p.do(chromedp.Click(chromedp.CSS(`#rollout-release button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	g.Expect(p.count("#outcomes .error")).To(Equal(1), p.text("#outcomes"))
+	g.Expect(p.text("#outcomes")).To(ContainSubstring("release"))
+	cur := &configv1alpha1.PackageRollout{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), cur)).To(Succeed())
+	g.Expect(cur.Spec.ApprovedWaves).To(BeEmpty())
+
+	// An approver does; the wave advances on the page.
+	waves(approver)
+	p.do(chromedp.Click(chromedp.CSS(`#rollout-release button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	g.Expect(p.text("#outcomes")).To(ContainSubstring("release wave canary approved"))
+	g.Eventually(func() string { return waves(approver) }).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(
+		And(MatchRegexp(`canary\s+Complete\s+1\s+1\s+1\s+0`), MatchRegexp(`remainder\s+AwaitingApproval`), ContainSubstring("bob")))
 }

@@ -10,6 +10,10 @@
     if (e.target && e.target.name === "revision") { touched = true; }
   });
   var events = new EventSource("/events");
+  // A browser keeps few connections per server (six over HTTP/1.1): the
+  // stream is closed as soon as the page goes, so that moving between
+  // pages never waits for one.
+  window.addEventListener("pagehide", function () { events.close(); });
   events.addEventListener("changed", function () {
     if (touched) { document.getElementById("stale").hidden = false; return; }
     if (busy) { return; }
