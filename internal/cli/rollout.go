@@ -17,6 +17,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/changes"
 	"github.com/scion-dev/scion/internal/rollout"
 	"github.com/scion-dev/scion/internal/rolloutctl"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -240,55 +241,18 @@ namespace changes, until interrupted.`,
 			if err := show(); err != nil || !watch {
 				return err
 			}
-			return watchChanges(ctx, c, ns, func() error {
+			for range changes.Watch(ctx, c, ns, time.Second, &configv1alpha1.PackageRolloutList{}, &porchv1alpha1.PackageRevisionList{}) {
 				fmt.Fprintf(streams.Out, "\n--- %s\n", time.Now().Format(time.TimeOnly))
-				return show()
-			})
+				if err := show(); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	kube.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the tree again on every change, until interrupted")
 	return cmd
-}
-
-// watchChanges calls changed when a PackageRollout or a PackageRevision of
-// ns changes (at most once a second), until ctx ends.
-func watchChanges(ctx context.Context, c client.WithWatch, ns string, changed func() error) error {
-	events := make(chan struct{}, 1)
-	for _, list := range []client.ObjectList{&configv1alpha1.PackageRolloutList{}, &porchv1alpha1.PackageRevisionList{}} {
-		w, err := c.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			return fmt.Errorf("watching: %w", err)
-		}
-		defer w.Stop()
-		go func() {
-			for range w.ResultChan() {
-				select {
-				case events <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	// A watch begins with what exists: let that pass.
-	time.Sleep(time.Second)
-	for len(events) > 0 {
-		<-events
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-events:
-			time.Sleep(time.Second)
-			for len(events) > 0 {
-				<-events
-			}
-			if err := changed(); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // printRolloutStatus renders a rollout's status as a tree (scion tree's).

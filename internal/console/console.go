@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,9 +54,6 @@ type Server struct {
 	pages    *template.Template
 	csrf     string
 	mux      *http.ServeMux
-
-	userOnce sync.Once
-	user     string
 }
 
 // New builds a Server.
@@ -108,15 +104,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // who is the user the API server authenticates the console as.
 func (s *Server) who(ctx context.Context) string {
-	s.userOnce.Do(func() {
-		if u, err := s.revs.Whoami(ctx); err == nil {
-			s.user = u
-		}
-	})
-	if s.user == "" {
+	u, err := s.revs.Whoami(ctx)
+	if err != nil {
 		return "(unknown: the API server did not say)"
 	}
-	return s.user
+	return u
 }
 
 // view is what every page gets.

@@ -191,9 +191,9 @@ func read(p *pkg.Package) (*side, error) {
 	}
 	for _, v := range views {
 		n := v.Node
-		group, _, _ := strings.Cut(n.GetApiVersion(), "/")
-		if !strings.Contains(n.GetApiVersion(), "/") {
-			group = ""
+		group := "" // the core group's apiVersion is v1
+		if g, _, ok := strings.Cut(n.GetApiVersion(), "/"); ok {
+			group = g
 		}
 		k := resKey{pkg: p.OwningPackage(v.Placement.Path), group: group, kind: n.GetKind(), namespace: n.GetNamespace(), name: n.GetName()}
 		if _, dup := s.resources[k]; dup {

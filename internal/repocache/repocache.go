@@ -118,11 +118,8 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 		e = &entry{lock: make(chan struct{}, 1)}
 		c.repos[key] = e
 	}
-	if c.Objects == nil {
-		c.Objects = store.NewObjectCache(0)
-	}
-	objects := c.Objects
 	c.mu.Unlock()
+	objects := c.objects()
 
 	g := r.Spec.Git
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Directory, g.CreateBranch, g.Author, g.Email, secretVersion)))
@@ -156,6 +153,17 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.
 	}
 	e.repo, e.hash = repo, hash
 	return repo, nil
+}
+
+// objects is the object cache every store of c shares, made when first
+// needed.
+func (c *Cache) objects() *store.ObjectCache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Objects == nil {
+		c.Objects = store.NewObjectCache(0)
+	}
+	return c.Objects
 }
 
 // ErrDeleting is returned for a Repository being deleted: nothing is

@@ -60,16 +60,10 @@ func (c *Cache) ReadSource(ctx context.Context, src GitSource) (_ *pkg.Package, 
 		return nil, "", fmt.Errorf("making a folder to fetch %s: %w", store.Redact(src.URL), err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	c.mu.Lock()
-	if c.Objects == nil {
-		c.Objects = store.NewObjectCache(0)
-	}
-	objects := c.Objects
-	c.mu.Unlock()
 	start := time.Now()
 	repo, err := store.Open(ctx, store.Options{
 		URL: src.URL, Credentials: creds, ReadOnly: true,
-		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Objects: objects,
+		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Objects: c.objects(),
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

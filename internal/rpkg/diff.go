@@ -241,7 +241,9 @@ func (c *Client) DiffMany(ctx context.Context, revs []porchv1alpha1.PackageRevis
 	for i := range revs {
 		pr := &revs[i]
 		rd, err := c.diff(ctx, pr, against, read)
-		delete(cache, pr.Name) // read once
+		// Bases stay cached (many revisions share one); a revision's own
+		// content is not needed again.
+		delete(cache, pr.Name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

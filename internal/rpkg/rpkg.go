@@ -36,10 +36,9 @@ type Client struct {
 	Poll time.Duration
 
 	// whoami is the user the API server authenticates this client as,
-	// once asked (Whoami).
-	whoamiOnce sync.Once
-	whoami     string
-	whoamiErr  error
+	// once it has said (Whoami).
+	whoamiMu sync.Mutex
+	whoami   string
 }
 
 // service is the package service the CLI's writes go through, as the
@@ -281,17 +280,20 @@ func (c *Client) Approve(ctx context.Context, name string) (*porchv1alpha1.Packa
 }
 
 // Whoami returns the user name the API server authenticates this client
-// as (a SelfSubjectReview), asked once per Client.
+// as (a SelfSubjectReview). The answer is kept for the Client's life; a
+// failure is not (a long-lived client, such as the console's, asks again).
 func (c *Client) Whoami(ctx context.Context) (string, error) {
-	c.whoamiOnce.Do(func() {
-		review := &authenticationv1.SelfSubjectReview{}
-		if err := c.Client.Create(ctx, review); err != nil {
-			c.whoamiErr = fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-			return
-		}
-		c.whoami = review.Status.UserInfo.Username
-	})
-	return c.whoami, c.whoamiErr
+	c.whoamiMu.Lock()
+	defer c.whoamiMu.Unlock()
+	if c.whoami != "" {
+		return c.whoami, nil
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Client.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	c.whoami = review.Status.UserInfo.Username
+	return c.whoami, nil
 }
 
 // Reject sends a Proposed revision back to Draft, a DeletionProposed one

@@ -176,7 +176,7 @@ func TestConsole(t *testing.T) {
 	// The fleet page follows a change without a reload.
 	do(chromedp.Navigate(approver + "/"))
 	g.Expect(text("#summary")).To(Equal("2 of 2 PackageVariants Ready."))
-	time.Sleep(1500 * time.Millisecond) // the page's stream has settled
+	time.Sleep(1500 * time.Millisecond) // the page has opened its event stream
 	g.Expect(k8sClient.Create(ctx, &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "extra", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
 		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
 		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "extra"},
