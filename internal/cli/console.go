@@ -66,6 +66,7 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return err

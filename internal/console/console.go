@@ -22,6 +22,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rolloutctl"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
@@ -54,6 +55,9 @@ type Server struct {
 	pages    *template.Template
 	csrf     string
 	mux      *http.ServeMux
+	cache    *revisionCache
+	stop     context.CancelFunc
+	ctx      context.Context
 }
 
 // New builds a Server.
@@ -76,7 +80,9 @@ func New(o Options) (*Server, error) {
 		opts: o, pages: pages, csrf: hex.EncodeToString(token), mux: http.NewServeMux(),
 		revs:     &rpkg.Client{Client: o.Client, Namespace: o.Namespace, Timeout: 2 * time.Minute},
 		rollouts: &rolloutctl.Client{Client: o.Client, Namespace: o.Namespace},
+		cache:    &revisionCache{c: o.Client, ns: o.Namespace},
 	}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -86,10 +92,26 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /proposals", s.page("proposals", s.proposals))
 	s.mux.HandleFunc("GET /rollouts", s.page("rollouts", s.rolloutsPage))
 	s.mux.HandleFunc("GET /package", s.page("package", s.history))
+	s.mux.HandleFunc("GET /targets", s.page("targets", s.targets))
+	s.mux.HandleFunc("GET /rollout", s.page("rollout", s.rolloutPage))
+	s.mux.HandleFunc("GET /locks", s.page("locks", s.locks))
 	s.mux.HandleFunc("POST /revisions", s.action(s.moveRevisions))
 	s.mux.HandleFunc("POST /rollouts", s.action(s.moveRollout))
 	s.mux.HandleFunc("GET /events", s.events)
 	return s, nil
+}
+
+// Close stops what the Server keeps running between requests (its view
+// of the namespace's revisions).
+func (s *Server) Close() {
+	s.stop()
+}
+
+// allRevisions is every PackageRevision of the namespace, from the
+// console's cached view (started by the first page that asks).
+func (s *Server) allRevisions(ctx context.Context) ([]*porchv1alpha1.PackageRevision, error) {
+	s.cache.start(s.ctx)
+	return s.cache.revisions(ctx)
 }
 
 // ServeHTTP serves the console. Every answer forbids framing and
@@ -120,6 +142,10 @@ type view struct {
 	Path      string
 	Data      any
 	Error     string
+	// Split shows diffs side by side (?view=split); Unified and
+	// SideBySide are this page's address in each view.
+	Split               bool
+	Unified, SideBySide string
 }
 
 // page serves a page whose data load makes; an error of load (RBAC
@@ -128,7 +154,9 @@ type view struct {
 func (s *Server) page(name string, load func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: s.csrf, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		v := view{Title: name, User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI()}
+		v := view{Title: name, User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI(),
+			Split: r.URL.Query().Get("view") == "split"}
+		v.Unified, v.SideBySide = withView(r.URL, ""), withView(r.URL, "split")
 		data, err := load(r)
 		v.Data = data
 		if err != nil {
@@ -139,6 +167,19 @@ func (s *Server) page(name string, load func(*http.Request) (any, error)) http.H
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	}
+}
+
+// withView is u's path and query with ?view= set to view ("" removes it).
+func withView(u *url.URL, view string) string {
+	q := u.Query()
+	q.Del("view")
+	if view != "" {
+		q.Set("view", view)
+	}
+	if len(q) == 0 {
+		return u.Path
+	}
+	return u.Path + "?" + q.Encode()
 }
 
 // action serves a state-changing request: a POST from one of the

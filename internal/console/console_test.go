@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -39,5 +40,22 @@ func TestCheckOrigin(t *testing.T) {
 		r := post(url.Values{"back": {in}}, "", "")
 		g.Expect(r.ParseForm()).To(Succeed())
 		g.Expect(back(r)).To(Equal(want), in)
+	}
+}
+
+// A unified diff side by side: context on both sides, a run of removed
+// lines next to the added lines that replace it, a longer run padded.
+func TestSplitLines(t *testing.T) {
+	got := splitLines("@@ -1,4 +1,4 @@\n a: 1\n-b: 2\n-c: 3\n+b: 20\n d: 4\n+e: 5\n")
+	want := []splitRow{
+		{Hunk: "@@ -1,4 +1,4 @@"},
+		{Left: "a: 1", Right: "a: 1"},
+		{Left: "b: 2", LeftClass: "del", Right: "b: 20", RightClass: "add"},
+		{Left: "c: 3", LeftClass: "del"},
+		{Left: "d: 4", Right: "d: 4"},
+		{Right: "e: 5", RightClass: "add"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("splitLines:\n got %+v\nwant %+v", got, want)
 	}
 }

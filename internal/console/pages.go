@@ -155,16 +155,21 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	for _, set := range sets.Items {
 		d.Sets = append(d.Sets, set.Name)
 	}
-	var revs []porchv1alpha1.PackageRevision
-	var err error
-	if d.Set != "" {
-		revs, err = s.revs.Select(ctx, rpkg.Selection{VariantSet: d.Set, Lifecycle: porchv1alpha1.Lifecycle(d.Lifecycle)})
-	} else {
-		revs, err = s.revs.List(ctx, rpkg.Filter{Lifecycle: porchv1alpha1.Lifecycle(d.Lifecycle)})
-	}
+	m, err := s.revs.Matcher(ctx, rpkg.Selection{VariantSet: d.Set, Lifecycle: porchv1alpha1.Lifecycle(d.Lifecycle)})
 	if err != nil {
 		return d, err
 	}
+	all, err := s.allRevisions(ctx)
+	if err != nil {
+		return d, err
+	}
+	var revs []porchv1alpha1.PackageRevision
+	for _, pr := range all {
+		if m.Match(pr) {
+			revs = append(revs, *pr)
+		}
+	}
+	slices.SortFunc(revs, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
 	var from, to int
 	d.Paging, from, to = pageOf(r, len(revs), s.opts.PageSize)
 	revs = revs[from:to]
@@ -262,30 +267,19 @@ type rolloutRow struct {
 	Name, Ready, Message, CurrentWave, Blocked string
 	Paused, Aborted, Manual                    bool
 	Waves                                      []configv1alpha1.WaveStatus
-	Approved                                   map[string]string
 }
 
 // rolloutsPage: each PackageRollout with its waves (targets, published,
-// healthy, failed, soaking), what blocks it, and who approved each wave.
+// healthy, failed, soaking), what blocks it, and who approved each wave
+// and when.
 func (s *Server) rolloutsPage(r *http.Request) (any, error) {
 	list := &configv1alpha1.PackageRolloutList{}
 	if err := s.opts.Client.List(r.Context(), list, client.InNamespace(s.opts.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing PackageRollouts: %w", err)
 	}
 	var rows []rolloutRow
-	for _, ro := range list.Items {
-		row := rolloutRow{Name: ro.Name, Ready: "Unknown", CurrentWave: ro.Status.CurrentWave, Blocked: ro.Status.Blocked,
-			Paused: ro.Spec.Paused, Aborted: ro.Spec.Aborted, Manual: ro.Spec.Approval == configv1alpha1.RolloutApprovalManual,
-			Waves: ro.Status.Waves, Approved: map[string]string{}}
-		if c := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition); c != nil {
-			row.Ready, row.Message = string(c.Status), c.Message
-		}
-		for k, v := range ro.Annotations {
-			if wave, ok := strings.CutPrefix(k, configv1alpha1.WaveApprovalPrefix); ok {
-				row.Approved[wave] = v
-			}
-		}
-		rows = append(rows, row)
+	for i := range list.Items {
+		rows = append(rows, rolloutOf(&list.Items[i]))
 	}
 	slices.SortFunc(rows, func(a, b rolloutRow) int { return strings.Compare(a.Name, b.Name) })
 	return rows, nil

@@ -141,10 +141,46 @@ func (c *Client) Select(ctx context.Context, s Selection) ([]porchv1alpha1.Packa
 	if s.Labels == "" && s.VariantSet == "" && s.Rollout == "" {
 		return nil, fmt.Errorf("name revisions, or select them with --selector, --variant-set or --rollout")
 	}
-	sel := labels.Everything()
+	m, err := c.Matcher(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	list := &porchv1alpha1.PackageRevisionList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: m.labels}); err != nil {
+		return nil, err
+	}
+	var out []porchv1alpha1.PackageRevision
+	for _, pr := range list.Items {
+		if m.Match(&pr) {
+			out = append(out, pr)
+		}
+	}
+	slices.SortFunc(out, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Matcher is a Selection resolved against the cluster (the rollout's
+// selector, the set's variants): it tells whether a revision is selected.
+type Matcher struct {
+	labels    labels.Selector
+	variants  map[string]bool
+	lifecycle porchv1alpha1.Lifecycle
+}
+
+// Match reports whether pr is selected.
+func (m *Matcher) Match(pr *porchv1alpha1.PackageRevision) bool {
+	return m.labels.Matches(labels.Set(pr.Labels)) &&
+		(m.variants == nil || m.variants[pr.Labels[configv1alpha1.PackageVariantLabel]]) &&
+		(m.lifecycle == "" || pr.GitLifecycle() == m.lifecycle)
+}
+
+// Matcher resolves s (an empty Selection selects every revision, of
+// s.Lifecycle when set).
+func (c *Client) Matcher(ctx context.Context, s Selection) (*Matcher, error) {
+	m := &Matcher{labels: labels.Everything(), lifecycle: s.Lifecycle}
 	if s.Labels != "" {
 		var err error
-		if sel, err = labels.Parse(s.Labels); err != nil {
+		if m.labels, err = labels.Parse(s.Labels); err != nil {
 			return nil, fmt.Errorf("--selector %q: %w", s.Labels, err)
 		}
 	}
@@ -158,9 +194,8 @@ func (c *Client) Select(ctx context.Context, s Selection) ([]porchv1alpha1.Packa
 			return nil, fmt.Errorf("PackageRollout %s: spec.revisionSelector: %w", s.Rollout, err)
 		}
 		reqs, _ := rs.Requirements()
-		sel = sel.Add(reqs...)
+		m.labels = m.labels.Add(reqs...)
 	}
-	var variants map[string]bool
 	if s.VariantSet != "" {
 		pvs := &configv1alpha2.PackageVariantSet{}
 		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.VariantSet}, pvs); err != nil {
@@ -170,27 +205,12 @@ func (c *Client) Select(ctx context.Context, s Selection) ([]porchv1alpha1.Packa
 		if err := c.Client.List(ctx, pvl, client.InNamespace(c.Namespace), client.MatchingLabels{configv1alpha2.PackageVariantSetLabel: string(pvs.UID)}); err != nil {
 			return nil, err
 		}
-		variants = map[string]bool{}
+		m.variants = map[string]bool{}
 		for _, pv := range pvl.Items {
-			variants[pkgservice.LabelValue(pv.Name)] = true
+			m.variants[pkgservice.LabelValue(pv.Name)] = true
 		}
 	}
-	list := &porchv1alpha1.PackageRevisionList{}
-	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, err
-	}
-	var out []porchv1alpha1.PackageRevision
-	for _, pr := range list.Items {
-		if variants != nil && !variants[pr.Labels[configv1alpha1.PackageVariantLabel]] {
-			continue
-		}
-		if s.Lifecycle != "" && pr.GitLifecycle() != s.Lifecycle {
-			continue
-		}
-		out = append(out, pr)
-	}
-	slices.SortFunc(out, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return m, nil
 }
 
 // DiffGroup is revisions that make the same change.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -102,6 +103,9 @@ func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
 		}
 		if w.ApprovedBy != "" {
 			wn.Summary += ", approved by " + w.ApprovedBy
+			if w.ApprovedAt != nil {
+				wn.Summary += " at " + w.ApprovedAt.UTC().Format(time.RFC3339)
+			}
 		}
 		if w.RolledBack > 0 {
 			wn.Summary += fmt.Sprintf(", %d rolled back", w.RolledBack)
@@ -133,36 +137,61 @@ func RolloutTree(ctx context.Context, c client.Client, ro *configv1alpha1.Packag
 	return n, nil
 }
 
+// Target is one target of a rollout's wave: its revision, repository,
+// whether git has it published, and its health (Status True, False or
+// Unknown, with why when not True).
+type Target struct {
+	Name, Repository, Package string
+	Revision                  int
+	Lifecycle                 string
+	Published                 bool
+	// Health is the condition health is judged by ("" when the rollout
+	// judges it with an expression over other objects).
+	Health                  string
+	Status, Reason, Message string
+}
+
+// RolloutTarget is what a rollout's target pr is, judged by the rollout's
+// health (Ready when it names no condition).
+func RolloutTarget(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) Target {
+	t := Target{Name: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Revision: pr.Spec.Revision, Lifecycle: pr.ShownLifecycle(),
+		Published: pr.GitLifecycle() == porchv1alpha1.LifecyclePublished, Health: configv1alpha1.ReadyCondition, Status: "Unknown"}
+	if health != nil && health.ConditionType != "" {
+		t.Health = health.ConditionType
+	}
+	for _, c := range pr.Status.Conditions {
+		if c.Type == t.Health {
+			t.Status = string(c.Status)
+			if c.Status != "True" {
+				t.Reason, t.Message = c.Reason, c.Message
+			}
+		}
+	}
+	if t.Status == "Unknown" && t.Reason == "" {
+		t.Reason, t.Message = "NotSet", t.Health+" is not set"
+		if health != nil && health.Expr != "" {
+			t.Health = ""
+			t.Message = "the rollout judges health with its expression over " + health.Object.Kind + " objects: see the wave's counts"
+		}
+	}
+	return t
+}
+
 // targetNode is one target of a rollout's wave.
 func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) *Node {
-	n := &Node{Kind: "PackageRevision", Name: pr.Name, Lifecycle: pr.ShownLifecycle(), Ready: "Unknown"}
-	n.Summary = "repository " + pr.Spec.Repository
-	if pr.Spec.Revision > 0 {
-		n.Summary += fmt.Sprintf(", revision %d", pr.Spec.Revision)
+	t := RolloutTarget(pr, health)
+	n := &Node{Kind: "PackageRevision", Name: t.Name, Lifecycle: t.Lifecycle, Ready: t.Status, Reason: t.Reason, Message: t.Message}
+	n.Summary = "repository " + t.Repository
+	if t.Revision > 0 {
+		n.Summary += fmt.Sprintf(", revision %d", t.Revision)
 	}
-	if pr.GitLifecycle() == porchv1alpha1.LifecyclePublished {
+	if t.Published {
 		n.Summary += ", published"
 	} else {
 		n.Summary += ", not published"
 	}
-	cond := configv1alpha1.ReadyCondition
 	if health != nil && health.ConditionType != "" {
-		cond = health.ConditionType
-		n.Summary += ", health " + cond
-	}
-	for _, c := range pr.Status.Conditions {
-		if c.Type == cond {
-			n.Ready = string(c.Status)
-			if c.Status != "True" {
-				n.Reason, n.Message = c.Reason, c.Message
-			}
-		}
-	}
-	if n.Ready == "Unknown" && n.Reason == "" {
-		n.Reason, n.Message = "NotSet", cond+" is not set"
-		if health != nil && health.Expr != "" {
-			n.Message = "the rollout judges health with its expression over " + health.Object.Kind + " objects: see the wave's counts"
-		}
+		n.Summary += ", health " + t.Health
 	}
 	return n
 }

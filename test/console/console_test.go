@@ -61,7 +61,12 @@ func consoleAs(t *testing.T, ns, user, role string) string {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// A page still open in the browser holds its event stream.
+		srv.CloseClientConnections()
+		srv.Close()
+		s.Close()
+	})
 	return srv.URL
 }
 
@@ -119,11 +124,13 @@ func browser(t *testing.T) context.Context {
 }
 
 // A reviewer's day in the console, in a real browser: the fleet page
-// lists the set; the proposals page shows what the proposals change; an
-// editor's approval is refused and the page says why; an approver's
+// lists the set; the proposals page shows what the proposals change
+// (unified and side by side); the targets table shows each target's
+// package on its way, then published; an editor's approval is refused and the page says why; an approver's
 // publishes; the fleet page follows a change without a reload; a request
 // not from the console's pages is refused.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, drafts := proposedFleet(t)
@@ -144,8 +151,19 @@ func TestConsole(t *testing.T) {
 	g.Expect(main).To(ContainSubstring("compared with: nothing (a first revision)"))
 	g.Expect(main).To(ContainSubstring("config.porch.kpt.dev/packagevariant: True"), "each revision's readiness gates")
 
+	// The same, side by side: the old line left, the new right.
+	do(chromedp.Click(chromedp.CSS("#side-by-side")), chromedp.WaitVisible(chromedp.CSS("table.split")))
+	g.Expect(text("main")).To(MatchRegexp(`\n\s*color: blue\n`), "the new line alone on the right")
+	g.Expect(count("table.split td.add")).To(BeNumerically(">=", 1))
+	g.Expect(count("pre.diff")).To(Equal(0), "side by side replaces the unified view")
+
+	// The fleet as a table: each target's package on its way.
+	do(chromedp.Navigate(editor + "/targets"))
+	g.Expect(text("#targets")).To(MatchRegexp(`cluster-01\s+unpublished → Proposed packagevariant-1`))
+	g.Expect(text("#targets")).To(MatchRegexp(`catalog\s+v1`), "the blueprint, published")
+
 	// An editor may not approve: refused by Kubernetes, and said so.
-	do(chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	do(chromedp.Navigate(editor+"/proposals?set=app"), chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
 	out := text("#outcomes")
 	g.Expect(out).To(ContainSubstring("cluster-0"))
 	g.Expect(out).NotTo(ContainSubstring("is Published"))
@@ -170,8 +188,15 @@ func TestConsole(t *testing.T) {
 		g.Expect(pr.GitLifecycle()).To(Equal(porchv1alpha1.LifecyclePublished))
 		g.Expect(pr.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "bob"))
 	}
-	do(chromedp.Navigate(approver + "/proposals?set=app"))
-	g.Expect(text("main")).To(ContainSubstring("Nothing to review."))
+	g.Eventually(func() string { // the console's view follows the watch
+		do(chromedp.Navigate(approver + "/proposals?set=app"))
+		return text("main")
+	}).WithTimeout(10 * time.Second).Should(ContainSubstring("Nothing to review."))
+	// The table follows: both targets at v1, nothing on its way.
+	g.Eventually(func() string {
+		do(chromedp.Navigate(approver + "/targets?package=app"))
+		return text("#targets")
+	}).WithTimeout(10 * time.Second).Should(And(MatchRegexp(`cluster-01\s+v1\s+cluster-02\s+v1`), Not(ContainSubstring("Proposed"))))
 
 	// The fleet page follows a change without a reload.
 	do(chromedp.Navigate(approver + "/"))
@@ -193,7 +218,8 @@ func TestConsole(t *testing.T) {
 	g.Expect(res.StatusCode).To(Equal(http.StatusForbidden))
 
 	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
-		for name, page := range map[string]string{"fleet": "/", "history": "/package?repository=cluster-01&package=app"} {
+		for name, page := range map[string]string{"fleet": "/", "history": "/package?repository=cluster-01&package=app", "targets": "/targets",
+			"history-split": "/package?repository=cluster-01&package=app&view=split"} {
 			do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(approver+page))
 			png, err := chromedp.Run(b, chromedp.FullScreenshot(90))
 			g.Expect(err).NotTo(HaveOccurred())
@@ -251,6 +277,7 @@ func proposedFleet(t *testing.T) (string, []string) {
 // page says why; an approver's approval starts the wave, which the page
 // shows advancing (canary complete, the next wave awaiting approval).
 func TestConsoleRollout(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _ := proposedFleet(t)
@@ -292,4 +319,59 @@ func TestConsoleRollout(t *testing.T) {
 	g.Expect(p.text("#outcomes")).To(ContainSubstring("release wave canary approved"))
 	g.Eventually(func() string { return waves(approver) }).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(
 		And(MatchRegexp(`canary\s+Complete\s+1\s+1\s+1\s+0`), MatchRegexp(`remainder\s+AwaitingApproval`), ContainSubstring("bob")))
+
+	// The wave × target grid: the canary's target published and healthy,
+	// the remainder's not published, who approved the canary and when.
+	p.do(chromedp.Navigate(approver + "/rollout?name=release"))
+	g.Expect(p.count("#grid .wave-Complete .sq.healthy")).To(Equal(1))
+	g.Expect(p.count("#grid .wave-AwaitingApproval .sq.pending")).To(Equal(1))
+	g.Expect(p.text("#grid")).To(MatchRegexp(`canary\s+Complete[\s\S]*1 of 1 published, 1 healthy[\s\S]*bob\s+20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC`))
+	g.Expect(p.text("#notwell")).To(MatchRegexp(`cluster-0\d.app.packagevariant-1\s+cluster-0\d\s+no`), "the remainder's target, not published")
+	p.do(chromedp.Navigate(approver + "/rollout?name=nosuch"))
+	g.Expect(p.text("#error")).To(ContainSubstring("reading PackageRollout nosuch"))
+
+	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
+		p.do(chromedp.EmulateViewport(1280, 700), chromedp.Navigate(approver+"/rollout?name=release"))
+		png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(90))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.WriteFile(filepath.Join(dir, "console-rollout.png"), png, 0o644)).To(Succeed())
+	}
+}
+
+// The dependencies page: every deployment repository's lock, each
+// conflict with what it keeps from being installed, one lock whole; and
+// someone who may not read locks is told so.
+func TestConsoleLocks(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := proposedFleet(t)
+	viewer := consoleAs(t, ns, "vera", "scion-viewer")
+	p := newBrowser(t, g)
+	g.Eventually(func() string {
+		p.do(chromedp.Navigate(viewer + "/locks"))
+		return p.text("#locks")
+	}).WithTimeout(time.Minute).Should(And(ContainSubstring("cluster-01"), ContainSubstring("cluster-02")))
+	g.Expect(p.text("#conflicts")).To(ContainSubstring("no conflicts"))
+
+	// A lock holding a conflict (as the Repository controller writes one
+	// when two packages provide a kind: test/dependencies makes real ones).
+	lock := &configv1alpha1.PackageLock{ObjectMeta: metav1.ObjectMeta{Name: "edge-07", Namespace: ns},
+		Packages: []configv1alpha1.LockedPackage{{Name: "cert-manager", Version: "1.0.0", Directory: "cert-manager", State: configv1alpha1.LockedPublished, Provides: []string{"cert-manager.io/v1/Certificate"}}},
+		Conflicts: []configv1alpha1.LockConflict{{Kind: "cert-manager.io/v1/Certificate", Packages: []string{"cert-manager", "certs-lite"}, RequiredBy: []string{"web"},
+			Message: "cert-manager.io/v1/Certificate is provided by cert-manager and certs-lite"}}}
+	g.Expect(k8sClient.Create(ctx, lock)).To(Succeed())
+	p.do(chromedp.Navigate(viewer + "/locks"))
+	g.Expect(p.text("#conflicts")).To(MatchRegexp(`edge-07\s+cert-manager.io/v1/Certificate\s+cert-manager, certs-lite\s+web\s+cert-manager.io/v1/Certificate is provided by`))
+	p.do(chromedp.Click(chromedp.CSS(`#conflicts a`)), chromedp.WaitVisible(chromedp.CSS("#lock")))
+	g.Expect(p.text("#lock")).To(MatchRegexp(`cert-manager\s+1.0.0\s+cert-manager\s+Published\s+cert-manager.io/v1/Certificate`))
+	p.do(chromedp.Navigate(viewer + "/locks?repository=nosuch"))
+	g.Expect(p.text("#error")).To(ContainSubstring("repository nosuch has no PackageLock"))
+
+	// Someone with no role here is told what Kubernetes refused, at once.
+	nobody := consoleAs(t, ns, "rita", "")
+	p.do(chromedp.Navigate(nobody + "/locks"))
+	g.Expect(p.text("#error")).To(And(ContainSubstring("listing PackageLocks"), ContainSubstring("forbidden")))
+	p.do(chromedp.Navigate(nobody + "/targets"))
+	g.Expect(p.text("#error")).To(And(ContainSubstring("listing PackageRevisions"), ContainSubstring("forbidden")))
 }

@@ -317,6 +317,10 @@ type WaveStatus struct {
 	// is Manual (from its record, the WaveApprovalPrefix annotation).
 	// +optional
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// ApprovedAt is when the controller first saw the wave's approval
+	// (within its queue delay of the approval itself); kept once set.
+	// +optional
+	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
 }
 
 // PackageRollout publishes the Proposed revisions a selector matches

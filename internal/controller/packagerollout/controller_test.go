@@ -398,10 +398,18 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 	cur.Annotations = map[string]string{configv1alpha1.WaveApprovedByAnnotation: "mallory"}
 	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(MatchError(ContainSubstring("the approver recorded must be the user approving the wave")))
 
+	beforeApproval := metav1.Now().Rfc3339Copy()
 	approve("canary")
+	var canaryAt *metav1.Time
 	g.Eventually(func(g Gomega) {
 		g.Expect(published(g, f)).To(Equal([]string{"cluster-01"}))
-		g.Expect(get(g, ro).Status.Blocked).To(ContainSubstring("wave second awaits approval"))
+		cur := get(g, ro)
+		g.Expect(cur.Status.Blocked).To(ContainSubstring("wave second awaits approval"))
+		// When each wave was approved is kept, not only by whom.
+		canaryAt = cur.Status.Waves[0].ApprovedAt
+		g.Expect(canaryAt).NotTo(BeNil())
+		g.Expect(canaryAt.Before(&beforeApproval)).To(BeFalse(), "approved at %s, before the approval at %s", canaryAt, beforeApproval)
+		g.Expect(cur.Status.Waves[1].ApprovedAt).To(BeNil(), "second is not approved yet")
 	}, timeout, interval).Should(Succeed())
 
 	g.Expect(ctl.Pause(ctx, ro.Name)).To(Succeed())
@@ -424,6 +432,8 @@ func TestRollout_manualPauseAbort(t *testing.T) {
 			g.Expect(w.ApprovedBy).To(Equal(configv1alpha1.WaveApprover(cur, w.Name)))
 		}
 		g.Expect(cur.Status.Waves[2].ApprovedBy).To(BeEmpty(), "remainder is not approved yet")
+		g.Expect(cur.Status.Waves[1].ApprovedAt).NotTo(BeNil())
+		g.Expect(cur.Status.Waves[0].ApprovedAt.Equal(canaryAt)).To(BeTrue(), "the canary's approval time is kept through later reconciles")
 	}, timeout, interval).Should(Succeed())
 
 	g.Expect(ctl.Abort(ctx, ro.Name)).To(Succeed())

@@ -60,6 +60,10 @@ func phaseConditions(s *scope, o reconciler.Outcome) (ready, progressing metav1.
 // setStatus sets a rollout's status from the facts and the outcome.
 func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome) {
 	gen := ro.Generation
+	approvedAt := map[string]*metav1.Time{}
+	for _, w := range ro.Status.Waves {
+		approvedAt[w.Name] = w.ApprovedAt
+	}
 	switch {
 	case s.started:
 		ro.Status.StartedAt, ro.Status.Waves = &metav1.Time{Time: s.now}, s.waves
@@ -77,8 +81,16 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 		ro.Status.CurrentWave, ro.Status.Blocked = s.decision.Current, s.decision.Blocked
 	}
 	for i := range ro.Status.Waves {
-		if ro.Spec.Approval == configv1alpha1.RolloutApprovalManual {
-			ro.Status.Waves[i].ApprovedBy = configv1alpha1.WaveApprover(ro, ro.Status.Waves[i].Name)
+		w := &ro.Status.Waves[i]
+		if ro.Spec.Approval != configv1alpha1.RolloutApprovalManual {
+			continue
+		}
+		w.ApprovedBy, w.ApprovedAt = configv1alpha1.WaveApprover(ro, w.Name), nil
+		if w.ApprovedBy != "" {
+			w.ApprovedAt = approvedAt[w.Name]
+			if w.ApprovedAt == nil {
+				w.ApprovedAt = &metav1.Time{Time: s.now}
+			}
 		}
 	}
 	ready, progressing, kstatus := phaseConditions(s, o)
