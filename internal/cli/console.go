@@ -21,6 +21,10 @@ type ConsoleOptions struct {
 	Kube        KubeFlags
 	Listen      string
 	AllowRemote bool
+	// Auth is kubeconfig (act as the kubeconfig's user) or bearer (act as
+	// the person of each request, by the token an authenticating proxy
+	// passes on).
+	Auth string
 }
 
 // NewCmdConsole returns `scion console`.
@@ -37,7 +41,14 @@ waves and approve-wave, pause, resume and abort, and a package's history.
 The console acts with your kubeconfig's identity only: every read and every
 approval is your own request, which Kubernetes RBAC allows or refuses. It
 holds no other credential. Anyone who can reach the address acts as you, so
-it listens on a loopback address unless --allow-remote is given.`,
+it listens on a loopback address unless --allow-remote is given.
+
+In a cluster, behind an authenticating proxy that passes each person's
+Kubernetes bearer token on (Authorization: Bearer ...), --auth=bearer makes
+every Kubernetes request with the token of the request it serves: each person
+acts as themselves, authenticated by the API server and allowed by RBAC; the
+console's own service account is used only for API discovery and needs no
+role. A request without a token is refused (401). See docs/console.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.Run(cmdContext(cmd))
@@ -46,23 +57,39 @@ it listens on a loopback address unless --allow-remote is given.`,
 	o.Kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to serve on")
 	cmd.Flags().BoolVar(&o.AllowRemote, "allow-remote", false, "listen on a non-loopback address: whoever reaches it acts as you")
+	cmd.Flags().StringVar(&o.Auth, "auth", "kubeconfig", "whose identity requests are made with: kubeconfig (yours) or bearer (each request's bearer token, behind an authenticating proxy)")
 	return cmd
 }
 
 // Run serves until ctx ends.
 func (o *ConsoleOptions) Run(ctx context.Context) error {
-	if err := checkLoopback(o.Listen, o.AllowRemote); err != nil {
+	bearer := false
+	switch o.Auth {
+	case "kubeconfig":
+	case "bearer":
+		bearer = true
+	default:
+		return fmt.Errorf("--auth %q: kubeconfig or bearer", o.Auth)
+	}
+	// Behind a proxy, each request carries its person's token: reaching
+	// the address alone gives nobody the console's identity.
+	if err := checkLoopback(o.Listen, o.AllowRemote || bearer); err != nil {
 		return err
 	}
 	cfg, ns, err := o.Kube.Config()
 	if err != nil {
 		return err
 	}
+	if bearer {
+		if cfg, err = console.BearerConfig(cfg); err != nil {
+			return err
+		}
+	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
-	s, err := console.New(console.Options{Client: c, Namespace: ns})
+	s, err := console.New(console.Options{Client: c, Namespace: ns, Bearer: bearer})
 	if err != nil {
 		return err
 	}
@@ -78,7 +105,11 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(o.Out, "console for namespace %s at http://%s/ (acting as your kubeconfig's user; Ctrl-C stops it)\n", ns, ln.Addr())
+	who := "acting as your kubeconfig's user"
+	if bearer {
+		who = "acting as the person of each request, by their bearer token"
+	}
+	fmt.Fprintf(o.Out, "console for namespace %s at http://%s/ (%s; Ctrl-C stops it)\n", ns, ln.Addr(), who)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -18,13 +18,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rolloutctl"
-	"github.com/scion-dev/scion/internal/rpkg"
 )
 
 //go:embed assets
@@ -42,6 +40,12 @@ type Options struct {
 	Namespace string
 	// PageSize bounds the rows of a list page (DefaultPageSize when 0).
 	PageSize int
+	// Bearer serves people behind an authenticating proxy: every request
+	// must carry the person's bearer token, with which each of its
+	// Kubernetes requests is made (Client must be built from
+	// BearerConfig). Without it, the console acts as the Client's own
+	// identity (the person running it).
+	Bearer bool
 }
 
 // DefaultPageSize is how many rows a list page shows at once.
@@ -50,12 +54,11 @@ const DefaultPageSize = 100
 // Server is the console's HTTP handler.
 type Server struct {
 	opts     Options
-	revs     *rpkg.Client
 	rollouts *rolloutctl.Client
 	pages    *template.Template
 	csrf     string
 	mux      *http.ServeMux
-	cache    *revisionCache
+	sessions sessions
 	stop     context.CancelFunc
 	ctx      context.Context
 }
@@ -78,9 +81,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: o, pages: pages, csrf: hex.EncodeToString(token), mux: http.NewServeMux(),
-		revs:     &rpkg.Client{Client: o.Client, Namespace: o.Namespace, Timeout: 2 * time.Minute},
 		rollouts: &rolloutctl.Client{Client: o.Client, Namespace: o.Namespace},
-		cache:    &revisionCache{c: o.Client, ns: o.Namespace},
+		sessions: sessions{byID: map[string]*session{}},
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	static, err := fs.Sub(assets, "assets")
@@ -110,8 +112,9 @@ func (s *Server) Close() {
 // allRevisions is every PackageRevision of the namespace, from the
 // console's cached view (started by the first page that asks).
 func (s *Server) allRevisions(ctx context.Context) ([]*porchv1alpha1.PackageRevision, error) {
-	s.cache.start(s.ctx)
-	return s.cache.revisions(ctx)
+	se := s.session(ctx)
+	se.cache.start(se.ctx)
+	return se.cache.revisions(ctx)
 }
 
 // ServeHTTP serves the console. Every answer forbids framing and
@@ -121,12 +124,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if s.opts.Bearer {
+		token := bearerToken(r)
+		if token == "" {
+			h.Set("WWW-Authenticate", `Bearer realm="scion console"`)
+			http.Error(w, "this console acts as the person of each request: it needs their Kubernetes bearer token (Authorization: Bearer ...), which the authenticating proxy in front of it passes on", http.StatusUnauthorized)
+			return
+		}
+		r = r.WithContext(withToken(r.Context(), token))
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
 // who is the user the API server authenticates the console as.
 func (s *Server) who(ctx context.Context) string {
-	u, err := s.revs.Whoami(ctx)
+	u, err := s.session(ctx).revs.Whoami(ctx)
 	if err != nil {
 		return "(unknown: the API server did not say)"
 	}

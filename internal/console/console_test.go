@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 )
 
 // A state-changing request is taken only from the console's own pages:
@@ -59,3 +60,33 @@ func TestSplitLines(t *testing.T) {
 		t.Errorf("splitLines:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// Without a person's token only API discovery leaves with the console's
+// own identity; a client certificate (which the API server would take
+// over any token) is refused.
+func TestBearerConfig(t *testing.T) {
+	for path, want := range map[string]bool{"/api": true, "/apis": true, "/api/v1": true, "/apis/porch.kpt.dev/v1alpha1": true,
+		"/api/v1/namespaces": false, "/apis/porch.kpt.dev/v1alpha1/namespaces/a/packagerevisions": false, "/healthz": false} {
+		if got := discovery(path); got != want {
+			t.Errorf("discovery(%q) = %v, want %v", path, got, want)
+		}
+	}
+	bt := &bearerTransport{next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})}
+	if _, err := bt.RoundTrip(httptest.NewRequest(http.MethodGet, "https://k8s/api/v1/namespaces/a/secrets", nil)); err == nil {
+		t.Error("a request without the person's token left")
+	}
+	req := httptest.NewRequest(http.MethodGet, "https://k8s/api/v1/namespaces/a/secrets", nil)
+	res, err := bt.RoundTrip(req.WithContext(withToken(req.Context(), "t0k")))
+	if err != nil || res.Request.Header.Get("Authorization") != "Bearer t0k" {
+		t.Errorf("the person's token was not sent: %v", err)
+	}
+	if _, err := BearerConfig(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: []byte("x"), KeyData: []byte("y")}}); err == nil {
+		t.Error("a client certificate was accepted")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -155,7 +155,7 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	for _, set := range sets.Items {
 		d.Sets = append(d.Sets, set.Name)
 	}
-	m, err := s.revs.Matcher(ctx, rpkg.Selection{VariantSet: d.Set, Lifecycle: porchv1alpha1.Lifecycle(d.Lifecycle)})
+	m, err := s.session(ctx).revs.Matcher(ctx, rpkg.Selection{VariantSet: d.Set, Lifecycle: porchv1alpha1.Lifecycle(d.Lifecycle)})
 	if err != nil {
 		return d, err
 	}
@@ -177,7 +177,7 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	for _, pr := range revs {
 		byName[pr.Name] = revisionOf(&pr)
 	}
-	sum, err := s.revs.DiffMany(ctx, revs, rpkg.AgainstPublished)
+	sum, err := s.session(ctx).revs.DiffMany(ctx, revs, rpkg.AgainstPublished)
 	if err != nil {
 		return d, err
 	}
@@ -233,7 +233,7 @@ func (s *Server) history(r *http.Request) (any, error) {
 	if d.Repository == "" || d.Package == "" {
 		return d, fmt.Errorf("name a package: ?repository=REPO&package=PACKAGE")
 	}
-	revs, err := s.revs.List(ctx, rpkg.Filter{Repository: d.Repository, Package: d.Package})
+	revs, err := s.session(ctx).revs.List(ctx, rpkg.Filter{Repository: d.Repository, Package: d.Package})
 	if err != nil {
 		return d, err
 	}
@@ -246,7 +246,7 @@ func (s *Server) history(r *http.Request) (any, error) {
 	for i := range revs {
 		pr := &revs[i]
 		h := historyRow{revisionRow: revisionOf(pr), Revision: pr.Spec.Revision, PublishedBy: pr.Status.PublishedBy, Commit: shortCommit(pr.Status.Commit)}
-		if rd, err := s.revs.Diff(ctx, pr.Name, rpkg.AgainstPublished); err != nil {
+		if rd, err := s.session(ctx).revs.Diff(ctx, pr.Name, rpkg.AgainstPublished); err != nil {
 			h.Error = err.Error()
 		} else {
 			h.Against, h.Diff = rd.Against, rd.Diff
@@ -295,9 +295,9 @@ func (s *Server) moveRevisions(r *http.Request) ([]outcome, error) {
 	var fn func(context.Context, string) (*porchv1alpha1.PackageRevision, error)
 	switch r.PostFormValue("verb") {
 	case "approve":
-		fn = s.revs.Approve
+		fn = s.session(r.Context()).revs.Approve
 	case "reject":
-		fn = s.revs.Reject
+		fn = s.session(r.Context()).revs.Reject
 	default:
 		return nil, fmt.Errorf("unknown verb %q: approve or reject", r.PostFormValue("verb"))
 	}
