@@ -153,3 +153,37 @@ func TestShortNamesCollideWithNothing(t *testing.T) {
 	}
 	g.Expect(ours["packagevariants.config.porch.kpt.dev"]).To(Equal([]string{"pvar"}))
 }
+
+// TestConsoleManifests builds config/console (the console behind an
+// authenticating proxy) and has the API server validate every object; the
+// console acts per request (--auth=bearer) and its service account is
+// bound to no role.
+func TestConsoleManifests(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "config", "console"))
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := resMap.AsYaml()
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "scion-system"}}}
+	if err := k8sClient.Create(ctx, ns); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	kinds := map[string]int{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+		kinds[u.GetKind()]++
+		g.Expect(u.GetNamespace()).To(Equal("scion-system"))
+		g.Expect(k8sClient.Create(ctx, u, client.DryRunAll)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
+		if u.GetKind() == "Deployment" {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			cmd := cli.NewCmdConsole(cli.Streams{})
+			g.Expect(args[0]).To(Equal(cmd.Name()))
+			g.Expect(cmd.ParseFlags(args[1:])).To(Succeed(), "the arguments are flags scion console knows")
+			g.Expect(args).To(ContainElement("--auth=bearer"))
+		}
+	}
+	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "Deployment": 1, "Service": 1}), "no role for the console's own identity")
+}
