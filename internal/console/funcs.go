@@ -74,6 +74,11 @@ type hunksIn struct {
 	Split bool
 }
 
+// lifecycles are the lifecycles the proposals page shows, in its order.
+func lifecycles() []string {
+	return []string{string(porchv1alpha1.LifecycleProposed), string(porchv1alpha1.LifecycleDraft), string(porchv1alpha1.LifecyclePublished), string(porchv1alpha1.LifecycleDeletionProposed)}
+}
+
 var funcs = template.FuncMap{
 	"diffIn":      func(d *pkgdiff.Diff, split bool) diffIn { return diffIn{Diff: d, Split: split} },
 	"hunksIn":     func(text string, split bool) hunksIn { return hunksIn{Text: text, Split: split} },
@@ -81,9 +86,7 @@ var funcs = template.FuncMap{
 	"targetClass": targetClass,
 	"targetTitle": targetTitle,
 	"join":        strings.Join,
-	"lifecycles": func() []string {
-		return []string{string(porchv1alpha1.LifecycleProposed), string(porchv1alpha1.LifecycleDraft), string(porchv1alpha1.LifecyclePublished), string(porchv1alpha1.LifecycleDeletionProposed)}
-	},
+	"lifecycles":  lifecycles,
 	"diffLines": func(diff string) []diffLine {
 		var out []diffLine
 		for _, l := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {

@@ -148,6 +148,9 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	if d.Lifecycle == "" {
 		d.Lifecycle = string(porchv1alpha1.LifecycleProposed)
 	}
+	if lcs := lifecycles(); !slices.Contains(lcs, d.Lifecycle) {
+		return d, fmt.Errorf("?lifecycle=%s: one of %s", d.Lifecycle, strings.Join(lcs, ", "))
+	}
 	sets := &configv1alpha2.PackageVariantSetList{}
 	if err := s.opts.Client.List(ctx, sets, client.InNamespace(s.opts.Namespace)); err != nil {
 		return d, fmt.Errorf("listing PackageVariantSets: %w", err)

@@ -16,11 +16,12 @@ const maxColumns = 30
 // targetCell is one package in one repository: its newest published
 // revision and the newest revision on its way (Draft or Proposed).
 type targetCell struct {
-	Published        int
-	PublishedName    string
-	Pending          string
-	PendingName      string
-	PendingLifecycle string
+	Published     int
+	PublishedName string
+	// Pending is the lifecycle git has the revision on its way in (Draft
+	// or Proposed); PendingShown is what kubectl shows (an approval
+	// waiting says so).
+	Pending, PendingShown, PendingName string
 }
 
 type targetRow struct {
@@ -74,8 +75,7 @@ func (s *Server) targets(r *http.Request) (any, error) {
 		default:
 			// The newest draft or proposal (by name when several).
 			if c.PendingName == "" || pr.Name > c.PendingName {
-				c.PendingName, c.PendingLifecycle = pr.Name, pr.ShownLifecycle()
-				c.Pending = pr.Spec.WorkspaceName
+				c.PendingName, c.Pending, c.PendingShown = pr.Name, string(pr.GitLifecycle()), pr.ShownLifecycle()
 			}
 		}
 	}

@@ -159,7 +159,7 @@ func TestConsole(t *testing.T) {
 
 	// The fleet as a table: each target's package on its way.
 	do(chromedp.Navigate(editor + "/targets"))
-	g.Expect(text("#targets")).To(MatchRegexp(`cluster-01\s+unpublished → Proposed packagevariant-1`))
+	g.Expect(text("#targets")).To(MatchRegexp(`cluster-01\s+– → Proposed\s`))
 	g.Expect(text("#targets")).To(MatchRegexp(`catalog\s+v1`), "the blueprint, published")
 
 	// An editor may not approve: refused by Kubernetes, and said so.
@@ -221,7 +221,7 @@ func TestConsole(t *testing.T) {
 		for name, page := range map[string]string{"fleet": "/", "history": "/package?repository=cluster-01&package=app", "targets": "/targets",
 			"history-split": "/package?repository=cluster-01&package=app&view=split"} {
 			do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(approver+page))
-			png, err := chromedp.Run(b, chromedp.FullScreenshot(90))
+			png, err := chromedp.Run(b, chromedp.FullScreenshot(100))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644)).To(Succeed())
 		}
@@ -332,7 +332,7 @@ func TestConsoleRollout(t *testing.T) {
 
 	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
 		p.do(chromedp.EmulateViewport(1280, 700), chromedp.Navigate(approver+"/rollout?name=release"))
-		png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(os.WriteFile(filepath.Join(dir, "console-rollout.png"), png, 0o644)).To(Succeed())
 	}
@@ -365,6 +365,8 @@ func TestConsoleLocks(t *testing.T) {
 	g.Expect(p.text("#conflicts")).To(MatchRegexp(`edge-07\s+cert-manager.io/v1/Certificate\s+cert-manager, certs-lite\s+web\s+cert-manager.io/v1/Certificate is provided by`))
 	p.do(chromedp.Click(chromedp.CSS(`#conflicts a`)), chromedp.WaitVisible(chromedp.CSS("#lock")))
 	g.Expect(p.text("#lock")).To(MatchRegexp(`cert-manager\s+1.0.0\s+cert-manager\s+Published\s+cert-manager.io/v1/Certificate`))
+	p.do(chromedp.Navigate(viewer + "/proposals?lifecycle=Bogus"))
+	g.Expect(p.text("#error")).To(ContainSubstring("?lifecycle=Bogus: one of Proposed, Draft, Published, DeletionProposed"))
 	p.do(chromedp.Navigate(viewer + "/locks?repository=nosuch"))
 	g.Expect(p.text("#error")).To(ContainSubstring("repository nosuch has no PackageLock"))
 

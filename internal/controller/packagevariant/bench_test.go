@@ -1,8 +1,12 @@
 package packagevariant_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -30,6 +34,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/internal/console"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/rpkg"
@@ -184,6 +189,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		endProfile()
 		stop()
 		fmt.Print(apiLatency(b, ns))
+		fmt.Print(consolePages(b, ns))
 		fmt.Print(batchLifecycle(b, ns))
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
@@ -582,6 +588,62 @@ func batchLifecycle(b *testing.B, ns string) string {
 		propose := timed(names, rc.Propose)
 		approve := timed(names, rc.Approve)
 		fmt.Fprintf(&out, "%5d drafts: propose %8s, approve %8s\n", len(names), propose.Round(100*time.Millisecond), approve.Round(100*time.Millisecond))
+	}
+	return out.String()
+}
+
+// consolePages measures scion console's pages with the fleet in place
+// (served in process, acting as the benchmark's user): the first load
+// (for the pages reading the console's view of the revisions, the list
+// that fills it) and p50/p99 of the loads after it, and each page's size.
+func consolePages(b *testing.B, ns string) string {
+	ctx := context.Background()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := console.New(console.Options{Client: c, Namespace: ns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	var out strings.Builder
+	out.WriteString("\nscion console's pages                                       first     p50       p99       size\n")
+	for _, page := range []struct {
+		path  string
+		calls int
+	}{
+		{"/", 20},
+		{"/targets", 20},
+		{"/targets?package=tenant-3&page=5", 20},
+		{"/proposals?lifecycle=Draft", 5},
+		{"/locks", 20},
+	} {
+		took := make([]time.Duration, 0, page.calls)
+		var size int
+		for i := range page.calls + 1 {
+			start := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+page.path, nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatalf("%s: %v", page.path, err)
+			}
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil || res.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`class="error"`)) {
+				b.Fatalf("%s: %d %v: %.2000s", page.path, res.StatusCode, err, body)
+			}
+			if i == 0 {
+				size = len(body)
+			}
+			took = append(took, time.Since(start))
+		}
+		first, rest := took[0], took[1:]
+		slices.Sort(rest)
+		fmt.Fprintf(&out, "%-58s %8s %8s %8s %7d kB\n", page.path, first.Round(time.Millisecond), rest[len(rest)/2].Round(time.Millisecond),
+			rest[len(rest)*99/100].Round(time.Millisecond), size>>10)
 	}
 	return out.String()
 }
