@@ -394,7 +394,29 @@ func TestRBAC(t *testing.T) {
 	pr := &porchv1alpha1.PackageRevision{}
 	g.Expect(editor.Get(ctx, key, pr)).To(Succeed())
 	pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+	pr.Annotations = map[string]string{porchv1alpha1.ProposedByAnnotation: "somebody-else", porchv1alpha1.ProposedAtAnnotation: "2001-01-01T00:00:00Z"}
+	before := time.Now().Add(-time.Second)
 	g.Expect(editor.Update(ctx, pr)).To(Succeed())
+	// Who proposed and when: the authenticated user, now, not what was
+	// sent; and a later change cannot rewrite it.
+	proposal := func() (string, time.Time) {
+		stored := &porchv1alpha1.PackageRevision{}
+		g.Expect(storageClient.Get(ctx, key, stored)).To(Succeed())
+		at, err := time.Parse(time.RFC3339, stored.Annotations[porchv1alpha1.ProposedAtAnnotation])
+		g.Expect(err).NotTo(HaveOccurred())
+		return stored.Annotations[porchv1alpha1.ProposedByAnnotation], at
+	}
+	by, at := proposal()
+	g.Expect(by).To(Equal("ed"))
+	g.Expect(at).To(BeTemporally(">=", before.Truncate(time.Second)))
+	g.Expect(editor.Get(ctx, key, pr)).To(Succeed())
+	pr.Annotations[porchv1alpha1.ProposedByAnnotation] = "mallory"
+	delete(pr.Annotations, porchv1alpha1.ProposedAtAnnotation)
+	pr.Annotations["note"] = "kept"
+	g.Expect(editor.Update(ctx, pr)).To(Succeed())
+	by2, at2 := proposal()
+	g.Expect(by2).To(Equal("ed"))
+	g.Expect(at2).To(Equal(at))
 	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
 	err = editor.SubResource("approval").Update(ctx, pr)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -179,8 +181,36 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 // status subresource's).
 func (r *revisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return change(ctx, r.storage, name, objInfo, validate, opts, "", func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+		if err := recordProposal(ctx, cur, next); err != nil {
+			return nil, err
+		}
 		return next, r.checkSecrets(ctx, cur, next)
 	})
+}
+
+// recordProposal records the user proposing a Draft (who and when); any
+// other change keeps the record as it was, whatever the request sent in
+// it.
+func recordProposal(ctx context.Context, cur, next *porchv1alpha1.PackageRevision) error {
+	if cur.Spec.Lifecycle == porchv1alpha1.LifecycleDraft && next.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
+		u, ok := request.UserFrom(ctx)
+		if !ok {
+			return apierrors.NewBadRequest("no user to record as the proposer")
+		}
+		next.RecordProposal(u.GetName(), time.Now())
+		return nil
+	}
+	for _, k := range []string{porchv1alpha1.ProposedByAnnotation, porchv1alpha1.ProposedAtAnnotation} {
+		if v, ok := cur.Annotations[k]; ok {
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[k] = v
+		} else {
+			delete(next.Annotations, k)
+		}
+	}
+	return nil
 }
 
 // checkSecrets refuses a revision whose clone from a git URL names a
@@ -325,8 +355,20 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 // next carries (so none of those is overwritten unseen).
 func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
 	return next.Generation != 0 && next.Generation == cur.Generation &&
-		equality.Semantic.DeepEqual(next.Labels, cur.Labels) && equality.Semantic.DeepEqual(next.Annotations, cur.Annotations) &&
+		equality.Semantic.DeepEqual(next.Labels, cur.Labels) && equality.Semantic.DeepEqual(sent(next.Annotations), sent(cur.Annotations)) &&
 		equality.Semantic.DeepEqual(next.Finalizers, cur.Finalizers) && equality.Semantic.DeepEqual(next.OwnerReferences, cur.OwnerReferences)
+}
+
+// sent is annotations without those the API server keeps itself (the
+// proposal's record), which no request changes.
+func sent(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	delete(out, porchv1alpha1.ProposedByAnnotation)
+	delete(out, porchv1alpha1.ProposedAtAnnotation)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // updated reads a revision and returns it with the change objInfo

@@ -13,8 +13,14 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
+
+// diffMemoSize bounds the diffs a session keeps between page loads (a
+// proposals page shows up to DefaultPageSize revisions).
+const diffMemoSize = 1000
 
 // tokenKey is the context key of the person's bearer token.
 type tokenKey struct{}
@@ -91,9 +97,11 @@ const sessionIdle = 15 * time.Minute
 
 // session is what the console keeps for one person between requests.
 type session struct {
-	revs  *rpkg.Client
-	cache *revisionCache
-	stop  context.CancelFunc
+	revs     *rpkg.Client
+	cache    *objectCache[*porchv1alpha1.PackageRevision, *porchv1alpha1.PackageRevisionList]
+	variants *objectCache[*configv1alpha1.PackageVariant, *configv1alpha1.PackageVariantList]
+	diffs    *rpkg.DiffMemo
+	stop     context.CancelFunc
 	ctx   context.Context
 	used  time.Time
 }
@@ -125,8 +133,11 @@ func (s *Server) session(ctx context.Context) *session {
 	}
 	se := s.sessions.byID[id]
 	if se == nil {
-		se = &session{revs: &rpkg.Client{Client: s.opts.Client, Namespace: s.opts.Namespace, Timeout: 2 * time.Minute},
-			cache: &revisionCache{c: s.opts.Client, ns: s.opts.Namespace}}
+		c, ns := s.opts.Client, s.opts.Namespace
+		se = &session{revs: &rpkg.Client{Client: c, Namespace: ns, Timeout: 2 * time.Minute},
+			cache: newObjectCache[*porchv1alpha1.PackageRevision](c, ns, "PackageRevisions", func() *porchv1alpha1.PackageRevisionList { return &porchv1alpha1.PackageRevisionList{} }),
+			variants: newObjectCache[*configv1alpha1.PackageVariant](c, ns, "PackageVariants", func() *configv1alpha1.PackageVariantList { return &configv1alpha1.PackageVariantList{} }),
+			diffs:    rpkg.NewDiffMemo(diffMemoSize)}
 		se.ctx, se.stop = context.WithCancel(withToken(s.ctx, token))
 		s.sessions.byID[id] = se
 	}

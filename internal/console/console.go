@@ -21,6 +21,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rolloutctl"
 )
@@ -113,8 +114,16 @@ func (s *Server) Close() {
 // console's cached view (started by the first page that asks).
 func (s *Server) allRevisions(ctx context.Context) ([]*porchv1alpha1.PackageRevision, error) {
 	se := s.session(ctx)
-	se.cache.start(se.ctx)
-	return se.cache.revisions(ctx)
+	se.cache.start(se.ctx, &porchv1alpha1.PackageRevision{})
+	return se.cache.list(ctx)
+}
+
+// allVariants is every PackageVariant of the namespace, from the
+// console's cached view.
+func (s *Server) allVariants(ctx context.Context) ([]*configv1alpha1.PackageVariant, error) {
+	se := s.session(ctx)
+	se.variants.start(se.ctx, &configv1alpha1.PackageVariant{})
+	return se.variants.list(ctx)
 }
 
 // ServeHTTP serves the console. Every answer forbids framing and

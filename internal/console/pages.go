@@ -88,13 +88,13 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 		d.Sets = append(d.Sets, row)
 		setOf[string(set.UID)] = set.Name
 	}
-	pvs := &configv1alpha1.PackageVariantList{}
-	if err := s.opts.Client.List(ctx, pvs, client.InNamespace(s.opts.Namespace)); err != nil {
-		return d, fmt.Errorf("listing PackageVariants: %w", err)
+	pvs, err := s.allVariants(ctx)
+	if err != nil {
+		return d, err
 	}
-	d.Variants = len(pvs.Items)
+	d.Variants = len(pvs)
 	var notReady []variantRow
-	for _, pv := range pvs.Items {
+	for _, pv := range pvs {
 		c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
 		if c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == pv.Generation {
 			d.ReadyPV++
@@ -180,7 +180,8 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	for _, pr := range revs {
 		byName[pr.Name] = revisionOf(&pr)
 	}
-	sum, err := s.session(ctx).revs.DiffMany(ctx, revs, rpkg.AgainstPublished)
+	se := s.session(ctx)
+	sum, err := se.revs.DiffManyFrom(ctx, revs, rpkg.AgainstPublished, rpkg.DiffSource{Revisions: all, Memo: se.diffs})
 	if err != nil {
 		return d, err
 	}
@@ -217,6 +218,9 @@ type historyRow struct {
 	revisionRow
 	Revision    int
 	PublishedBy string
+	PublishedAt *metav1.Time
+	ProposedBy  string
+	ProposedAt  string
 	Commit      string
 	Against     string
 	Diff        *pkgdiff.Diff
@@ -248,7 +252,8 @@ func (s *Server) history(r *http.Request) (any, error) {
 	})
 	for i := range revs {
 		pr := &revs[i]
-		h := historyRow{revisionRow: revisionOf(pr), Revision: pr.Spec.Revision, PublishedBy: pr.Status.PublishedBy, Commit: shortCommit(pr.Status.Commit)}
+		h := historyRow{revisionRow: revisionOf(pr), Revision: pr.Spec.Revision, PublishedBy: pr.Status.PublishedBy, PublishedAt: pr.Status.PublishTimestamp,
+			ProposedBy: pr.Annotations[porchv1alpha1.ProposedByAnnotation], ProposedAt: pr.Annotations[porchv1alpha1.ProposedAtAnnotation], Commit: shortCommit(pr.Status.Commit)}
 		if rd, err := s.session(ctx).revs.Diff(ctx, pr.Name, rpkg.AgainstPublished); err != nil {
 			h.Error = err.Error()
 		} else {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,22 +52,38 @@ func (c *Client) Diff(ctx context.Context, name, against string) (*RevisionDiff,
 	if err != nil {
 		return nil, err
 	}
-	return c.diff(ctx, pr, against, nil)
+	return c.diff(ctx, pr, against, nil, DiffSource{})
 }
 
 // diff computes pr's change; read, when set, reads the content of
 // revisions (so that a summary reads each base once).
-func (c *Client) diff(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string, read func(string) (*pkg.Package, error)) (*RevisionDiff, error) {
+func (c *Client) diff(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string, read func(string) (*pkg.Package, error), src DiffSource) (*RevisionDiff, error) {
 	if read == nil {
 		read = func(n string) (*pkg.Package, error) {
 			p, _, err := c.Content(ctx, n)
 			return p, err
 		}
 	}
-	base, err := c.base(ctx, pr, against)
-	if err != nil {
+	var base string
+	var err error
+	if src.Revisions != nil && (against == "" || against == AgainstPublished) {
+		base = previousPublished(pr, src.Revisions)
+	} else if base, err = c.base(ctx, pr, against); err != nil {
 		return nil, err
 	}
+	key := src.memoKey(pr, base)
+	if rd, ok := src.Memo.get(key); ok {
+		return rd, nil
+	}
+	rd, err := c.compare(pr, base, read)
+	if err == nil {
+		src.Memo.put(key, rd)
+	}
+	return rd, err
+}
+
+// compare diffs pr against base ("" for nothing), reading both with read.
+func (c *Client) compare(pr *porchv1alpha1.PackageRevision, base string, read func(string) (*pkg.Package, error)) (*RevisionDiff, error) {
 	after, err := read(pr.Name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", pr.Name, err)
@@ -84,6 +101,97 @@ func (c *Client) diff(ctx context.Context, pr *porchv1alpha1.PackageRevision, ag
 	return &RevisionDiff{Revision: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Against: base, Diff: d}, nil
 }
 
+// previousPublished names, of revs, the revision pr replaces: the newest
+// published revision of its package in its repository before it ("" for
+// none).
+func previousPublished(pr *porchv1alpha1.PackageRevision, revs []*porchv1alpha1.PackageRevision) string {
+	var best *porchv1alpha1.PackageRevision
+	for _, r := range revs {
+		if r.Spec.Repository != pr.Spec.Repository || r.Spec.PackageName != pr.Spec.PackageName || r.GitLifecycle() != porchv1alpha1.LifecyclePublished ||
+			r.Name == pr.Name || pr.Spec.Revision > 0 && r.Spec.Revision >= pr.Spec.Revision {
+			continue
+		}
+		if best == nil || r.Spec.Revision > best.Spec.Revision {
+			best = r
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
+// DiffSource tells DiffManyFrom where to find what it compares, for a
+// caller that keeps a view of the namespace (scion console).
+type DiffSource struct {
+	// Revisions, when set, are every revision of the namespace: each
+	// revision's base (the published one it replaces) is found among
+	// them instead of by a list per revision.
+	Revisions []*porchv1alpha1.PackageRevision
+	// Memo, when set, keeps diffs across calls by the commits compared.
+	Memo *DiffMemo
+}
+
+// memoKey identifies the diff of pr against base by their commits ("" when
+// src cannot tell them: nothing is remembered).
+func (src DiffSource) memoKey(pr *porchv1alpha1.PackageRevision, base string) string {
+	if src.Memo == nil || pr.Status.Commit == "" {
+		return ""
+	}
+	baseCommit := ""
+	if base != "" {
+		for _, r := range src.Revisions {
+			if r.Name == base {
+				baseCommit = r.Status.Commit
+			}
+		}
+		if baseCommit == "" {
+			return ""
+		}
+	}
+	return pr.Name + "@" + pr.Status.Commit + "|" + base + "@" + baseCommit
+}
+
+// DiffMemo keeps recent diffs (at most its size; the oldest go first).
+type DiffMemo struct {
+	mu    sync.Mutex
+	size  int
+	diffs map[string]*RevisionDiff
+	order []string
+}
+
+// NewDiffMemo returns a DiffMemo keeping at most size diffs.
+func NewDiffMemo(size int) *DiffMemo {
+	return &DiffMemo{size: size, diffs: map[string]*RevisionDiff{}}
+}
+
+func (m *DiffMemo) get(key string) (*RevisionDiff, bool) {
+	if m == nil || key == "" {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rd, ok := m.diffs[key]
+	return rd, ok
+}
+
+func (m *DiffMemo) put(key string, rd *RevisionDiff) {
+	if m == nil || key == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.diffs[key]; ok {
+		return
+	}
+	if len(m.order) >= m.size {
+		delete(m.diffs, m.order[0])
+		m.order = m.order[1:]
+	}
+	m.diffs[key] = rd
+	m.order = append(m.order, key)
+}
+
 // base names the revision pr is compared with ("" for none).
 func (c *Client) base(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string) (string, error) {
 	switch against {
@@ -92,19 +200,11 @@ func (c *Client) base(ctx context.Context, pr *porchv1alpha1.PackageRevision, ag
 		if err != nil {
 			return "", err
 		}
-		best := -1
-		for i, r := range revs {
-			if r.Name == pr.Name || pr.Spec.Revision > 0 && r.Spec.Revision >= pr.Spec.Revision {
-				continue
-			}
-			if best < 0 || r.Spec.Revision > revs[best].Spec.Revision {
-				best = i
-			}
+		all := make([]*porchv1alpha1.PackageRevision, len(revs))
+		for i := range revs {
+			all[i] = &revs[i]
 		}
-		if best < 0 {
-			return "", nil
-		}
-		return revs[best].Name, nil
+		return previousPublished(pr, all), nil
 	case AgainstUpstream:
 		up, err := c.lockedUpstream(ctx, pr)
 		if err != nil {
@@ -245,6 +345,12 @@ type DiffSummary struct {
 // content cannot be read is listed in Failures with why; the others are
 // still grouped. Each revision compared with is read once.
 func (c *Client) DiffMany(ctx context.Context, revs []porchv1alpha1.PackageRevision, against string) (*DiffSummary, error) {
+	return c.DiffManyFrom(ctx, revs, against, DiffSource{})
+}
+
+// DiffManyFrom is DiffMany with bases found in src.Revisions and diffs
+// remembered in src.Memo, when set.
+func (c *Client) DiffManyFrom(ctx context.Context, revs []porchv1alpha1.PackageRevision, against string, src DiffSource) (*DiffSummary, error) {
 	cache := map[string]*pkg.Package{}
 	read := func(n string) (*pkg.Package, error) {
 		if p, ok := cache[n]; ok {
@@ -260,7 +366,7 @@ func (c *Client) DiffMany(ctx context.Context, revs []porchv1alpha1.PackageRevis
 	groups := map[string]*DiffGroup{}
 	for i := range revs {
 		pr := &revs[i]
-		rd, err := c.diff(ctx, pr, against, read)
+		rd, err := c.diff(ctx, pr, against, read, src)
 		// Bases stay cached (many revisions share one); a revision's own
 		// content is not needed again.
 		delete(cache, pr.Name)

@@ -192,6 +192,10 @@ func TestConsole(t *testing.T) {
 		do(chromedp.Navigate(approver + "/proposals?set=app"))
 		return text("main")
 	}).WithTimeout(10 * time.Second).Should(ContainSubstring("Nothing to review."))
+	// The package's history: who proposed it and when, who approved it
+	// and when.
+	do(chromedp.Navigate(approver + "/package?repository=cluster-01&package=app"))
+	g.Expect(text(".record")).To(MatchRegexp(`^proposed by \S+ at 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ · approved by bob at 20\d\d-`))
 	// The table follows: both targets at v1, nothing on its way.
 	g.Eventually(func() string {
 		do(chromedp.Navigate(approver + "/targets?package=app"))

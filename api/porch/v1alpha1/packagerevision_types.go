@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,8 +40,13 @@ const (
 	// default) a Draft's content must stay unchanged before it is
 	// proposed automatically.
 	AutoProposeSettleAnnotation = "config.porch.kpt.dev/auto-propose-settle"
-	// ProposedByAnnotation records who proposed a revision automatically.
+	// ProposedByAnnotation records who proposed a revision: the person
+	// (Scion's API server sets it when they propose; what a person sends
+	// in it is ignored) or the automation that did.
 	ProposedByAnnotation = "porch.kpt.dev/proposed-by"
+	// ProposedAtAnnotation records when a revision was proposed (RFC
+	// 3339), with ProposedByAnnotation.
+	ProposedAtAnnotation = "porch.kpt.dev/proposed-at"
 	// PackageRevisionFinalizer keeps a PackageRevision until its revision
 	// is removed from git.
 	PackageRevisionFinalizer = "porch.kpt.dev/packagerevision"
@@ -422,4 +428,13 @@ func (pr *PackageRevision) ShownLifecycle() string {
 		out += ")"
 	}
 	return out
+}
+
+// RecordProposal records that by proposed pr at at.
+func (pr *PackageRevision) RecordProposal(by string, at time.Time) {
+	if pr.Annotations == nil {
+		pr.Annotations = map[string]string{}
+	}
+	pr.Annotations[ProposedByAnnotation] = by
+	pr.Annotations[ProposedAtAnnotation] = at.UTC().Format(time.RFC3339)
 }

@@ -414,10 +414,7 @@ func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageR
 	}
 	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cur.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
-	if cur.Annotations == nil {
-		cur.Annotations = map[string]string{}
-	}
-	cur.Annotations[porchv1alpha1.ProposedByAnnotation] = autoProposer
+	cur.RecordProposal(autoProposer, time.Now())
 	if err := r.Patch(ctx, cur, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

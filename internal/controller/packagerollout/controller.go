@@ -498,10 +498,7 @@ func (r *Reconciler) publishDependencies(ctx context.Context, ro *configv1alpha1
 		case dpr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || dpr.Spec.Lifecycle == "":
 			patch := client.MergeFromWithOptions(dpr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			dpr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
-			if dpr.Annotations == nil {
-				dpr.Annotations = map[string]string{}
-			}
-			dpr.Annotations[porchv1alpha1.ProposedByAnnotation] = by
+			dpr.RecordProposal(by, r.now())
 			if err := r.Patch(ctx, dpr, patch); err != nil && !apierrors.IsConflict(err) {
 				errs = append(errs, fmt.Errorf("proposing dependency %s: %w", dpr.Name, client.IgnoreNotFound(err)))
 				continue
