@@ -102,8 +102,8 @@ type session struct {
 	variants *objectCache[*configv1alpha1.PackageVariant, *configv1alpha1.PackageVariantList]
 	diffs    *rpkg.DiffMemo
 	stop     context.CancelFunc
-	ctx   context.Context
-	used  time.Time
+	ctx      context.Context
+	used     time.Time
 }
 
 // sessions are the people's sessions by their token's digest (one
@@ -135,7 +135,7 @@ func (s *Server) session(ctx context.Context) *session {
 	if se == nil {
 		c, ns := s.opts.Client, s.opts.Namespace
 		se = &session{revs: &rpkg.Client{Client: c, Namespace: ns, Timeout: 2 * time.Minute},
-			cache: newObjectCache[*porchv1alpha1.PackageRevision](c, ns, "PackageRevisions", func() *porchv1alpha1.PackageRevisionList { return &porchv1alpha1.PackageRevisionList{} }),
+			cache:    newObjectCache[*porchv1alpha1.PackageRevision](c, ns, "PackageRevisions", func() *porchv1alpha1.PackageRevisionList { return &porchv1alpha1.PackageRevisionList{} }),
 			variants: newObjectCache[*configv1alpha1.PackageVariant](c, ns, "PackageVariants", func() *configv1alpha1.PackageVariantList { return &configv1alpha1.PackageVariantList{} }),
 			diffs:    rpkg.NewDiffMemo(diffMemoSize)}
 		se.ctx, se.stop = context.WithCancel(withToken(s.ctx, token))
