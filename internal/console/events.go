@@ -15,8 +15,8 @@ import (
 const coalesce = time.Second
 
 // events streams, as server-sent events, that something the pages show
-// changed: it watches the namespace's PackageRevisions, PackageVariants
-// and PackageRollouts as the person (what they may not watch, they are
+// changed: it watches the namespace's PackageRevisions, PackageVariants,
+// PackageRollouts and PackageLocks as the person (what they may not watch, they are
 // not told about), and the pages fetch themselves again.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
@@ -25,7 +25,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	changed := changes.Watch(r.Context(), s.opts.Client, s.opts.Namespace, coalesce,
-		&porchv1alpha1.PackageRevisionList{}, &configv1alpha1.PackageVariantList{}, &configv1alpha1.PackageRolloutList{})
+		&porchv1alpha1.PackageRevisionList{}, &configv1alpha1.PackageVariantList{}, &configv1alpha1.PackageRolloutList{}, &configv1alpha1.PackageLockList{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	fmt.Fprint(w, ": watching\n\n")

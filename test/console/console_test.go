@@ -364,8 +364,13 @@ func TestConsoleLocks(t *testing.T) {
 		Packages: []configv1alpha1.LockedPackage{{Name: "cert-manager", Version: "1.0.0", Directory: "cert-manager", State: configv1alpha1.LockedPublished, Provides: []string{"cert-manager.io/v1/Certificate"}}},
 		Conflicts: []configv1alpha1.LockConflict{{Kind: "cert-manager.io/v1/Certificate", Packages: []string{"cert-manager", "certs-lite"}, RequiredBy: []string{"web"},
 			Message: "cert-manager.io/v1/Certificate is provided by cert-manager and certs-lite"}}}
+	time.Sleep(1500 * time.Millisecond) // the open page has started its event stream
 	g.Expect(k8sClient.Create(ctx, lock)).To(Succeed())
-	p.do(chromedp.Navigate(viewer + "/locks"))
+	// The open page shows it without a reload.
+	g.Eventually(func() string {
+		s, _ := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS("#conflicts")))
+		return s
+	}).WithTimeout(30 * time.Second).WithPolling(300 * time.Millisecond).Should(ContainSubstring("edge-07"))
 	g.Expect(p.text("#conflicts")).To(MatchRegexp(`edge-07\s+cert-manager.io/v1/Certificate\s+cert-manager, certs-lite\s+web\s+cert-manager.io/v1/Certificate is provided by`))
 	p.do(chromedp.Click(chromedp.CSS(`#conflicts a`)), chromedp.WaitVisible(chromedp.CSS("#lock")))
 	g.Expect(p.text("#lock")).To(MatchRegexp(`cert-manager\s+1.0.0\s+cert-manager\s+Published\s+cert-manager.io/v1/Certificate`))
