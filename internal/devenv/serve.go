@@ -20,6 +20,7 @@ import (
 
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
+	"github.com/scion-dev/scion/config/rbac"
 	"github.com/scion-dev/scion/internal/apiserver"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -134,6 +135,11 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		return fail(serveLog, err)
 	}
 	if err := policy.Install(ctx, adminClient); err != nil {
+		return fail(serveLog, err)
+	}
+	// The people's roles, as a cluster has them (docs/lifecycle.md), so
+	// that a role binding is all it takes to try a reviewer or an editor.
+	if err := rbac.Install(ctx, adminClient, rbac.UserRoles); err != nil {
 		return fail(serveLog, err)
 	}
 
