@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -312,6 +311,9 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 		if err != nil {
 			return nil, false, err
 		}
+		// Judged on what the client sent, before the server's own
+		// shaping (the proposal's record) changes it.
+		statusOnly := subresource == "" && next.ResourceVersion != cur.ResourceVersion && onlyStatusMoved(cur, next)
 		if shape != nil {
 			if next, err = shape(cur, next); err != nil {
 				return nil, false, err
@@ -326,7 +328,7 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 			next.Spec.Tasks = nil
 		}
 		read := next.ResourceVersion == cur.ResourceVersion
-		if !read && subresource == "" && onlyStatusMoved(cur, next) {
+		if statusOnly {
 			// The client read an older version, but since then only
 			// the status moved (the controllers write it): its change
 			// applies to the current version as it would have to the
@@ -355,20 +357,8 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 // next carries (so none of those is overwritten unseen).
 func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
 	return next.Generation != 0 && next.Generation == cur.Generation &&
-		equality.Semantic.DeepEqual(next.Labels, cur.Labels) && equality.Semantic.DeepEqual(sent(next.Annotations), sent(cur.Annotations)) &&
+		equality.Semantic.DeepEqual(next.Labels, cur.Labels) && equality.Semantic.DeepEqual(next.Annotations, cur.Annotations) &&
 		equality.Semantic.DeepEqual(next.Finalizers, cur.Finalizers) && equality.Semantic.DeepEqual(next.OwnerReferences, cur.OwnerReferences)
-}
-
-// sent is annotations without those the API server keeps itself (the
-// proposal's record), which no request changes.
-func sent(annotations map[string]string) map[string]string {
-	out := maps.Clone(annotations)
-	delete(out, porchv1alpha1.ProposedByAnnotation)
-	delete(out, porchv1alpha1.ProposedAtAnnotation)
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 // updated reads a revision and returns it with the change objInfo

@@ -17,6 +17,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgdiff"
 	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // Paging is one page of a longer list, with the queries of the pages
@@ -118,11 +119,7 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 
 type revisionRow struct {
 	Name, Repository, Package, Lifecycle, Ready, Message string
-	Gates                                                []gateRow
-}
-
-type gateRow struct {
-	Type, Status string
+	Gates                                                []tree.Gate
 }
 
 type groupView struct {
@@ -202,15 +199,7 @@ func revisionOf(pr *porchv1alpha1.PackageRevision) revisionRow {
 	if row.Ready == "" {
 		row.Ready = "Unknown"
 	}
-	for _, g := range pr.Spec.ReadinessGates {
-		status := "not set"
-		for _, c := range pr.Status.Conditions {
-			if c.Type == g.ConditionType {
-				status = string(c.Status)
-			}
-		}
-		row.Gates = append(row.Gates, gateRow{Type: g.ConditionType, Status: status})
-	}
+	row.Gates = tree.RevisionGates(pr)
 	return row
 }
 
@@ -232,29 +221,36 @@ type historyData struct {
 	Revisions           []historyRow
 }
 
-// history: a package's revisions, newest first, who published them, and
-// what each changed against the one before.
+// history: a package's revisions, newest first, who proposed and
+// approved them and when, and what each changed against the one before
+// (from the console's cached view, diffs remembered by their commits).
 func (s *Server) history(r *http.Request) (any, error) {
 	ctx := r.Context()
 	d := &historyData{Repository: r.URL.Query().Get("repository"), Package: r.URL.Query().Get("package")}
 	if d.Repository == "" || d.Package == "" {
 		return d, fmt.Errorf("name a package: ?repository=REPO&package=PACKAGE")
 	}
-	revs, err := s.session(ctx).revs.List(ctx, rpkg.Filter{Repository: d.Repository, Package: d.Package})
+	all, err := s.allRevisions(ctx)
 	if err != nil {
 		return d, err
 	}
-	slices.SortFunc(revs, func(a, b porchv1alpha1.PackageRevision) int {
+	var revs []*porchv1alpha1.PackageRevision
+	for _, pr := range all {
+		if pr.Spec.Repository == d.Repository && pr.Spec.PackageName == d.Package {
+			revs = append(revs, pr)
+		}
+	}
+	slices.SortFunc(revs, func(a, b *porchv1alpha1.PackageRevision) int {
 		if a.Spec.Revision != b.Spec.Revision {
 			return b.Spec.Revision - a.Spec.Revision
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	for i := range revs {
-		pr := &revs[i]
+	se := s.session(ctx)
+	for _, pr := range revs {
 		h := historyRow{revisionRow: revisionOf(pr), Revision: pr.Spec.Revision, PublishedBy: pr.Status.PublishedBy, PublishedAt: pr.Status.PublishTimestamp,
 			ProposedBy: pr.Annotations[porchv1alpha1.ProposedByAnnotation], ProposedAt: pr.Annotations[porchv1alpha1.ProposedAtAnnotation], Commit: shortCommit(pr.Status.Commit)}
-		if rd, err := s.session(ctx).revs.Diff(ctx, pr.Name, rpkg.AgainstPublished); err != nil {
+		if rd, err := se.revs.DiffFrom(ctx, pr, rpkg.AgainstPublished, rpkg.DiffSource{Revisions: all, Memo: se.diffs}); err != nil {
 			h.Error = err.Error()
 		} else {
 			h.Against, h.Diff = rd.Against, rd.Diff

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/lenient"
+	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -60,24 +60,6 @@ func rolloutObject(ns, name, deadline string) *unstructured.Unstructured {
 		_ = unstructured.SetNestedField(u.Object, deadline, "spec", "progressDeadline")
 	}
 	return u
-}
-
-// lockedLog collects a process's output, read while it runs.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // reconciled says whether the rollout's status describes its current
@@ -127,7 +109,7 @@ func TestManager_undecodableObjectSetAside(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(env.WriteKubeconfig(kubeconfig, "replica")).To(Succeed())
 	metricsAddr := freeAddr(t)
-	log := &lockedLog{}
+	log := &syncbuf.Buffer{}
 	start := func() (stop func()) {
 		cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr,
 			"--health-probe-bind-address", "0", "--cache-dir", t.TempDir(), "--leader-elect=false")

@@ -55,6 +55,12 @@ func (c *Client) Diff(ctx context.Context, name, against string) (*RevisionDiff,
 	return c.diff(ctx, pr, against, nil, DiffSource{})
 }
 
+// DiffFrom is Diff of a revision the caller has, with its base found in
+// src.Revisions and the diff remembered in src.Memo, when set.
+func (c *Client) DiffFrom(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string, src DiffSource) (*RevisionDiff, error) {
+	return c.diff(ctx, pr, against, nil, src)
+}
+
 // diff computes pr's change; read, when set, reads the content of
 // revisions (so that a summary reads each base once).
 func (c *Client) diff(ctx context.Context, pr *porchv1alpha1.PackageRevision, against string, read func(string) (*pkg.Package, error), src DiffSource) (*RevisionDiff, error) {

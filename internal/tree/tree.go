@@ -46,10 +46,26 @@ type Node struct {
 	Children []*Node `json:"children,omitempty"`
 }
 
-// Gate is a readiness gate and whether its condition is True.
+// Gate is a readiness gate and the status of its condition (NotSet when
+// the revision has no such condition).
 type Gate struct {
 	ConditionType string `json:"conditionType"`
 	Status        string `json:"status"`
+}
+
+// RevisionGates are pr's readiness gates with their conditions' status.
+func RevisionGates(pr *porchv1alpha1.PackageRevision) []Gate {
+	var gates []Gate
+	for _, g := range pr.Spec.ReadinessGates {
+		status := "NotSet"
+		for _, c := range pr.Status.Conditions {
+			if c.Type == g.ConditionType {
+				status = string(c.Status)
+			}
+		}
+		gates = append(gates, Gate{ConditionType: g.ConditionType, Status: status})
+	}
+	return gates
 }
 
 // Build reads the tree of kind/name (packagevariantset or packagevariant,
@@ -242,15 +258,7 @@ func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.Packag
 				}
 			}
 		}
-		for _, g := range pr.Spec.ReadinessGates {
-			status := "Unknown"
-			for _, cond := range pr.Status.Conditions {
-				if cond.Type == g.ConditionType {
-					status = string(cond.Status)
-				}
-			}
-			rn.Gates = append(rn.Gates, Gate{ConditionType: g.ConditionType, Status: status})
-		}
+		rn.Gates = RevisionGates(&pr)
 		n.Children = append(n.Children, rn)
 	}
 	addDependencies(n, pv)

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +14,8 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/cli"
+	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 )
-
-// syncBuffer is a buffer a running command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // scion rollout status --watch follows a rollout as it goes: it prints the
 // tree at once (the canary awaiting approval, its target not published),
@@ -65,7 +46,7 @@ func TestRolloutStatusWatch(t *testing.T) {
 		Approval:         configv1alpha1.RolloutApprovalManual,
 	}})).To(Succeed())
 
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	watchCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

@@ -3,13 +3,11 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -17,30 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
 // Logs holds what the manager logged.
-var Logs = &logBuffer{}
-
-// logBuffer is a buffer safe for concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything logged so far.
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+var Logs = &syncbuf.Buffer{}
 
 // Run starts a control plane and the manager (metrics and probes off, a
 // temporary cache), calls ready with the environment, runs the tests, and
