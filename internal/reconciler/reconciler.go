@@ -106,9 +106,24 @@ func (o Outcome) Return(statusErr error) (ctrl.Result, error) {
 	case o.Waiting != nil:
 		return ctrl.Result{RequeueAfter: o.Waiting.After}, nil
 	case o.Stalled != nil:
-		return ctrl.Result{RequeueAfter: o.Stalled.Retry}, nil
+		if o.Stalled.Retry > 0 {
+			return Periodic(o.Stalled.Retry), nil
+		}
+		return ctrl.Result{}, nil
 	}
 	return o.Result, nil
+}
+
+// Periodic is the result of a step that looks again after a while for
+// what no event announces (a remote's new commits, a floating tag moved, a
+// stalled object's cause fixed elsewhere): queued at PriorityResync,
+// behind people's changes and fan-outs, rather than at the priority of
+// the event that brought the object (a person's edit would otherwise be
+// polled at PriorityPerson for ever after). A requeue that continues the
+// work itself (a soak, a settle time, a race retry) keeps its priority.
+func Periodic(after time.Duration) ctrl.Result {
+	p := PriorityResync
+	return ctrl.Result{RequeueAfter: after, Priority: &p}
 }
 
 // MaxLogged bounds the text of an error a reconcile returns: the
@@ -213,13 +228,13 @@ func Classify(res ctrl.Result, err error) Outcome {
 	return Outcome{Result: res, Err: err}
 }
 
-// merge keeps the soonest requeue of two results.
+// merge keeps the soonest requeue of two results, with its priority.
 func merge(a, b ctrl.Result) ctrl.Result {
 	switch {
 	case a.RequeueAfter == 0:
 		return b
-	case b.RequeueAfter == 0:
+	case b.RequeueAfter == 0 || a.RequeueAfter <= b.RequeueAfter:
 		return a
 	}
-	return ctrl.Result{RequeueAfter: min(a.RequeueAfter, b.RequeueAfter)}
+	return b
 }

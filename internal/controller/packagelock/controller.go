@@ -80,10 +80,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("packagelock").
 		For(&configv1alpha1.Repository{}, builder.WithPredicates(r.Options.Shard.Predicate())).
 		Owns(&configv1alpha1.PackageLock{}).
-		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}}}
-		})).
+		}), reconciler.Fixed(reconciler.PriorityFanOut))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -73,12 +74,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagerevision").
-		For(&porchv1alpha1.PackageRevision{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, revisionPriority), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: conditionsChanged},
 		))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
+}
+
+// revisionPriority is the priority of an event about a PackageRevision: a
+// lifecycle move, an approval, a condition set by someone other than this
+// controller or a deletion starting is reconciler.PriorityPerson (a
+// person's, or a rollout's or auto-propose's, which a person waits for);
+// a revision made or rewritten by its controller (a variant's draft) is
+// PriorityFanOut; anything else PriorityDefault.
+func revisionPriority(old, obj client.Object) int {
+	n, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return reconciler.PriorityDefault
+	}
+	if o, ok := old.(*porchv1alpha1.PackageRevision); ok && (o.Spec.Lifecycle != n.Spec.Lifecycle || o.Annotations[porchv1alpha1.ApprovedByAnnotation] != n.Annotations[porchv1alpha1.ApprovedByAnnotation] || conditionsChanged(event.UpdateEvent{ObjectOld: o, ObjectNew: n})) {
+		return reconciler.PriorityPerson
+	}
+	return reconciler.PersonUnlessControlled(old, obj)
 }
 
 // conditionsChanged reports a change of conditions other than Ready, of
@@ -249,7 +267,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) (ctrl.Result, e
 		// case that writer stopped in between.
 		if wait := showGrace - time.Since(pr.CreationTimestamp.Time); wait > 0 {
 			s.quiet = true
-			return ctrl.Result{RequeueAfter: wait}, nil
+			return reconciler.Periodic(wait), nil
 		}
 	}
 	s.rev, s.found = rev, true

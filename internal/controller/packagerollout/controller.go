@@ -99,7 +99,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagerollout").
-		For(&configv1alpha1.PackageRollout{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
+		// A person's approval, pause or abort first.
+		Watches(&configv1alpha1.PackageRollout{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.Fixed(reconciler.PriorityPerson)),
+			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)

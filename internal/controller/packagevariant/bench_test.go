@@ -72,6 +72,12 @@ func BenchmarkPackageVariants(b *testing.B) {
 	// selecting the repositories (10 targets of one package each), and
 	// the set's summary must count them all Ready.
 	asSet := os.Getenv("SCION_BENCH_SET") != ""
+	// SCION_BENCH_INTERACTIVE=1: people edit 50 variants of their own and
+	// approve 50 drafts at random moments of the bump (through the set:
+	// the set's rewrite of its variants is the bulk work their changes
+	// must not queue behind).
+	interactive := os.Getenv("SCION_BENCH_INTERACTIVE") != ""
+	asSet = asSet || interactive
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := env.Namespace(b, "scale")
@@ -141,6 +147,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 		createPushes := pushSummary(pushesBefore)
 		createCounters := counterSummary(countersBefore, n)
 		endProfile()
+		var person *people
+		if interactive {
+			person = newPeople(b, ns, repos, pvs)
+		}
 		requestsBefore, cpuBefore, pushesBefore, countersBefore = apiRequests.Load(), cpustat.Read(), pushCounts(), counterValues()
 
 		// Bump every variant to revision 2 (through the set's upstream,
@@ -163,6 +173,10 @@ func BenchmarkPackageVariants(b *testing.B) {
 			}
 			list.Items = nil
 		}
+		bumped := make(chan struct{})
+		if person != nil {
+			person.start(b, createTime*9/10, bumped)
+		}
 		for i := range list.Items {
 			pv := &list.Items[i]
 			wg.Add(1)
@@ -182,12 +196,16 @@ func BenchmarkPackageVariants(b *testing.B) {
 			waitSetSummary(b, ns, repos*perRepo, "2")
 		}
 		updateTime := time.Since(start)
+		close(bumped)
 		updateRequests := apiRequests.Load() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
 		updateKinds := snapshotKinds()
 		updateCounters := counterSummary(countersBefore, n)
 		endProfile()
 		stop()
+		if person != nil {
+			fmt.Print(person.report())
+		}
 		fmt.Print(apiLatency(b, ns))
 		fmt.Print(consolePages(b, ns))
 		fmt.Print(batchLifecycle(b, ns))

@@ -143,20 +143,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named("packagevariant").
-		For(&configv1alpha1.PackageVariant{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged))).
-		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
-		Watches(&configv1alpha1.PackageLock{}, handler.EnqueueRequestsFromMapFunc(r.requestsForLock)).
-		// A variant that goes (or moves its downstream) frees its package
-		// for the next variant that wants it.
-		Watches(&configv1alpha1.PackageVariant{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSamePackage), builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(event.CreateEvent) bool { return false },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return variant.DownstreamPackageKey(e.ObjectOld.(*configv1alpha1.PackageVariant)) != variant.DownstreamPackageKey(e.ObjectNew.(*configv1alpha1.PackageVariant))
-			},
-		})).
+	c, err := r.watch(ctrl.NewControllerManagedBy(mgr).Named("packagevariant")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
 	if err != nil {
@@ -164,6 +151,33 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient(), memo: &r.memo}
 	return nil
+}
+
+// watch adds the controller's watches to b, each at its priority
+// (reconciler.PriorityPerson and below): a person's edit of a variant is
+// acted on before the variants an upstream, a set or an injected object
+// fanned out to.
+func (r *Reconciler) watch(b *builder.Builder) *builder.Builder {
+	return b.
+		// The variant itself: its spec (a person's edit, or its set's
+		// rewrite when a set controls it) or its hold.
+		Watches(&configv1alpha1.PackageVariant{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.PersonUnlessControlled),
+			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged))).
+		// Its own downstream revision (approved, published, deleted).
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForOwnRevision), reconciler.Fixed(reconciler.PriorityDefault))).
+		// An upstream's revision to its followers, a dependency's to its
+		// dependants.
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForRevision), reconciler.Fixed(reconciler.PriorityFanOut))).
+		Watches(&configv1alpha1.PackageLock{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForLock), reconciler.Fixed(reconciler.PriorityFanOut))).
+		// A variant that goes (or moves its downstream) frees its package
+		// for the next variant that wants it.
+		Watches(&configv1alpha1.PackageVariant{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForSamePackage), reconciler.Fixed(reconciler.PriorityDefault)), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return variant.DownstreamPackageKey(e.ObjectOld.(*configv1alpha1.PackageVariant)) != variant.DownstreamPackageKey(e.ObjectNew.(*configv1alpha1.PackageVariant))
+			},
+		}))
 }
 
 // requestsForSamePackage maps a variant to the other variants of its
@@ -183,16 +197,21 @@ func (r *Reconciler) requestsForSamePackage(ctx context.Context, o client.Object
 	return out
 }
 
-// requestsForRevision maps a PackageRevision to its owning variant, to
-// the variants whose upstream is its package, and to the variants with
-// dependencies writing into its repository (a dependency's lifecycle
-// moves their gate).
+// requestsForOwnRevision maps a PackageRevision to the variant that made
+// it.
+func (r *Reconciler) requestsForOwnRevision(_ context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "PackageVariant" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+	return nil
+}
+
+// requestsForRevision maps a PackageRevision to the variants whose
+// upstream is its package, and to the variants with dependencies writing
+// into its repository (a dependency's lifecycle moves their gate).
 func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) []reconcile.Request {
 	pr := o.(*porchv1alpha1.PackageRevision)
 	var out []reconcile.Request
-	if ref := metav1.GetControllerOf(pr); ref != nil && ref.Kind == "PackageVariant" {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}})
-	}
 	list := &configv1alpha1.PackageVariantList{}
 	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{variant.UpstreamIndex: variant.PackageKey(pr.Spec.Repository, pr.Spec.PackageName)}); err == nil {
 		for _, pv := range list.Items {
@@ -678,7 +697,7 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	if s.pv.Spec.Upstream.Tag != "" || s.pv.Spec.Upstream.VersionRange != "" {
 		// A tag's move changes no PackageRevision: no event says so (a
 		// version range reads semver tags too).
-		res.RequeueAfter = r.tagPollPeriod()
+		res = reconciler.Periodic(r.tagPollPeriod())
 	}
 	if c := meta.FindStatusCondition(s.produced.Conditions, configv1alpha1.DownstreamEnsuredCondition); c != nil && c.Reason == variant.RenderFailedReason {
 		return res, reconciler.Stall(variant.RenderFailedReason, "%s", c.Message)

@@ -11,6 +11,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
 
 // InjectorIndex indexes PackageVariants by the names their injectors
@@ -42,7 +43,7 @@ type injectionWatches struct {
 func (w *injectionWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind, namespace string) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	return w.kinds.Ensure(ctx, obj, namespace, handler.EnqueueRequestsFromMapFunc(w.requestsForObject))
+	return w.kinds.Ensure(ctx, obj, namespace, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(w.requestsForObject), reconciler.Fixed(reconciler.PriorityFanOut)))
 }
 
 // requestsForObject maps an in-cluster object to the variants of its

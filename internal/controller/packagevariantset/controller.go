@@ -140,15 +140,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.wake = make(chan event.GenericEvent, wakeBuffer)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagevariantset").
-		For(&configv1alpha2.PackageVariantSet{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// A person's edit of a set first, then what reaches many sets.
+		Watches(&configv1alpha2.PackageVariantSet{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.Fixed(reconciler.PriorityPerson)),
+			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)
 			return setsFor(ctx, mgr.GetClient(), pr.Namespace, UpstreamIndex, pr.Spec.Repository+"/"+pr.Spec.PackageName)
-		}), builder.WithPredicates(revisionChanged{})).
-		Watches(&configv1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		}), reconciler.Fixed(reconciler.PriorityFanOut)), builder.WithPredicates(revisionChanged{})).
+		Watches(&configv1alpha1.Repository{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return setsFor(ctx, mgr.GetClient(), o.GetNamespace(), RepositoryIndex, o.GetName(), AnyRepository)
-		}), builder.WithPredicates(metadataChanged{})).
+		}), reconciler.Fixed(reconciler.PriorityFanOut)), builder.WithPredicates(metadataChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/variantset"
 )
 
@@ -93,9 +94,9 @@ func (s *clusterSource) List(ctx context.Context, gvk schema.GroupVersionKind, n
 func (s *clusterSource) watchKind(ctx context.Context, gvk schema.GroupVersionKind, namespace string) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	return s.kinds.Ensure(ctx, obj, namespace, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	return s.kinds.Ensure(ctx, obj, namespace, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return setsFor(ctx, s.client, o.GetNamespace(), KindIndex, kindKey(gvk))
-	}))
+	}), reconciler.Fixed(reconciler.PriorityFanOut)))
 }
 
 // errReadingCluster is matched by errors reading the cluster during an

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -63,7 +64,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: Repositories, reconciled on
-// spec changes (GenerationChanged) and periodically.
+// spec changes (GenerationChanged) and sync requests at
+// reconciler.PriorityPerson, and periodically at PriorityResync.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
 		return fmt.Errorf("repository controller: APIReader, Cache, Service and Recorder are required")
@@ -76,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
-		For(&configv1alpha1.Repository{}, builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&configv1alpha1.Repository{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.Fixed(reconciler.PriorityPerson)), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			syncRequested,
 		))).
@@ -218,7 +220,7 @@ func (r *Reconciler) reconcileSync(ctx context.Context, s *scope) (ctrl.Result, 
 	default:
 		metrics.RepositorySyncs.WithLabelValues("unchanged").Inc()
 	}
-	return ctrl.Result{RequeueAfter: r.syncPeriod(s.repo)}, nil
+	return reconciler.Periodic(r.syncPeriod(s.repo)), nil
 }
 
 // reconcileDelete removes the Repository's PackageRevision objects (git is
