@@ -227,8 +227,29 @@ func buildSet(ctx context.Context, c client.Client, namespace, name string) (*No
 		return nil, err
 	}
 	slices.SortFunc(list.Items, func(a, b configv1alpha1.PackageVariant) int { return strings.Compare(a.Name, b.Name) })
+	var revisions map[string][]porchv1alpha1.PackageRevision
+	if len(list.Items) > oneListAbove {
+		// One list of every variant's revisions rather than a list per
+		// variant (10,000 requests for a set of 10,000).
+		all := &porchv1alpha1.PackageRevisionList{}
+		if err := c.List(ctx, all, client.InNamespace(namespace), client.HasLabels{configv1alpha1.PackageVariantLabel}); err != nil {
+			return nil, err
+		}
+		revisions = map[string][]porchv1alpha1.PackageRevision{}
+		for _, pr := range all.Items {
+			v := pr.Labels[configv1alpha1.PackageVariantLabel]
+			revisions[v] = append(revisions[v], pr)
+		}
+	}
 	for i := range list.Items {
-		child, err := variantNode(ctx, c, &list.Items[i])
+		pv := &list.Items[i]
+		var child *Node
+		var err error
+		if revisions != nil {
+			child = variantNodeOf(pv, revisions[pkgservice.LabelValue(pv.Name)])
+		} else {
+			child, err = variantNode(ctx, c, pv)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -237,15 +258,26 @@ func buildSet(ctx context.Context, c client.Client, namespace, name string) (*No
 	return n, nil
 }
 
+// oneListAbove is the size of a set above which its tree reads the
+// revisions of every variant of the namespace at once: below it, a list
+// per variant reads less.
+const oneListAbove = 20
+
 func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.PackageVariant) (*Node, error) {
-	n := &Node{Kind: "PackageVariant", Name: pv.Name}
-	setReady(n, pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
 	list := &porchv1alpha1.PackageRevisionList{}
 	if err := c.List(ctx, list, client.InNamespace(pv.Namespace), client.MatchingLabels{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(pv.Name)}); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
-	for _, pr := range list.Items {
+	return variantNodeOf(pv, list.Items), nil
+}
+
+// variantNodeOf is the node of a variant with the revisions labelled as
+// its own (those another object controls are left out).
+func variantNodeOf(pv *configv1alpha1.PackageVariant, revisions []porchv1alpha1.PackageRevision) *Node {
+	n := &Node{Kind: "PackageVariant", Name: pv.Name}
+	setReady(n, pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
+	slices.SortFunc(revisions, func(a, b porchv1alpha1.PackageRevision) int { return strings.Compare(a.Name, b.Name) })
+	for _, pr := range revisions {
 		if ref := metav1.GetControllerOf(&pr); ref != nil && ref.UID != pv.UID {
 			continue
 		}
@@ -262,7 +294,7 @@ func variantNode(ctx context.Context, c client.Client, pv *configv1alpha1.Packag
 		n.Children = append(n.Children, rn)
 	}
 	addDependencies(n, pv)
-	return n, nil
+	return n
 }
 
 // addDependencies shows a variant's dependencies (status.dependencies)

@@ -3,6 +3,7 @@ package packagevariant_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +44,7 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // benchApp is a 20-resource package with a required injection point.
@@ -683,29 +687,46 @@ func apiLatency(b *testing.B, ns string) string {
 		}
 	}
 	rc := &rpkg.Client{Client: env.Client, Namespace: ns}
+	kubectl := kubectlGet(b, ns)
 	calls := []struct {
-		name string
-		call func() error
+		name  string
+		calls int
+		call  func() error
 	}{
-		{fmt.Sprintf("list all %d PackageRevisions (kubectl get packagerevisions)", len(list.Items)), func() error {
+		{fmt.Sprintf("kubectl get packagerevisions (%d, as a table, 500 a page)", len(list.Items)), 100, func() error { return kubectl("") }},
+		{fmt.Sprintf("list all %d PackageRevisions as objects, one request", len(list.Items)), 100, func() error {
 			return env.Client.List(ctx, &porchv1alpha1.PackageRevisionList{}, client.InNamespace(ns))
 		}},
-		{"get one PackageRevision", func() error {
+		{"kubectl get packagerevision NAME", 100, func() error { return kubectl(one.Name) }},
+		{"get one PackageRevision", 100, func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &porchv1alpha1.PackageRevision{})
 		}},
-		{"scion rpkg get --repository R --package P", func() error {
+		{"scion rpkg get --repository R --package P", 100, func() error {
 			_, err := rc.List(ctx, rpkg.Filter{Repository: one.Spec.Repository, Package: one.Spec.PackageName})
 			return err
 		}},
-		{"pull one revision's files (get packagerevisionresources)", func() error {
+		{"pull one revision's files (get packagerevisionresources)", 100, func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &content.PackageRevisionResources{})
 		}},
 	}
+	if set := (&configv1alpha2.PackageVariantSet{}); env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchSet}, set) == nil && set.Status.Summary != nil {
+		calls = append(calls, struct {
+			name  string
+			calls int
+			call  func() error
+		}{fmt.Sprintf("scion tree pvs/%s (%d variants)", benchSet, set.Status.Summary.Desired), 20, func() error {
+			n, err := tree.Build(ctx, env.Client, ns, "pvs", benchSet)
+			if err == nil {
+				err = tree.Print(io.Discard, n, false)
+			}
+			return err
+		}})
+	}
 	var out strings.Builder
-	out.WriteString("\nthrough Porch's API (100 calls each)          p50       p99\n")
+	out.WriteString("\nthrough Porch's API (100 calls each, 20 for scion tree)          p50       p99\n")
 	for _, c := range calls {
-		took := make([]time.Duration, 0, 100)
-		for range 100 {
+		took := make([]time.Duration, 0, c.calls)
+		for range c.calls {
 			start := time.Now()
 			if err := c.call(); err != nil {
 				b.Fatalf("%s: %v", c.name, err)
@@ -713,7 +734,49 @@ func apiLatency(b *testing.B, ns string) string {
 			took = append(took, time.Since(start))
 		}
 		slices.Sort(took)
-		fmt.Fprintf(&out, "%-60s %8s %8s\n", c.name, took[49].Round(time.Millisecond), took[98].Round(time.Millisecond))
+		fmt.Fprintf(&out, "%-60s %8s %8s\n", c.name, took[len(took)/2-1].Round(time.Millisecond), took[(len(took)*99-1)/100].Round(time.Millisecond))
 	}
 	return out.String()
+}
+
+// kubectlGet returns what makes kubectl get packagerevisions [NAME]'s
+// requests: the server's table (Accept ...;as=Table), 500 rows a page.
+func kubectlGet(b *testing.B, ns string) func(name string) error {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.GroupVersion = &porchv1alpha1.GroupVersion
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(env.Scheme).WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+	return func(name string) error {
+		next := ""
+		for {
+			req := rc.Get().Namespace(ns).Resource("packagerevisions").SetHeader("Accept", table)
+			if name != "" {
+				req = req.Name(name)
+			} else {
+				req = req.Param("limit", "500")
+				if next != "" {
+					req = req.Param("continue", next)
+				}
+			}
+			body, err := req.DoRaw(context.Background())
+			if err != nil {
+				return err
+			}
+			var page metav1.Table
+			if err := json.Unmarshal(body, &page); err != nil {
+				return err
+			}
+			if name != "" && len(page.Rows) != 1 {
+				return fmt.Errorf("%d rows for %s", len(page.Rows), name)
+			}
+			if next = page.Continue; next == "" {
+				return nil
+			}
+		}
+	}
 }

@@ -711,3 +711,37 @@ func fourClusterSet(ns, name string) *configv1alpha2.PackageVariantSet {
 		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-01"}, {Name: "cluster-02"}, {Name: "cluster-03"}, {Name: "cluster-04"}}}},
 	}}
 }
+
+// scion tree of a set larger than a list per variant is worth: the
+// revisions of every variant read at once and each shown under its own
+// variant, as for a small set.
+func TestTree_bigSet(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(t)
+	var repos []configv1alpha2.RepositoryTarget
+	for _, r := range []string{"cluster-01", "cluster-02", "cluster-03", "cluster-04"} {
+		repos = append(repos, configv1alpha2.RepositoryTarget{Name: r, PackageNames: []string{"p0", "p1", "p2", "p3", "p4", "p5"}})
+	}
+	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "v1"},
+		Targets:  []configv1alpha2.Target{{Repositories: repos}},
+	}}
+	g.Expect(k8sClient.Create(context.Background(), pvs)).To(Succeed())
+	var n *tree.Node
+	g.Eventually(func(g Gomega) {
+		var err error
+		n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "big")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n.Children).To(HaveLen(24))
+		for _, pv := range n.Children {
+			g.Expect(pv.Children).To(HaveLen(1), pv.Name)
+		}
+	}, 2*timeout, interval).Should(Succeed())
+	for _, pv := range n.Children {
+		// big-cluster-03-p4 made cluster-03.p4.packagevariant-1.
+		repo, pkg, _ := strings.Cut(strings.TrimPrefix(pv.Name, "big-"), "-p")
+		g.Expect(pv.Children[0].Name).To(Equal(repo+".p"+pkg+".packagevariant-1"), pv.Name)
+		g.Expect(pv.Children[0].Kind).To(Equal("PackageRevision"))
+		g.Expect(pv.Children[0].Lifecycle).To(Equal("Draft"))
+	}
+}
