@@ -83,6 +83,10 @@ lint: ## gofmt and go vet.
 test: control-plane browser verify-generate lint ## Run every test against a real API server, real git and a real browser.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
 
+.PHONY: bench-failover
+bench-failover: control-plane ## Failover: two `scion controller` replicas per shard with leader election, N PackageVariants (N=1000) made by a set per shard; the leader of one shard killed a third of the way through an upstream bump; SHARDS=3 runs three shards.
+	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_SHARDS=$(SHARDS) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 90m ./internal/manager/
+
 .PHONY: bench
 bench: control-plane ## Run the benchmarks.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchmem ./...

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -509,4 +512,97 @@ func TestPackageRevisions_cloneFromGit(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(c.want))
 		g.Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
 	}
+}
+
+// kubectl get packagerevisions asks for the server's table, 500 rows a
+// page: the rows are the storage's table, cell for cell what the server
+// would compute from the objects (asked for with includeObject=Object),
+// each row's object the revision's metadata as porch.kpt.dev shows it;
+// paging, label selectors and RBAC apply as to any list.
+func TestPackageRevisions_table(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	for _, p := range []string{"app2", "app3"} {
+		pr := f.show(t, p, "ws1", porchv1alpha1.LifecycleDraft)
+		pr.Labels = map[string]string{"tier": p}
+		g.Expect(storageClient.Update(ctx, pr)).To(Succeed())
+	}
+	one := &porchv1alpha1.PackageRevision{}
+	g.Expect(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, one)).To(Succeed())
+	one.Status.Conditions = []porchv1alpha1.Condition{{Type: "Ready", Status: "True", Reason: "Shown"}}
+	one.Status.Lifecycle = porchv1alpha1.LifecycleDraft
+	g.Expect(storageClient.Status().Update(ctx, one)).To(Succeed())
+
+	get := func(cfg *rest.Config, include string, params map[string]string) (*metav1.Table, error) {
+		cfg = rest.CopyConfig(cfg)
+		cfg.GroupVersion = &porchv1alpha1.GroupVersion
+		cfg.APIPath = "/apis"
+		cfg.NegotiatedSerializer = serializer.NewCodecFactory(env.Scheme).WithoutConversion()
+		rc, err := rest.RESTClientFor(cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+		req := rc.Get().Namespace(f.ns).Resource("packagerevisions").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+		if include != "" {
+			req = req.Param("includeObject", include)
+		}
+		for k, v := range params {
+			req = req.Param(k, v)
+		}
+		body, err := req.DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		table := &metav1.Table{}
+		return table, json.Unmarshal(body, table)
+	}
+	// As kubectl pages it.
+	page, err := get(env.Config, "", map[string]string{"limit": "2"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(page.Rows).To(HaveLen(2))
+	g.Expect(page.Continue).NotTo(BeEmpty())
+	rest2, err := get(env.Config, "", map[string]string{"limit": "2", "continue": page.Continue})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rest2.Rows).To(HaveLen(1))
+	g.Expect(rest2.Continue).To(BeEmpty())
+	var columns []string
+	for _, c := range page.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	g.Expect(columns).To(Equal([]string{"Name", "Package", "Workspace", "Revision", "Lifecycle", "Requested", "Repository", "Ready"}))
+	rows := append(page.Rows, rest2.Rows...)
+
+	// The server's own table of the objects, cell for cell.
+	whole, err := get(env.Config, "Object", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(whole.ColumnDefinitions).To(Equal(page.ColumnDefinitions))
+	g.Expect(whole.Rows).To(HaveLen(3))
+	for i := range rows {
+		g.Expect(rows[i].Cells).To(Equal(whole.Rows[i].Cells), "row %d", i)
+	}
+	g.Expect(rows[0].Cells).To(Equal([]any{"deploy.app.ws1", "app", "ws1", nil, "Draft", "Draft", "deploy", "True"}))
+	// Each row's object is the metadata porch.kpt.dev shows.
+	for _, row := range rows {
+		m := &metav1.PartialObjectMetadata{}
+		g.Expect(json.Unmarshal(row.Object.Raw, m)).To(Succeed())
+		g.Expect(m.APIVersion).To(Equal("meta.k8s.io/v1"))
+		g.Expect(m.Kind).To(Equal("PartialObjectMetadata"))
+		g.Expect(m.Namespace).To(Equal(f.ns))
+		for _, mf := range m.ManagedFields {
+			g.Expect(mf.APIVersion).To(Equal("porch.kpt.dev/v1alpha1"), row.Cells[0])
+		}
+	}
+	full := &porchv1alpha1.PackageRevision{}
+	g.Expect(json.Unmarshal(whole.Rows[0].Object.Raw, full)).To(Succeed())
+	g.Expect(full.APIVersion).To(Equal("porch.kpt.dev/v1alpha1"))
+	g.Expect(full.Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}), "the objects are porch.kpt.dev's")
+
+	// Selectors.
+	sel, err := get(env.Config, "", map[string]string{"labelSelector": "tier=app3"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel.Rows).To(HaveLen(1))
+	g.Expect(sel.Rows[0].Cells[0]).To(Equal("deploy.app3.ws1"))
+	// Someone who may not list revisions may not list their table.
+	_, err = get(env.As(t, f.ns, "nobody", ""), "", nil)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 }

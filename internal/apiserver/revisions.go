@@ -70,8 +70,12 @@ func (r *revisions) ShortNames() []string { return []string{"pr"} }
 // Categories returns scion: kubectl get scion lists Scion's objects.
 func (r *revisions) Categories() []string { return []string{"scion"} }
 
-// ConvertToTable shows the storage's printer columns.
+// ConvertToTable shows the storage's printer columns; a list made as the
+// storage's table (List, for a request wanting one) is that table.
 func (r *revisions) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
+	if t, ok := obj.(*metav1.Table); ok {
+		return t, nil
+	}
 	return r.table.ConvertToTable(ctx, obj, opts)
 }
 
@@ -104,12 +108,16 @@ func nameFields(pr *porchv1alpha1.PackageRevision) field.ErrorList {
 }
 
 // List lists revisions, with label and field selectors, paging and
-// resourceVersion semantics passed to the storage.
+// resourceVersion semantics passed to the storage; a list wanted as a
+// table of metadata rows (kubectl get) is the storage's table.
 func (r *revisions) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	ns, _ := request.NamespaceFrom(ctx)
 	v1opts, err := listOptions(opts)
 	if err != nil {
 		return nil, err
+	}
+	if metadataTable(ctx) {
+		return r.storage.listTable(ctx, ns, v1opts)
 	}
 	list, err := r.storage.list(ctx, ns, v1opts)
 	if err != nil {

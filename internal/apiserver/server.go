@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
@@ -96,6 +97,9 @@ func New(o Options) (*Server, error) {
 	cfg.OpenAPIV3Config.Info.Title = "Scion (porch.kpt.dev)"
 	if err := rec.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
+	}
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withTables(h), c)
 	}
 	// A push carries a whole package (nothing is stored in etcd): the
 	// body may be as large as the package limit allows, JSON-escaped, so

@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,12 @@ type Options struct {
 	// LeaderElectionNamespace holds the lease (the pod's namespace when
 	// empty and running in a cluster).
 	LeaderElectionNamespace string
+	// LeaseDuration is how long a standby waits, after the leader last
+	// renewed its lease, before taking it over (the failover time of a
+	// leader that died); RenewDeadline how long the leader tries to renew
+	// before it gives up leading; RetryPeriod how often both try.
+	// controller-runtime's 15 s, 10 s and 2 s when 0.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// CacheDir holds the local git mirrors.
 	CacheDir string
 	// RepositoryWorkers reconcile Repositories in parallel.
@@ -152,6 +159,28 @@ func leaderElectionID(shard string) string {
 	return shard + "." + LeaderElectionID
 }
 
+// leaseTimes checks the leader election's durations against each other
+// (client-go refuses them later, at leader election, with less to go on).
+func leaseTimes(o Options) error {
+	lease, renew, retry := cmp.Or(o.LeaseDuration, 15*time.Second), cmp.Or(o.RenewDeadline, 10*time.Second), cmp.Or(o.RetryPeriod, 2*time.Second)
+	switch {
+	case lease < 0 || renew < 0 || retry < 0:
+		return fmt.Errorf("leader election: --leader-elect-lease-duration (%s), --leader-elect-renew-deadline (%s) and --leader-elect-retry-period (%s) must not be negative", lease, renew, retry)
+	case renew >= lease:
+		return fmt.Errorf("leader election: --leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s): a leader must give up before a standby may take over", renew, lease)
+	case float64(renew) <= 1.2*float64(retry):
+		return fmt.Errorf("leader election: --leader-elect-renew-deadline (%s) must be longer than 1.2 × --leader-elect-retry-period (%s)", renew, retry)
+	}
+	return nil
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}
+
 // New builds a manager with every Scion reconciler registered.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.CacheDir == "" {
@@ -163,6 +192,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// at leader election without saying why.
 		return nil, fmt.Errorf("shard %q: %s (the shard is the value of the label %s and names its leader election lease)", o.Shard, strings.Join(errs, "; "), configv1alpha1.ShardLabel)
 	}
+	if err := leaseTimes(o); err != nil {
+		return nil, err
+	}
 	// An object that does not decode is set aside and reported, not
 	// allowed to stop the informer of its kind (internal/lenient).
 	undecodable := &lenient.Reporter{Log: ctrl.Log.WithName("undecodable")}
@@ -173,6 +205,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        leaderElectionID(o.Shard),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A replica that stops (SIGTERM: a rolling update, a drained
+		// node) hands its lease over as it exits, rather than leaving the
+		// standby to wait for it to expire; safe because `scion
+		// controller` exits as soon as the manager stops (Run).
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(o.LeaseDuration),
+		RenewDeadline:                 durationOrNil(o.RenewDeadline),
+		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 		// Nothing here reads managed fields: dropping them from the
 		// cache saves memory and the copy of every object read.
 		Cache: crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},

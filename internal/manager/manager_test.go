@@ -251,3 +251,16 @@ func TestShardName(t *testing.T) {
 		}
 	}
 }
+
+// The leader election's durations are checked against each other before
+// anything starts, naming the flags.
+func TestLeaseTimes(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(leaseTimes(Options{})).To(Succeed())
+	g.Expect(leaseTimes(Options{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second})).To(Succeed())
+	g.Expect(leaseTimes(Options{LeaseDuration: 5 * time.Second})).To(MatchError(ContainSubstring("--leader-elect-renew-deadline (10s) must be shorter than --leader-elect-lease-duration (5s)")))
+	g.Expect(leaseTimes(Options{RetryPeriod: 9 * time.Second})).To(MatchError(ContainSubstring("longer than 1.2 × --leader-elect-retry-period (9s)")))
+	g.Expect(leaseTimes(Options{RetryPeriod: -time.Second})).To(MatchError(ContainSubstring("must not be negative")))
+	_, err := New(nil, Options{CacheDir: t.TempDir(), LeaseDuration: time.Second})
+	g.Expect(err).To(MatchError(ContainSubstring("--leader-elect-lease-duration (1s)")))
+}

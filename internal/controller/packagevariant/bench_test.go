@@ -23,12 +23,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -44,6 +41,7 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
+	"github.com/scion-dev/scion/internal/testutil/variantwatch"
 	"github.com/scion-dev/scion/internal/tree"
 )
 
@@ -103,7 +101,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "scale"}},
 				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor(name + ".git"), CreateBranch: true}}})
 		}
-		pvs := watchVariants(b, ns)
+		pvs := variantwatch.Start(b, env.Config, env.Scheme, ns)
 		var peak atomic.Uint64
 		stop := testenv.SampleHeap(&peak)
 		requestsBefore := apiRequests.Load()
@@ -140,7 +138,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 			}
 		}
 		wg.Wait()
-		waitAllReady(b, pvs, repos*perRepo, nil)
+		pvs.Wait(b, repos*perRepo, nil)
 		if asSet {
 			waitSetSummary(b, ns, repos*perRepo, "1")
 		}
@@ -195,7 +193,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		waitAllReady(b, pvs, repos*perRepo, func(pv *configv1alpha1.PackageVariant) bool { return pv.Spec.Upstream.Revision == "2" })
+		pvs.Wait(b, repos*perRepo, func(pv *configv1alpha1.PackageVariant) bool { return pv.Spec.Upstream.Revision == "2" })
 		if asSet {
 			waitSetSummary(b, ns, repos*perRepo, "2")
 		}
@@ -339,130 +337,6 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	}
 	_ = tw.Flush()
 	return sb.String()
-}
-
-// readyCount counts, from the events of a watch on one namespace's
-// PackageVariants, those Ready at their generation that pass want. A
-// waiter looks at each event once: a poll over the whole fleet, ten times
-// a second, cost this process (whose CPU the table charges to the
-// controllers) more than some controllers at 10,000 variants.
-type readyCount struct {
-	cache cache.Cache
-	mu    sync.Mutex
-	want  func(*configv1alpha1.PackageVariant) bool
-	// ready holds the names of the variants that count.
-	ready map[string]bool
-	// changed is closed (and replaced) whenever ready changes.
-	changed chan struct{}
-}
-
-// watchVariants starts a cache of the PackageVariants of ns and counts
-// those Ready.
-func watchVariants(b *testing.B, ns string) *readyCount {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: slimVariant})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc := &readyCount{cache: c, ready: map[string]bool{}, changed: make(chan struct{})}
-	inf, err := c.GetInformer(ctx, &configv1alpha1.PackageVariant{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { rc.observe(o, false) },
-		UpdateFunc: func(_, o any) { rc.observe(o, false) },
-		DeleteFunc: func(o any) { rc.observe(o, true) },
-	}); err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		b.Fatal("the PackageVariant cache did not sync")
-	}
-	return rc
-}
-
-// slimVariant keeps of a PackageVariant what readyCount looks at: the
-// waiter's cache is this process's, whose heap (and collector's work) the
-// table charges to the controllers: it should not hold a second full copy
-// of every variant beside the controllers' own.
-func slimVariant(o any) (any, error) {
-	pv, ok := o.(*configv1alpha1.PackageVariant)
-	if !ok {
-		return o, nil
-	}
-	slim := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: pv.Name, Namespace: pv.Namespace, UID: pv.UID, ResourceVersion: pv.ResourceVersion, Generation: pv.Generation}}
-	slim.Spec.Upstream = pv.Spec.Upstream
-	slim.Status.ObservedGeneration = pv.Status.ObservedGeneration
-	if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil {
-		slim.Status.Conditions = []metav1.Condition{{Type: c.Type, Status: c.Status}}
-	}
-	return slim, nil
-}
-
-func (rc *readyCount) isReady(pv *configv1alpha1.PackageVariant) bool {
-	return configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) && (rc.want == nil || rc.want(pv))
-}
-
-// observe counts one event's variant.
-func (rc *readyCount) observe(o any, deleted bool) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o, deleted = d.Obj, true
-	}
-	pv, ok := o.(*configv1alpha1.PackageVariant)
-	if !ok {
-		return
-	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.set(pv.Name, !deleted && rc.isReady(pv))
-}
-
-// set records whether the variant name counts; rc.mu is held.
-func (rc *readyCount) set(name string, ready bool) {
-	if rc.ready[name] == ready {
-		return
-	}
-	if ready {
-		rc.ready[name] = true
-	} else {
-		delete(rc.ready, name)
-	}
-	close(rc.changed)
-	rc.changed = make(chan struct{})
-}
-
-// waitAllReady waits until n variants are Ready at their generation and
-// pass want (nil: any).
-func waitAllReady(b *testing.B, rc *readyCount, n int, want func(*configv1alpha1.PackageVariant) bool) {
-	rc.mu.Lock()
-	rc.want = want
-	// Count again with want, once; events keep the count from here.
-	list := &configv1alpha1.PackageVariantList{}
-	if err := rc.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
-		rc.mu.Unlock()
-		b.Fatal(err)
-	}
-	for i := range list.Items {
-		rc.set(list.Items[i].Name, rc.isReady(&list.Items[i]))
-	}
-	rc.mu.Unlock()
-	deadline := time.After(20 * time.Minute)
-	for {
-		rc.mu.Lock()
-		ready, changed := len(rc.ready), rc.changed
-		rc.mu.Unlock()
-		if ready == n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			b.Fatalf("%d of %d variants ready after 20 minutes", ready, n)
-		}
-	}
 }
 
 // pushCounts reads the manager's scion_git_push_updates histogram: how

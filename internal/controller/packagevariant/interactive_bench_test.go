@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/testutil/variantwatch"
 )
 
 // people is what people do while the fleet is bumped
@@ -24,7 +25,7 @@ import (
 // a random moment of the bump.
 type people struct {
 	ns string
-	rc *readyCount
+	rc *variantwatch.Counter
 	// edited are the variants people edit; approved the drafts they
 	// approve (of the other variants, proposed before the bump).
 	edited, approved []string
@@ -44,7 +45,7 @@ const peopleCount = 50
 // newPeople makes 2×peopleCount variants of people's own (not the set's),
 // spread over the fleet's repositories, waits for them to be Ready, and
 // proposes the drafts of half of them.
-func newPeople(b *testing.B, ns string, repos int, rc *readyCount) *people {
+func newPeople(b *testing.B, ns string, repos int, rc *variantwatch.Counter) *people {
 	ctx := context.Background()
 	p := &people{ns: ns, rc: rc}
 	for i := range 2 * peopleCount {
@@ -95,8 +96,7 @@ func newPeople(b *testing.B, ns string, repos int, rc *readyCount) *people {
 func (p *people) waitReady(b *testing.B, name string, gen int64) {
 	deadline := time.Now().Add(20 * time.Minute)
 	for {
-		pv := &configv1alpha1.PackageVariant{}
-		if err := p.rc.cache.Get(context.Background(), client.ObjectKey{Namespace: p.ns, Name: name}, pv); err == nil &&
+		if pv, err := p.rc.Get(context.Background(), p.ns, name); err == nil &&
 			pv.Generation >= gen && configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 			return
 		}
