@@ -13,9 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
@@ -36,7 +38,7 @@ type replica struct {
 // leads says whether the replica holds its shard's lease (its log says
 // it acquired it).
 func (r *replica) leads() bool {
-	return strings.Contains(r.log.String(), "successfully acquired lease")
+	return strings.Contains(r.log.String(), "Successfully acquired lease")
 }
 
 // BenchmarkFailover (`make bench-failover N=... SHARDS=1|3`) runs two
@@ -49,6 +51,8 @@ func (r *replica) leads() bool {
 // that every variant has exactly one draft (in the cluster and in git).
 func BenchmarkFailover(b *testing.B) {
 	ctx := context.Background()
+	// The benchmark's own watch of the variants logs nothing worth reading.
+	crlog.SetLogger(logr.Discard())
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("SCION_BENCH_VARIANTS")); err == nil && v >= 30 {
 		n = v
@@ -89,7 +93,7 @@ func BenchmarkFailover(b *testing.B) {
 			Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})
 		var downstreams []string
 		for _, shard := range shards {
-			labels := map[string]string{"bench": "failover-" + shard}
+			labels := map[string]string{"bench": "failover" + shard}
 			if shard != "" {
 				labels[configv1alpha1.ShardLabel] = shard
 			}
@@ -108,7 +112,7 @@ func BenchmarkFailover(b *testing.B) {
 			for t := range perRepo {
 				pkgName := fmt.Sprintf("tenant-%d", t)
 				set.Spec.Targets = append(set.Spec.Targets, configv1alpha2.Target{
-					RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"bench": "failover-" + shard}}},
+					RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"bench": "failover" + shard}}},
 					Template:           &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{Package: &pkgName}},
 				})
 			}
@@ -161,6 +165,9 @@ func BenchmarkFailover(b *testing.B) {
 			}
 		}
 		if leader == nil {
+			for _, r := range replicas {
+				b.Logf("replica of shard %q:\n%.3000s", r.shard, r.log.String())
+			}
 			b.Fatalf("no replica of shard %q says it leads", victim)
 		}
 		lease := leaderElectionID(victim)
