@@ -104,6 +104,10 @@ func (o *Options) WaitReady(ctx context.Context, f *Fleet) error {
 		}
 		expanded, total := true, 0
 		ownSets := map[types.UID]bool{}
+		// counted is what each set's summary says of its Ready variants:
+		// it catches up a moment after they flip (a recount), and
+		// `scion tree` prints it.
+		counted := map[types.UID]int{}
 		for _, s := range sets.Items {
 			if !f.Sets[s.Name] {
 				continue
@@ -114,6 +118,7 @@ func (o *Options) WaitReady(ctx context.Context, f *Fleet) error {
 				expanded = false
 			} else {
 				total += sm.Desired
+				counted[s.UID] = sm.Ready
 			}
 			if s.Status.ObservedGeneration != s.Generation || !meta.IsStatusConditionTrue(s.Status.Conditions, configv1alpha1.ReadyCondition) {
 				notReady = append(notReady, "PackageVariantSet/"+s.Name+readyReason(s.Status.Conditions, s.Generation, s.Status.ObservedGeneration))
@@ -124,12 +129,17 @@ func (o *Options) WaitReady(ctx context.Context, f *Fleet) error {
 			return false, err
 		}
 		readyCount := 0
+		readyOf := map[types.UID]int{}
 		for _, pv := range own(pvs.Items, f.Variants, ownSets) {
-			if metav1.GetControllerOf(&pv) == nil {
+			owner := metav1.GetControllerOf(&pv)
+			if owner == nil {
 				total++
 			}
 			if configv1alpha1.ReadyAt(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration) {
 				readyCount++
+				if owner != nil {
+					readyOf[owner.UID]++
+				}
 			} else if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil && c.Reason == configv1alpha1.ProposalPendingReason && pv.Status.ObservedGeneration == pv.Generation {
 				readyCount++ // waits for its approver, not for Scion
 				if !pending[pv.Name] {
@@ -138,6 +148,11 @@ func (o *Options) WaitReady(ctx context.Context, f *Fleet) error {
 				}
 			} else {
 				notReady = append(notReady, "PackageVariant/"+pv.Name+readyReason(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration))
+			}
+		}
+		for _, s := range sets.Items {
+			if n, ok := counted[s.UID]; ok && n != readyOf[s.UID] {
+				notReady = append(notReady, fmt.Sprintf("PackageVariantSet/%s (counts %d Ready variants of %d)", s.Name, n, readyOf[s.UID]))
 			}
 		}
 		line := "    expanding the PackageVariantSets"
