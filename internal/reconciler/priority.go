@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -50,12 +49,13 @@ func Fixed(p int) PriorityFunc {
 	return func(client.Object, client.Object) int { return p }
 }
 
-// PersonUnlessControlled is the priority of a change to an object a
-// person writes unless a controller does: PriorityFanOut for an object
-// with a controller owner (a set's variant, a variant's draft), whose spec
-// that controller rewrites, else PriorityPerson.
-func PersonUnlessControlled(_, obj client.Object) int {
-	if metav1.GetControllerOf(obj) != nil {
+// PersonUnlessOwned is the priority of a change to an object a person
+// writes unless a controller does: PriorityFanOut for an object with an
+// owner (a set's variant, a dependency a variant installed, a variant's
+// draft, a revision a Repository's sync shows), which that owner's
+// controller writes, else PriorityPerson.
+func PersonUnlessOwned(_, obj client.Object) int {
+	if len(obj.GetOwnerReferences()) > 0 {
 		return PriorityFanOut
 	}
 	return PriorityPerson

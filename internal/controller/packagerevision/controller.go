@@ -86,8 +86,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // lifecycle move, an approval, a condition set by someone other than this
 // controller or a deletion starting is reconciler.PriorityPerson (a
 // person's, or a rollout's or auto-propose's, which a person waits for);
-// a revision made or rewritten by its controller (a variant's draft) is
-// PriorityFanOut; anything else PriorityDefault.
+// any other change of a revision with an owner (a variant's draft, a
+// revision a Repository's sync shows) is PriorityFanOut, of one without
+// (a person's new draft) PriorityPerson.
 func revisionPriority(old, obj client.Object) int {
 	n, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
@@ -96,7 +97,7 @@ func revisionPriority(old, obj client.Object) int {
 	if o, ok := old.(*porchv1alpha1.PackageRevision); ok && (o.Spec.Lifecycle != n.Spec.Lifecycle || o.Annotations[porchv1alpha1.ApprovedByAnnotation] != n.Annotations[porchv1alpha1.ApprovedByAnnotation] || conditionsChanged(event.UpdateEvent{ObjectOld: o, ObjectNew: n})) {
 		return reconciler.PriorityPerson
 	}
-	return reconciler.PersonUnlessControlled(old, obj)
+	return reconciler.PersonUnlessOwned(old, obj)
 }
 
 // conditionsChanged reports a change of conditions other than Ready, of

@@ -29,6 +29,9 @@ func TestRevisionPriority(t *testing.T) {
 		{"a variant's new draft", nil, draft(nil), reconciler.PriorityFanOut},
 		{"a variant rewrites its draft", draft(nil), draft(func(pr *porchv1alpha1.PackageRevision) { pr.Generation = 2 }), reconciler.PriorityFanOut},
 		{"a person's new draft", nil, draft(func(pr *porchv1alpha1.PackageRevision) { pr.OwnerReferences = nil }), reconciler.PriorityPerson},
+		{"a revision a Repository's sync shows", nil, draft(func(pr *porchv1alpha1.PackageRevision) {
+			pr.OwnerReferences = []metav1.OwnerReference{{Kind: "Repository", Name: "deploy"}}
+		}), reconciler.PriorityFanOut},
 		{"proposed", draft(nil), draft(func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed }), reconciler.PriorityPerson},
 		{"approved", draft(nil), draft(func(pr *porchv1alpha1.PackageRevision) {
 			pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
