@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -175,7 +176,7 @@ func BenchmarkFailover(b *testing.B) {
 		if err := env.Storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, held); err != nil {
 			b.Fatal(err)
 		}
-		oldHolder := ptrValue(held.Spec.HolderIdentity)
+		oldHolder := ptr.Deref(held.Spec.HolderIdentity, "")
 		var (
 			mu         sync.Mutex
 			killed     time.Time
@@ -203,7 +204,7 @@ func BenchmarkFailover(b *testing.B) {
 			if err := env.Storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, cur); err != nil {
 				b.Fatal(err)
 			}
-			if h := ptrValue(cur.Spec.HolderIdentity); h != "" && h != oldHolder {
+			if h := ptr.Deref(cur.Spec.HolderIdentity, ""); h != "" && h != oldHolder {
 				mu.Lock()
 				leaseMoved = time.Now()
 				mu.Unlock()
@@ -236,13 +237,6 @@ func BenchmarkFailover(b *testing.B) {
 		b.ReportMetric(toWrite.Seconds(), "kill-to-first-write-s")
 		b.ReportMetric(bumpTime.Seconds(), "bump-all-ready-s")
 	}
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // oneDraftEach checks that every variant has exactly one draft: one

@@ -69,6 +69,12 @@ func WithPriority(h handler.EventHandler, prio PriorityFunc) handler.EventHandle
 	return &prioritized{h: h, prio: prio}
 }
 
+// EnqueueAt is the handler of a controller's own kind (the request of
+// the object itself) at prio's priority.
+func EnqueueAt(prio PriorityFunc) handler.EventHandler {
+	return WithPriority(&handler.EnqueueRequestForObject{}, prio)
+}
+
 type prioritized struct {
 	h    handler.EventHandler
 	prio PriorityFunc

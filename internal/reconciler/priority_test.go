@@ -31,7 +31,7 @@ func TestWithPriority(t *testing.T) {
 		}
 		return cm
 	}
-	direct := WithPriority(&handler.EnqueueRequestForObject{}, PersonUnlessOwned)
+	direct := EnqueueAt(PersonUnlessOwned)
 	// A mapped handler, as the fan-outs are: one event, two requests.
 	fanOut := WithPriority(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: o.GetName() + "-a"}}, {NamespacedName: client.ObjectKey{Namespace: "ns", Name: o.GetName() + "-b"}}}

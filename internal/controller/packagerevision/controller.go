@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -74,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagerevision").
-		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, revisionPriority), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.EnqueueAt(revisionPriority), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: conditionsChanged},
 		))).

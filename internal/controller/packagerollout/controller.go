@@ -100,7 +100,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagerollout").
 		// A person's approval, pause or abort first.
-		Watches(&configv1alpha1.PackageRollout{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.Fixed(reconciler.PriorityPerson)),
+		Watches(&configv1alpha1.PackageRollout{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)),
 			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).

@@ -161,7 +161,7 @@ func (r *Reconciler) watch(b *builder.Builder) *builder.Builder {
 	return b.
 		// The variant itself: its spec (a person's edit, or its set's
 		// rewrite when a set controls it) or its hold.
-		Watches(&configv1alpha1.PackageVariant{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.PersonUnlessOwned),
+		Watches(&configv1alpha1.PackageVariant{}, reconciler.EnqueueAt(reconciler.PersonUnlessOwned),
 			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged))).
 		// Its own downstream revision (approved, published, deleted).
 		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForOwnRevision), reconciler.Fixed(reconciler.PriorityDefault))).

@@ -128,41 +128,46 @@ func (p *people) start(b *testing.B, within time.Duration, bumped <-chan struct{
 			p.mu.Unlock()
 		}
 	}
-	for i, name := range p.edited {
+	// act does one action at a random moment; do returns when its wait
+	// began.
+	act := func(kind int, do func() (time.Time, error)) {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			time.Sleep(rand.N(within))
-			counted(0)
-			pv := &configv1alpha1.PackageVariant{}
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, pv); err != nil {
+			counted(kind)
+			start, err := do()
+			if err != nil {
 				b.Error(err)
 				return
+			}
+			record(kind, start)
+		}()
+	}
+	for i, name := range p.edited {
+		act(0, func() (time.Time, error) {
+			pv := &configv1alpha1.PackageVariant{}
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, pv); err != nil {
+				return time.Time{}, err
 			}
 			start := time.Now()
 			patch := client.MergeFrom(pv.DeepCopy())
 			pv.Spec.PackageContext.Data["edit"] = fmt.Sprint(i)
 			if err := k8sClient.Patch(ctx, pv, patch); err != nil {
-				b.Error(err)
-				return
+				return start, err
 			}
 			p.waitReady(b, name, pv.Generation)
-			record(0, start)
-		}()
+			return start, nil
+		})
 	}
 	for _, name := range p.approved {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			time.Sleep(rand.N(within))
-			counted(1)
+		act(1, func() (time.Time, error) {
 			start := time.Now()
 			if _, err := rc.Approve(ctx, name); err != nil {
-				b.Errorf("approving %s: %v", name, err)
-				return
+				return start, fmt.Errorf("approving %s: %w", name, err)
 			}
-			record(1, start)
-		}()
+			return start, nil
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,6 +82,7 @@ func queueDepth(t *testing.T, name string) int {
 // first, and then every one of the set's (the bulk is delayed, not
 // dropped).
 func TestPackageVariant_personBeforeBulk(t *testing.T) {
+	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.Namespace(t, "priority")
@@ -138,7 +140,7 @@ func TestPackageVariant_personBeforeBulk(t *testing.T) {
 		}
 	}()
 	// The initial list: every variant once.
-	waitFor(t, "the initial list to be reconciled", func() bool { return len(rec.recorded()) >= bulk+2 && queueDepth(t, name) == 0 })
+	g.Eventually(func() bool { return len(rec.recorded()) >= bulk+2 && queueDepth(t, name) == 0 }, timeout, 20*time.Millisecond).Should(BeTrue(), "the initial list to be reconciled")
 
 	// Hold the worker on the holder (an edit of a person's variant).
 	rec.mu.Lock()
@@ -170,16 +172,16 @@ func TestPackageVariant_personBeforeBulk(t *testing.T) {
 	for _, pv := range fleet {
 		edit(pv, "2")
 	}
-	waitFor(t, "the set's rewrite to be queued", func() bool { return queueDepth(t, name) == bulk })
+	g.Eventually(func() bool { return queueDepth(t, name) == bulk }, timeout, 20*time.Millisecond).Should(BeTrue(), "the set's rewrite to be queued")
 	edit(mine, "2")
-	waitFor(t, "the person's edit to be queued", func() bool { return queueDepth(t, name) == bulk+1 })
+	g.Eventually(func() bool { return queueDepth(t, name) == bulk+1 }, timeout, 20*time.Millisecond).Should(BeTrue(), "the person's edit to be queued")
 
 	rec.mu.Lock()
 	close(rec.hold)
 	rec.hold = make(chan struct{})
 	close(rec.hold)
 	rec.mu.Unlock()
-	waitFor(t, "the queue to drain", func() bool { return len(rec.recorded()) == before+bulk+1 && queueDepth(t, name) == 0 })
+	g.Eventually(func() bool { return len(rec.recorded()) == before+bulk+1 && queueDepth(t, name) == 0 }, timeout, 20*time.Millisecond).Should(BeTrue(), "the queue to drain")
 
 	after := rec.recorded()[before:]
 	if after[0] != "mine" {
@@ -193,17 +195,5 @@ func TestPackageVariant_personBeforeBulk(t *testing.T) {
 		if !seen[pv.Name] {
 			t.Errorf("the set's variant %s was never reconciled after the person's edit: %v", pv.Name, after)
 		}
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

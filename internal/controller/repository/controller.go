@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -78,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
-		Watches(&configv1alpha1.Repository{}, reconciler.WithPriority(&handler.EnqueueRequestForObject{}, reconciler.Fixed(reconciler.PriorityPerson)), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&configv1alpha1.Repository{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			syncRequested,
 		))).
