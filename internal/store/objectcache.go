@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"sort"
 	"sync"
@@ -55,6 +57,9 @@ type cachedStorage struct {
 	// pending are the objects written since the last Flush.
 	pending map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
+	// read says an object was looked up since the last
+	// forgetIdleIndexes.
+	read bool
 }
 
 func newCachedStorage(fs *filesystem.Storage, objects cache.Object) *cachedStorage {
@@ -63,6 +68,7 @@ func newCachedStorage(fs *filesystem.Storage, objects cache.Object) *cachedStora
 
 // EncodedObject returns the object from memory, or from the disk.
 func (s *cachedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	s.read = true
 	obj, ok := s.pending[h]
 	if !ok {
 		obj, ok = s.objects.Get(h)
@@ -78,6 +84,7 @@ func (s *cachedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (p
 
 // HasEncodedObject reports an object in memory without touching the disk.
 func (s *cachedStorage) HasEncodedObject(h plumbing.Hash) error {
+	s.read = true
 	if _, ok := s.pending[h]; ok {
 		return nil
 	}
@@ -143,6 +150,22 @@ func (m packObjects) EncodedObject(_ plumbing.ObjectType, h plumbing.Hash) (plum
 		return obj, nil
 	}
 	return nil, plumbing.ErrObjectNotFound
+}
+
+// forgetIdleIndexes drops the in-memory indexes of the packs when no
+// object was looked up since the last call, and says whether it did.
+// go-git keeps the index of every pack it has read or written (a few KiB
+// each, up to maxSmallPacks+1 packs a repository): with a thousand
+// repositories that is tens of MiB held for repositories nothing reads
+// between two bumps. The indexes are read again from disk when next
+// needed (Reindex).
+func (s *cachedStorage) forgetIdleIndexes() bool {
+	if s.read {
+		s.read = false
+		return false
+	}
+	s.Reindex()
+	return true
 }
 
 // consolidate merges the smallest packs into one when there are more
@@ -300,35 +323,42 @@ const DefaultObjectCacheSize = 32 << 20
 
 // ObjectCache keeps recently read and written git objects in memory for
 // any number of Repositories, within one bound in bytes for all of them
-// together, evicting the least recently used. go-git's own cache is
-// bounded per repository, so a controller with a thousand repositories
-// could hold a thousand times its bound, and its heap (and the garbage
-// collector's work) grew with every repository written to.
+// together. go-git's own cache is bounded per repository, so a controller
+// with a thousand repositories could hold a thousand times its bound,
+// and its heap (and the garbage collector's work) grew with every
+// repository written to.
 //
 // Entries are per repository: an object is served only to the repository
 // that read or wrote it, so a repository never takes an object it does
 // not have for one it has (git objects with the same hash are the same,
 // but HasEncodedObject must stay true to the repository's own store).
 //
-// The cache holds a hundred thousand small objects and more, so its own
-// bookkeeping is laid out for the garbage collector: entries live in one
-// slice, linked by index, and the map from key to entry holds no
-// pointers; each entry costs the collector its object alone, where a
-// list element, an entry struct and a map of pointers cost it three
-// more objects to mark on every cycle.
+// The cache holds hundreds of thousands of small objects, so it holds
+// them without pointers: their contents are copied into segments (byte
+// slices of about a sixty-fourth of the bound each, filled in turn,
+// counted whole from when they are made) and
+// the map from key to an object's place in its segment holds no
+// pointers. An object costs its contents and about entryOverhead bytes
+// of bookkeeping, all counted in the bound, and the collector marks a
+// few dozen segments instead of an object, its contents and a list entry
+// per cached object. Eviction drops the oldest segment whole; an object
+// found in the older half of the segments is copied into the newest, so
+// what is used stays (an approximation of least recently used that
+// needs no list). Objects handed out share their segment's memory: a
+// segment is never written again once full, so they stay valid after it
+// is evicted (the collector frees it with the last of them).
 //
 // It is safe for concurrent use.
 type ObjectCache struct {
 	mu   sync.Mutex
 	max  int64
 	size int64
-	// slots holds the entries; the used ones form a list from head (most
-	// recently used) to tail, the free ones a list from free, both
-	// linked through next.
-	slots            []cacheSlot
-	head, tail, free int32
-	entries          map[cacheKey]int32
-	views            uint64
+	// segs are the segments, oldest first; first is the sequence number
+	// of segs[0].
+	segs    []*cacheSegment
+	first   uint32
+	entries map[cacheKey]cacheLoc
+	views   uint32
 	// hits and misses count lookups (guarded by mu).
 	hits, misses uint64
 }
@@ -336,7 +366,9 @@ type ObjectCache struct {
 // ObjectCacheStats is what an ObjectCache holds and how often it had
 // what was asked.
 type ObjectCacheStats struct {
-	// Bytes of objects held.
+	// Bytes held: the segments (whole, including room not filled yet
+	// and copies of objects since moved to a newer segment) and the
+	// entries' bookkeeping.
 	Bytes int64
 	// Max is the bound on Bytes.
 	Max int64
@@ -347,32 +379,45 @@ type ObjectCacheStats struct {
 }
 
 type cacheKey struct {
-	view uint64
+	view uint32
 	hash plumbing.Hash
 }
 
-// cacheSlot is one entry of an ObjectCache; prev and next are indexes of
-// slots, none being -1.
-type cacheSlot struct {
-	key        cacheKey
-	obj        plumbing.EncodedObject
-	size       int64 // as counted when put
-	prev, next int32
+// cacheLoc is where an object's contents are: segment seg (a sequence
+// number), n bytes from off.
+type cacheLoc struct {
+	seg, off, n uint32
+	typ         plumbing.ObjectType
 }
 
-// none is the index of no slot.
-const none = -1
+// cacheSegment holds the contents of objects, one after the other.
+type cacheSegment struct {
+	seq  uint32
+	buf  []byte
+	keys []cacheKey // of the objects put here, some since moved on
+}
 
-// NewObjectCache returns a cache holding at most maxBytes of objects
+// entryOverhead is the memory an entry costs besides its contents: its
+// map slot with the map's spare room, and its key in its segment.
+const entryOverhead = 96
+
+// Segment sizes: a sixty-fourth of the bound, within these limits (an
+// object larger than a segment gets one of its own).
+const (
+	minSegment = 1 << 10
+	maxSegment = 4 << 20
+)
+
+// NewObjectCache returns a cache holding at most maxBytes
 // (DefaultObjectCacheSize when maxBytes <= 0).
 func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	return &ObjectCache{max: maxBytes, head: none, tail: none, free: none, entries: map[cacheKey]int32{}}
+	return &ObjectCache{max: maxBytes, entries: map[cacheKey]cacheLoc{}}
 }
 
-// Size returns the bytes of objects held.
+// Size returns the bytes held.
 func (c *ObjectCache) Size() int64 {
 	return c.Stats().Bytes
 }
@@ -385,7 +430,7 @@ func (c *ObjectCache) Stats() ObjectCacheStats {
 }
 
 // SetMax changes the bound (DefaultObjectCacheSize when maxBytes <= 0),
-// evicting the least recently used objects down to a smaller one.
+// evicting the oldest segments down to a smaller one.
 func (c *ObjectCache) SetMax(maxBytes int64) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
@@ -396,12 +441,106 @@ func (c *ObjectCache) SetMax(maxBytes int64) {
 	c.evict()
 }
 
-// evict drops the least recently used objects until the cache is within
-// its bound.
+// evict drops the oldest segments until the cache is within its bound.
 func (c *ObjectCache) evict() {
-	for c.size > c.max {
-		c.remove(c.tail)
+	for c.size > c.max && len(c.segs) > 0 {
+		old := c.segs[0]
+		for _, k := range old.keys {
+			if loc, ok := c.entries[k]; ok && loc.seg == old.seq {
+				delete(c.entries, k)
+				c.size -= entryOverhead
+			}
+		}
+		c.size -= int64(cap(old.buf))
+		c.segs[0] = nil
+		c.segs = c.segs[1:]
+		c.first++
 	}
+}
+
+// segmentSize is the size of a new segment.
+func (c *ObjectCache) segmentSize() int {
+	return int(min(max(c.max/64, minSegment), maxSegment))
+}
+
+// store copies contents into the newest segment (a new one when it is
+// full) and records them as k's, then evicts down to the bound.
+func (c *ObjectCache) store(k cacheKey, typ plumbing.ObjectType, contents []byte) {
+	c.storeFrom(k, typ, len(contents), func(dst []byte) error { copy(dst, contents); return nil })
+}
+
+// storeFrom stores the n bytes fill writes as k's contents (nothing when
+// it fails).
+func (c *ObjectCache) storeFrom(k cacheKey, typ plumbing.ObjectType, n int, fill func([]byte) error) {
+	var seg *cacheSegment
+	if len(c.segs) > 0 {
+		seg = c.segs[len(c.segs)-1]
+	}
+	if seg == nil || len(seg.buf)+n > cap(seg.buf) {
+		seg = &cacheSegment{seq: c.first + uint32(len(c.segs)), buf: make([]byte, 0, max(c.segmentSize(), n))}
+		c.segs = append(c.segs, seg)
+		c.size += int64(cap(seg.buf))
+	}
+	off := len(seg.buf)
+	if err := fill(seg.buf[off : off+n]); err != nil {
+		return
+	}
+	seg.buf = seg.buf[:off+n]
+	seg.keys = append(seg.keys, k)
+	if _, ok := c.entries[k]; !ok {
+		c.size += entryOverhead
+	}
+	c.entries[k] = cacheLoc{seg: seg.seq, off: uint32(off), n: uint32(n), typ: typ}
+	c.evict()
+}
+
+// contents returns the contents at loc, which must be held.
+func (c *ObjectCache) contents(loc cacheLoc) []byte {
+	seg := c.segs[loc.seg-c.first]
+	return seg.buf[loc.off : loc.off+loc.n : loc.off+loc.n]
+}
+
+// old says whether loc is in the older half of the segments, where it
+// would soon be evicted.
+func (c *ObjectCache) old(loc cacheLoc) bool {
+	return int(loc.seg-c.first) < len(c.segs)/2
+}
+
+func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
+	size := obj.Size()
+	if size+entryOverhead > c.max || size > math.MaxUint32 {
+		return
+	}
+	// An object in memory is copied straight into its segment, under the
+	// lock; any other (one that reads a file) is read before.
+	fill := func(dst []byte) error { return readInto(obj, dst) }
+	if _, inMemory := obj.(*plumbing.MemoryObject); !inMemory {
+		contents := make([]byte, size)
+		if err := readInto(obj, contents); err != nil {
+			return
+		}
+		fill = func(dst []byte) error { copy(dst, contents); return nil }
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if loc, ok := c.entries[k]; ok {
+		if c.old(loc) {
+			c.store(k, loc.typ, c.contents(loc))
+		}
+		return
+	}
+	c.storeFrom(k, obj.Type(), int(size), fill)
+}
+
+// readInto reads an object's contents into dst, exactly its size.
+func readInto(obj plumbing.EncodedObject, dst []byte) error {
+	r, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.ReadFull(r, dst)
+	return err
 }
 
 // view returns the cache of one repository.
@@ -412,111 +551,67 @@ func (c *ObjectCache) view() *objectCacheView {
 	return &objectCacheView{c: c, id: c.views}
 }
 
-func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
-	size := obj.Size()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if i, ok := c.entries[k]; ok {
-		c.moveToFront(i)
-		return
-	}
-	if size > c.max {
-		return
-	}
-	i := c.free
-	if i != none {
-		c.free = c.slots[i].next
-	} else {
-		i = int32(len(c.slots))
-		c.slots = append(c.slots, cacheSlot{})
-	}
-	c.slots[i] = cacheSlot{key: k, obj: obj, size: size, prev: none, next: none}
-	c.pushFront(i)
-	c.entries[k] = i
-	c.size += size
-	c.evict()
-}
-
 func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i, ok := c.entries[k]
+	loc, ok := c.entries[k]
 	if !ok {
 		c.misses++
 		return nil, false
 	}
 	c.hits++
-	c.moveToFront(i)
-	return c.slots[i].obj, true
+	contents := c.contents(loc)
+	if c.old(loc) {
+		// Used again: copied where it stays longest. contents still
+		// points into the old segment, which is never rewritten.
+		c.store(k, loc.typ, contents)
+	}
+	return &cachedObject{hash: k.hash, typ: loc.typ, contents: contents}, true
 }
 
 // clear drops a view's objects. go-git never clears its object cache;
 // this serves Clear's contract, at the cost of a walk over the cache.
-func (c *ObjectCache) clear(view uint64) {
+// Their contents stay in their segments until those are evicted.
+func (c *ObjectCache) clear(view uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := c.head; i != none; {
-		next := c.slots[i].next
-		if c.slots[i].key.view == view {
-			c.remove(i)
+	for k := range c.entries {
+		if k.view == view {
+			delete(c.entries, k)
+			c.size -= entryOverhead
 		}
-		i = next
 	}
 }
 
-// unlink takes slot i out of the list of used slots.
-func (c *ObjectCache) unlink(i int32) {
-	s := &c.slots[i]
-	if s.prev != none {
-		c.slots[s.prev].next = s.next
-	} else {
-		c.head = s.next
-	}
-	if s.next != none {
-		c.slots[s.next].prev = s.prev
-	} else {
-		c.tail = s.prev
-	}
-	s.prev, s.next = none, none
+// cachedObject is an object served from an ObjectCache: read-only, its
+// contents in a segment's memory.
+type cachedObject struct {
+	hash     plumbing.Hash
+	typ      plumbing.ObjectType
+	contents []byte
 }
 
-// pushFront makes slot i the most recently used.
-func (c *ObjectCache) pushFront(i int32) {
-	s := &c.slots[i]
-	s.prev, s.next = none, c.head
-	if c.head != none {
-		c.slots[c.head].prev = i
-	}
-	c.head = i
-	if c.tail == none {
-		c.tail = i
-	}
+var _ plumbing.EncodedObject = (*cachedObject)(nil)
+
+func (o *cachedObject) Hash() plumbing.Hash           { return o.hash }
+func (o *cachedObject) Type() plumbing.ObjectType     { return o.typ }
+func (o *cachedObject) SetType(t plumbing.ObjectType) { o.typ = t }
+func (o *cachedObject) Size() int64                   { return int64(len(o.contents)) }
+func (o *cachedObject) SetSize(int64)                 {}
+func (o *cachedObject) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.contents)), nil
 }
 
-func (c *ObjectCache) moveToFront(i int32) {
-	if c.head == i {
-		return
-	}
-	c.unlink(i)
-	c.pushFront(i)
-}
-
-// remove drops the entry of slot i and puts the slot on the free list
-// (without its object, which the collector can then take).
-func (c *ObjectCache) remove(i int32) {
-	c.unlink(i)
-	s := &c.slots[i]
-	delete(c.entries, s.key)
-	c.size -= s.size
-	*s = cacheSlot{prev: none, next: c.free}
-	c.free = i
+// Writer refuses: a cached object is never written to.
+func (o *cachedObject) Writer() (io.WriteCloser, error) {
+	return nil, fmt.Errorf("git object %s from the object cache is read-only", o.hash)
 }
 
 // objectCacheView is one repository's go-git cache.Object, backed by a
 // shared ObjectCache.
 type objectCacheView struct {
 	c  *ObjectCache
-	id uint64
+	id uint32
 }
 
 var _ cache.Object = (*objectCacheView)(nil)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -20,74 +21,96 @@ func blob(content string) plumbing.EncodedObject {
 	return o
 }
 
-// TestObjectCache: one bound in bytes for every repository, least
-// recently used out first, and each repository sees only its own entries.
+// TestObjectCache: one bound in bytes for every repository, counting
+// contents and bookkeeping; each repository sees only its own entries,
+// with the contents it put; the oldest go first, and what is used again
+// stays.
 func TestObjectCache(t *testing.T) {
 	g := NewWithT(t)
-	c := NewObjectCache(100)
+	const bound = 64 << 10 // segments of minSegment: 64 of them
+	c := NewObjectCache(bound)
 	a, b := c.view(), c.view()
 
-	o1, o2, o3 := blob(fmt.Sprintf("%040d", 1)), blob(fmt.Sprintf("%040d", 2)), blob(fmt.Sprintf("%040d", 3))
+	o1, o2 := blob(fmt.Sprintf("%0200d", 1)), blob(fmt.Sprintf("%0200d", 2))
 	a.Put(o1)
 	b.Put(o2)
-	g.Expect(c.Size()).To(Equal(int64(80)))
+	g.Expect(c.Size()).To(Equal(int64(minSegment+2*entryOverhead)), "one segment, two entries")
 	_, ok := b.Get(o1.Hash())
 	g.Expect(ok).To(BeFalse(), "an object is served only to the repository that has it")
 	got, ok := a.Get(o1.Hash())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got.Hash()).To(Equal(o1.Hash()))
-
-	// o1 was used last: adding o3 evicts o2.
-	a.Put(o3)
-	g.Expect(c.Size()).To(Equal(int64(80)))
-	_, ok = b.Get(o2.Hash())
-	g.Expect(ok).To(BeFalse(), "the least recently used object is evicted")
-	_, ok = a.Get(o1.Hash())
-	g.Expect(ok).To(BeTrue())
+	g.Expect(got.Type()).To(Equal(plumbing.BlobObject))
+	g.Expect(contents(t, got)).To(Equal(fmt.Sprintf("%0200d", 1)))
 
 	// Putting an object again does not count it twice.
-	a.Put(o3)
-	g.Expect(c.Size()).To(Equal(int64(80)))
+	a.Put(o1)
+	g.Expect(c.Stats().Objects).To(Equal(2))
 
 	// An object larger than the whole cache is not kept.
-	a.Put(blob(string(make([]byte, 101))))
-	g.Expect(c.Size()).To(Equal(int64(80)))
+	a.Put(blob(string(make([]byte, bound))))
+	g.Expect(c.Size()).To(Equal(int64(minSegment + 2*entryOverhead)))
 
 	st := c.Stats()
-	g.Expect(st.Hits).To(Equal(uint64(2)))
-	g.Expect(st.Misses).To(Equal(uint64(2)))
+	g.Expect(st.Hits).To(Equal(uint64(1)))
+	g.Expect(st.Misses).To(Equal(uint64(1)))
+	g.Expect(st.Objects).To(Equal(2))
+
+	// Fill the cache twice over, using o1 all along: o2 goes, o1 stays.
+	for i := 0; i < 2*bound/(200+entryOverhead); i++ {
+		a.Put(blob(fmt.Sprintf("%0200d", 1000+i)))
+		_, ok := a.Get(o1.Hash())
+		g.Expect(ok).To(BeTrue(), "used all along: %d", i)
+		g.Expect(c.Size()).To(BeNumerically("<=", bound))
+	}
+	_, ok = b.Get(o2.Hash())
+	g.Expect(ok).To(BeFalse(), "the oldest are evicted")
 
 	b.Put(o2)
 	a.Clear()
-	g.Expect(c.Size()).To(Equal(int64(40)), "Clear drops the repository's objects only")
+	g.Expect(c.Stats().Objects).To(Equal(1), "Clear drops the repository's objects only")
 	_, ok = b.Get(o2.Hash())
 	g.Expect(ok).To(BeTrue())
 }
 
-// TestObjectCache_SetMax: a smaller bound evicts the least recently used
-// objects at once, a larger one keeps more from then on.
+func contents(t *testing.T, o plumbing.EncodedObject) string {
+	t.Helper()
+	r, err := o.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestObjectCache_SetMax: a smaller bound evicts at once, down to it; a
+// larger one keeps more from then on.
 func TestObjectCache_SetMax(t *testing.T) {
 	g := NewWithT(t)
-	c := NewObjectCache(200)
+	c := NewObjectCache(256 << 10)
 	v := c.view()
-	objs := []plumbing.EncodedObject{blob(fmt.Sprintf("%040d", 1)), blob(fmt.Sprintf("%040d", 2)), blob(fmt.Sprintf("%040d", 3)), blob(fmt.Sprintf("%040d", 4))}
-	for _, o := range objs {
-		v.Put(o)
+	for i := 0; i < 1000; i++ {
+		v.Put(blob(fmt.Sprintf("%0100d", i)))
 	}
-	_, _ = v.Get(objs[0].Hash()) // most recently used: 0, 3, 2, 1
-	c.SetMax(80)
+	g.Expect(c.Stats().Objects).To(Equal(1000))
+	c.SetMax(64 << 10)
 	st := c.Stats()
-	g.Expect(st.Max).To(Equal(int64(80)))
-	g.Expect(st.Bytes).To(Equal(int64(80)))
-	for i, want := range []bool{true, false, false, true} {
-		_, ok := v.Get(objs[i].Hash())
-		g.Expect(ok).To(Equal(want), "object %d", i)
+	g.Expect(st.Max).To(Equal(int64(64 << 10)))
+	g.Expect(st.Bytes).To(BeNumerically("<=", 64<<10))
+	g.Expect(st.Objects).To(BeNumerically("<", 1000))
+	_, ok := v.Get(blob(fmt.Sprintf("%0100d", 999)).Hash())
+	g.Expect(ok).To(BeTrue(), "the newest stay")
+	_, ok = v.Get(blob(fmt.Sprintf("%0100d", 0)).Hash())
+	g.Expect(ok).To(BeFalse(), "the oldest go")
+	c.SetMax(256 << 10)
+	for i := 0; i < 1000; i++ {
+		v.Put(blob(fmt.Sprintf("%0100d", i)))
 	}
-	c.SetMax(160)
-	for _, o := range objs {
-		v.Put(o)
-	}
-	g.Expect(c.Stats().Bytes).To(Equal(int64(160)), "a larger bound holds more")
+	g.Expect(c.Stats().Objects).To(Equal(1000), "a larger bound holds more")
 	c.SetMax(0)
 	g.Expect(c.Stats().Max).To(Equal(int64(DefaultObjectCacheSize)))
 }
@@ -135,78 +158,66 @@ func TestRepository_sharedObjectCache(t *testing.T) {
 }
 
 // TestObjectCache_model: a long random sequence of puts, gets and clears
-// over three repositories, against a plain list kept in order of use.
-// The cache must hold exactly the objects the list does, in the same
-// order of eviction, through slot reuse and clears.
+// of objects of many sizes over three repositories, against what each
+// repository put. Every object served has the contents put under its
+// hash by that repository; the cache stays within its bound; an object
+// used while less than half the bound was stored since is still held;
+// and objects handed out stay whole after their segment is evicted.
 func TestObjectCache_model(t *testing.T) {
 	g := NewWithT(t)
-	const bound = 1000
+	const bound = 32 << 10
 	c := NewObjectCache(bound)
 	views := []*objectCacheView{c.view(), c.view(), c.view()}
-	objs := make([]plumbing.EncodedObject, 40)
+	objs := make([]plumbing.EncodedObject, 30)
 	for i := range objs {
-		objs[i] = blob(strings.Repeat(string(rune('a'+i%26)), 20+i*7))
+		objs[i] = blob(strings.Repeat(string(rune('a'+i%26)), 1+(i*37)%300) + fmt.Sprint(i))
 	}
-	// model is most recently used first.
-	var model []cacheKey
-	sizes := map[cacheKey]int64{}
-	index := func(k cacheKey) int {
-		for i, m := range model {
-			if m == k {
-				return i
-			}
-		}
-		return -1
-	}
+	lastUse := map[cacheKey]int64{}
+	var stored int64 // bytes (contents and overhead) stored so far
+	var served []plumbing.EncodedObject
+	var want []string
 	rnd := rand.New(rand.NewPCG(1, 2))
-	for step := 0; step < 20000; step++ {
+	for step := 0; step < 50000; step++ {
 		v := views[rnd.IntN(len(views))]
 		o := objs[rnd.IntN(len(objs))]
 		k := cacheKey{view: v.id, hash: o.Hash()}
 		switch op := rnd.IntN(100); {
 		case op < 50:
 			v.Put(o)
-			if i := index(k); i >= 0 {
-				model = append(model[:i], model[i+1:]...)
-			} else {
-				sizes[k] = o.Size()
-			}
-			model = append([]cacheKey{k}, model...)
-			var total int64
-			for i, m := range model {
-				if total+sizes[m] > bound {
-					model = model[:i]
-					break
-				}
-				total += sizes[m]
-			}
+			stored += o.Size() + entryOverhead
+			lastUse[k] = stored
 		case op < 99:
 			got, ok := v.Get(o.Hash())
-			i := index(k)
-			g.Expect(ok).To(Equal(i >= 0), "step %d: lookup of %v", step, k)
+			at, used := lastUse[k]
+			if used && stored-at < bound/2 {
+				g.Expect(ok).To(BeTrue(), "step %d: used %d bytes ago", step, stored-at)
+			}
+			if !used {
+				g.Expect(ok).To(BeFalse(), "step %d: never put by this repository", step)
+			}
 			if ok {
-				g.Expect(got).To(BeIdenticalTo(o))
-				model = append([]cacheKey{k}, append(model[:i:i], model[i+1:]...)...)
+				g.Expect(got.Hash()).To(Equal(o.Hash()))
+				g.Expect(contents(t, got)).To(Equal(contents(t, o)), "step %d", step)
+				stored += o.Size() + entryOverhead // a move to the newest segment, at most
+				lastUse[k] = stored
+				if step%100 == 0 {
+					served, want = append(served, got), append(want, contents(t, o))
+				}
 			}
 		default:
 			v.Clear()
-			kept := model[:0:0]
-			for _, m := range model {
-				if m.view != v.id {
-					kept = append(kept, m)
+			for key := range lastUse {
+				if key.view == v.id {
+					delete(lastUse, key)
 				}
 			}
-			model = kept
 		}
-		var total int64
-		for _, m := range model {
-			total += sizes[m]
-		}
-		st := c.Stats()
-		g.Expect(st.Bytes).To(Equal(total), "step %d", step)
-		g.Expect(st.Objects).To(Equal(len(model)), "step %d", step)
+		g.Expect(c.Size()).To(BeNumerically("<=", bound), "step %d", step)
 	}
-	// Slots are reused: the cache never held more than fit in its bound
-	// at once, however many were put.
-	g.Expect(len(c.slots)).To(BeNumerically("<=", bound/20))
+	g.Expect(len(c.segs)).To(BeNumerically("<=", bound/minSegment+1))
+	for i, o := range served {
+		g.Expect(contents(t, o)).To(Equal(want[i]), "served object %d, long evicted", i)
+	}
+	st := c.Stats()
+	g.Expect(st.Hits).To(BeNumerically(">", st.Misses), "a cache about the size of what is used")
 }
