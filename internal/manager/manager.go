@@ -20,6 +20,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -104,6 +105,29 @@ type Options struct {
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// stripUnread trims what no controller reads from the objects the
+// manager's cache keeps: managed fields, and on the kinds there are
+// thousands of (PackageVariants, PackageRevisions) the copy of the whole
+// object that client-side apply keeps in an annotation (kubectl apply,
+// Argo CD by default), which doubles an object's size. The objects are
+// written back only by patches computed against the cached copy, which
+// leave what was trimmed alone.
+func stripUnread(o any) (any, error) {
+	o, err := crcache.TransformStripManagedFields()(o)
+	if err != nil {
+		return o, err
+	}
+	switch obj := o.(type) {
+	case *configv1alpha1.PackageVariant, *porchv1alpha1.PackageRevision:
+		m := obj.(metav1.Object)
+		if a := m.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			m.SetAnnotations(a)
+		}
+	}
+	return o, nil
+}
 
 // namespaceCaches makes the caches of the objects tenants have the
 // controller read, one per namespace that asks, so that nothing is watched
@@ -213,9 +237,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                 durationOrNil(o.LeaseDuration),
 		RenewDeadline:                 durationOrNil(o.RenewDeadline),
 		RetryPeriod:                   durationOrNil(o.RetryPeriod),
-		// Nothing here reads managed fields: dropping them from the
-		// cache saves memory and the copy of every object read.
-		Cache: crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
+		// Nothing here reads managed fields or last-applied copies:
+		// dropping them from the cache saves memory and the copy of
+		// every object read.
+		Cache: crcache.Options{DefaultTransform: stripUnread},
 		NewCache: func(config *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 			informers := &lenient.Informers{Config: config, HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper,
 				Reporter: undecodable, Groups: []string{configv1alpha1.GroupVersion.Group, porchv1alpha1.StorageGroupVersion.Group}}
@@ -249,6 +274,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, Limits: o.Limits, AllowFileRepositories: o.AllowFileRepositories,
 		Objects: gitObjects}
+	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error { return cache.TrimEvery(ctx, repocache.TrimPeriod) })); err != nil {
+		return nil, err
+	}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
 	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {

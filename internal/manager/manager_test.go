@@ -14,6 +14,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -106,8 +107,16 @@ func TestManager(t *testing.T) {
 		return 0, fmt.Errorf("no scion_git_object_cache_max_bytes in\n%s", body)
 	}
 	g.Expect(cacheMax()).To(Equal(int64(ObjectCacheBase)))
+	// v1 was applied with kubectl: its cached copy has no last-applied
+	// annotation (stripUnread), and what the controller writes leaves the
+	// API server's alone.
+	lastApplied := map[string]string{corev1.LastAppliedConfigAnnotation: `{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"PackageVariant"}`}
 	for i, labels := range []map[string]string{nil, nil, nil, {configv1alpha1.ShardLabel: "b"}} {
-		g.Expect(env.Client.Create(context.Background(), &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v%d", i), Namespace: "default", Labels: labels},
+		var annotations map[string]string
+		if i == 1 {
+			annotations = lastApplied
+		}
+		g.Expect(env.Client.Create(context.Background(), &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v%d", i), Namespace: "default", Labels: labels, Annotations: annotations},
 			Spec: configv1alpha1.PackageVariantSpec{
 				Upstream:   &configv1alpha1.Upstream{Repo: "r", Package: "missing", Revision: "1"},
 				Downstream: &configv1alpha1.Downstream{Repo: "r", Package: fmt.Sprintf("v%d", i)},
@@ -117,6 +126,33 @@ func TestManager(t *testing.T) {
 	g.Expect(env.Client.Delete(context.Background(), &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "v0", Namespace: "default"}})).To(Succeed())
 	g.Eventually(cacheMax, 30*time.Second, 200*time.Millisecond).Should(Equal(int64(ObjectCacheBase + 2*ObjectCachePerVariant)))
 	g.Consistently(cacheMax, time.Second, 200*time.Millisecond).Should(Equal(int64(ObjectCacheBase+2*ObjectCachePerVariant)), "updates of the variants do not count them again")
+	g.Eventually(func(g Gomega) {
+		v1 := &configv1alpha1.PackageVariant{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "v1"}, v1)).To(Succeed())
+		g.Expect(v1.Status.Conditions).NotTo(BeEmpty(), "the controller wrote its status")
+		g.Expect(v1.Annotations).To(Equal(lastApplied))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// stripUnread drops managed fields everywhere and the last-applied copy
+// from the kinds there are thousands of, nothing else.
+func TestStripUnread(t *testing.T) {
+	g := NewWithT(t)
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "x", Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "team": "a"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+	}
+	for _, o := range []client.Object{&configv1alpha1.PackageVariant{ObjectMeta: meta()}, &porchv1alpha1.PackageRevision{ObjectMeta: meta()}} {
+		got, err := stripUnread(o)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.(client.Object).GetAnnotations()).To(Equal(map[string]string{"team": "a"}), "%T", o)
+		g.Expect(got.(client.Object).GetManagedFields()).To(BeEmpty())
+	}
+	repo := &configv1alpha1.Repository{ObjectMeta: meta()}
+	got, err := stripUnread(repo)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.(client.Object).GetAnnotations()).To(HaveKey(corev1.LastAppliedConfigAnnotation), "other kinds keep it")
+	g.Expect(got.(client.Object).GetManagedFields()).To(BeEmpty())
 }
 
 // Two replicas, the default shard and shard "b", against one API server:

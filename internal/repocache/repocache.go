@@ -252,6 +252,52 @@ func (c *Cache) checkURL(raw, field string) error {
 	return nil
 }
 
+// TrimPeriod is how often TrimEvery trims the open repositories: a
+// repository nothing read for one to two periods frees its pack indexes.
+const TrimPeriod = 30 * time.Second
+
+// Trim frees the pack indexes of the open repositories that read nothing
+// since the last Trim (store.Repository.Trim) and returns how many did.
+func (c *Cache) Trim() int {
+	c.mu.Lock()
+	repos := make([]*store.Repository, 0, len(c.repos))
+	for _, e := range c.repos {
+		// e.repo is written under e.lock, not c.mu: a store being
+		// opened is skipped this time.
+		select {
+		case e.lock <- struct{}{}:
+			if e.repo != nil {
+				repos = append(repos, e.repo)
+			}
+			<-e.lock
+		default:
+		}
+	}
+	c.mu.Unlock()
+	trimmed := 0
+	for _, r := range repos {
+		if r.Trim() {
+			trimmed++
+		}
+	}
+	return trimmed
+}
+
+// TrimEvery calls Trim every period until ctx ends: what keeps the memory
+// of a controller with thousands of repositories to those it works on.
+func (c *Cache) TrimEvery(ctx context.Context, period time.Duration) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			c.Trim()
+		}
+	}
+}
+
 // Forget drops a Repository's store (when the Repository is deleted).
 func (c *Cache) Forget(key types.NamespacedName) {
 	c.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
@@ -193,4 +194,28 @@ func TestCache_readSource(t *testing.T) {
 	_, err = ro.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: p, Message: "m"})
 	g.Expect(errors.Is(err, store.ErrReadOnly)).To(BeTrue(), "%v", err)
 	g.Expect(gitserver.Git(t, b.Bare, "for-each-ref", "--format=%(refname)")).To(Equal("refs/heads/main\nrefs/tags/app-v1.0\nrefs/tags/v1-light"))
+}
+
+// Trim reaches every open repository: one read since the last Trim keeps
+// its pack indexes, those idle a whole period free them, and a
+// repository trimmed still serves what it holds.
+func TestCache_trim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := &Cache{Dir: t.TempDir(), AllowFileRepositories: true}
+	var repos []*store.Repository
+	for _, name := range []string{"a", "b"} {
+		r := repository("file://" + gitserver.InitBare(t, t.TempDir(), name+".git"))
+		r.Name = name
+		repo, err := c.Open(ctx, r)
+		g.Expect(err).NotTo(HaveOccurred())
+		repos = append(repos, repo)
+	}
+	draft, err := repos[0].WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")})})
+	g.Expect(err).NotTo(HaveOccurred())
+	c.Trim()
+	g.Expect(c.Trim()).To(Equal(2), "both idle for a period")
+	_, err = repos[0].Read(ctx, draft)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Trim()).To(Equal(1), "the one just read keeps its indexes")
 }

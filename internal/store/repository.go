@@ -239,6 +239,19 @@ func (r *Repository) openCache() error {
 	return nil
 }
 
+// Trim frees the memory the repository keeps to read its packs (their
+// indexes) when it has read no object since the last Trim and nothing is
+// using it now, and says whether it did; the next read loads them again.
+// It never waits: a repository in use is left alone. Called
+// periodically for every open repository (repocache.Cache.Trim).
+func (r *Repository) Trim() bool {
+	if !r.mu.TryLock() {
+		return false
+	}
+	defer r.mu.Unlock()
+	return r.storer.forgetIdleIndexes()
+}
+
 // URL returns the remote URL without credentials.
 func (r *Repository) URL() string { return Redact(r.opts.URL) }
 

@@ -1064,3 +1064,66 @@ func TestRepository_conflictFetches(t *testing.T) {
 	g.Expect(got.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
 	g.Expect(got.Commit).To(Equal(proposed.Commit))
 }
+
+// TestRepository_trim: a repository that read nothing since the last Trim
+// drops its pack indexes, one in use or just read keeps them, and what
+// it holds reads back whole afterwards; Trim running all the time beside
+// writers and readers loses nothing (run with -race).
+func TestRepository_trim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	url, _ := newRemote(t)
+	// A cache far smaller than the drafts: reads go to the packs.
+	r := open(t, Options{URL: url, CreateBranch: true, Objects: NewObjectCache(1)})
+	var drafts []Revision
+	for i := 0; i < maxSmallPacks+3; i++ {
+		rev, err := r.WriteDraft(ctx, DraftWrite{Package: fmt.Sprintf("app-%d", i), Workspace: "ws", Contents: testPackage(fmt.Sprintf("app-%d", i), 3)})
+		g.Expect(err).NotTo(HaveOccurred())
+		drafts = append(drafts, rev)
+	}
+	readAll := func() {
+		for i, rev := range drafts {
+			got, err := r.Read(ctx, rev)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Equal(testPackage(fmt.Sprintf("app-%d", i), 3))).To(BeTrue(), "draft %d", i)
+		}
+	}
+	readAll()
+	g.Expect(r.Trim()).To(BeFalse(), "read since the last Trim: kept")
+	g.Expect(r.Trim()).To(BeTrue(), "idle for a whole period: dropped")
+	r.mu.Lock()
+	g.Expect(r.Trim()).To(BeFalse(), "in use: left alone, without waiting")
+	r.mu.Unlock()
+	readAll()
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.Trim()
+				r.Trim()
+			}
+		}
+	}()
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("more-%d", i)
+		rev, err := r.WriteDraft(ctx, DraftWrite{Package: p, Workspace: "ws", Contents: testPackage(p, 2)})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = r.Propose(ctx, p, "ws", rev.Commit)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = r.Publish(ctx, p, "ws", "", "", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		readAll()
+	}
+	close(stop)
+	wg.Wait()
+	revs, err := r.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarize(revs)).To(ContainElement(HavePrefix("more-5 v1 ")))
+}
