@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,6 +99,7 @@ func (o *APIServerOptions) Complete() error {
 
 // Run serves until SIGTERM or SIGINT.
 func (o *APIServerOptions) Run(cmd *cobra.Command) error {
+	setMemoryLimit(klog.Background())
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the cluster: %w", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +17,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/memlimit"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -115,11 +117,24 @@ func (o *ControllerOptions) Complete() error {
 // Run runs the manager until SIGTERM or SIGINT.
 func (o *ControllerOptions) Run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(o.ErrOut)))
+	setMemoryLimit(ctrl.Log)
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the cluster: %w", err)
 	}
 	return manager.Run(ctrl.SetupSignalHandler(), cfg, o.Manager)
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit under the
+// container's (memlimit.FromContainer): the heap may otherwise grow to
+// twice what is live whatever that limit is, and the process be killed at
+// a peak.
+func setMemoryLimit(log logr.Logger) {
+	if limit, err := memlimit.FromContainer("/"); err != nil {
+		log.Error(err, "not setting the Go memory limit")
+	} else if limit > 0 {
+		log.Info("Go memory limit set from the container's", "limit", resource.NewQuantity(limit, resource.BinarySI).String(), "share", memlimit.Share)
+	}
 }
 
 // limitFlags are the flags of store.Limits, as quantities (parsed by
