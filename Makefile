@@ -63,7 +63,7 @@ bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N
 	SCION_BENCH_REPOS=$(or $(N),100) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkDependencies$$' -benchtime 1x -timeout 60m ./test/dependencies/
 
 .PHONY: bench-scale
-bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump.
+bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases, and the kube-apiserver's CPU profile of their first 40 s; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump.
 	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_SET=$(SET) SCION_BENCH_INTERACTIVE=$(INTERACTIVE) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
 
 .PHONY: browser

@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -350,8 +351,10 @@ const DefaultObjectCacheSize = 32 << 20
 //
 // It is safe for concurrent use.
 type ObjectCache struct {
-	mu   sync.Mutex
-	max  int64
+	mu sync.Mutex
+	// max is written under mu, and read without it by put's first
+	// check.
+	max  atomic.Int64
 	size int64
 	// segs are the segments, oldest first; first is the sequence number
 	// of segs[0].
@@ -414,7 +417,9 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	return &ObjectCache{max: maxBytes, entries: map[cacheKey]cacheLoc{}}
+	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}}
+	c.max.Store(maxBytes)
+	return c
 }
 
 // Size returns the bytes held.
@@ -426,7 +431,7 @@ func (c *ObjectCache) Size() int64 {
 func (c *ObjectCache) Stats() ObjectCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ObjectCacheStats{Bytes: c.size, Max: c.max, Hits: c.hits, Misses: c.misses, Objects: len(c.entries)}
+	return ObjectCacheStats{Bytes: c.size, Max: c.max.Load(), Hits: c.hits, Misses: c.misses, Objects: len(c.entries)}
 }
 
 // SetMax changes the bound (DefaultObjectCacheSize when maxBytes <= 0),
@@ -437,13 +442,13 @@ func (c *ObjectCache) SetMax(maxBytes int64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.max = maxBytes
+	c.max.Store(maxBytes)
 	c.evict()
 }
 
 // evict drops the oldest segments until the cache is within its bound.
 func (c *ObjectCache) evict() {
-	for c.size > c.max && len(c.segs) > 0 {
+	for c.size > c.max.Load() && len(c.segs) > 0 {
 		old := c.segs[0]
 		for _, k := range old.keys {
 			if loc, ok := c.entries[k]; ok && loc.seg == old.seq {
@@ -460,7 +465,7 @@ func (c *ObjectCache) evict() {
 
 // segmentSize is the size of a new segment.
 func (c *ObjectCache) segmentSize() int {
-	return int(min(max(c.max/64, minSegment), maxSegment))
+	return int(min(max(c.max.Load()/64, minSegment), maxSegment))
 }
 
 // store copies contents into the newest segment (a new one when it is
@@ -508,7 +513,7 @@ func (c *ObjectCache) old(loc cacheLoc) bool {
 
 func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
 	size := obj.Size()
-	if size+entryOverhead > c.max || size > math.MaxUint32 {
+	if size+entryOverhead > c.max.Load() || size > math.MaxUint32 {
 		return
 	}
 	// An object in memory is copied straight into its segment, under the

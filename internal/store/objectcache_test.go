@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -220,4 +221,40 @@ func TestObjectCache_model(t *testing.T) {
 	}
 	st := c.Stats()
 	g.Expect(st.Hits).To(BeNumerically(">", st.Misses), "a cache about the size of what is used")
+}
+
+// TestObjectCache_concurrent: repositories put and get while the bound
+// moves (the manager resizes it as variants come and go); run with
+// -race, every object served is whole and the bound holds at the end.
+func TestObjectCache_concurrent(t *testing.T) {
+	c := NewObjectCache(64 << 10)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		v := c.view()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				o := blob(fmt.Sprintf("%0300d", i%300))
+				v.Put(o)
+				if got, ok := v.Get(o.Hash()); ok && contents(t, got) != fmt.Sprintf("%0300d", i%300) {
+					t.Errorf("object %d served with other contents", i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			c.SetMax(int64(32<<10 + (i%4)*16<<10))
+			_ = c.Stats()
+		}
+	}()
+	wg.Wait()
+	c.SetMax(32 << 10)
+	if st := c.Stats(); st.Bytes > 32<<10 {
+		t.Errorf("%d bytes held over a bound of %d", st.Bytes, 32<<10)
+	}
 }
