@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -274,7 +275,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, Limits: o.Limits, AllowFileRepositories: o.AllowFileRepositories,
 		Objects: gitObjects}
-	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error { return cache.TrimEvery(ctx, repocache.TrimPeriod) })); err != nil {
+	// What keeps the memory of a controller with thousands of
+	// repositories to those it works on.
+	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {
+		wait.UntilWithContext(ctx, func(context.Context) { cache.Trim() }, repocache.TrimPeriod)
+		return nil
+	})); err != nil {
 		return nil, err
 	}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}

@@ -252,7 +252,7 @@ func (c *Cache) checkURL(raw, field string) error {
 	return nil
 }
 
-// TrimPeriod is how often TrimEvery trims the open repositories: a
+// TrimPeriod is how often the controller trims the open repositories: a
 // repository nothing read for one to two periods frees its pack indexes.
 const TrimPeriod = 30 * time.Second
 
@@ -281,21 +281,6 @@ func (c *Cache) Trim() int {
 		}
 	}
 	return trimmed
-}
-
-// TrimEvery calls Trim every period until ctx ends: what keeps the memory
-// of a controller with thousands of repositories to those it works on.
-func (c *Cache) TrimEvery(ctx context.Context, period time.Duration) error {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			c.Trim()
-		}
-	}
 }
 
 // Forget drops a Repository's store (when the Repository is deleted).
