@@ -66,6 +66,10 @@ bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N
 bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases, and the kube-apiserver's CPU profile of their first 40 s; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump.
 	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_SET=$(SET) SCION_BENCH_INTERACTIVE=$(INTERACTIVE) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
 
+.PHONY: bench-api
+bench-api: control-plane ## Porch's API with N PackageRevisions stored (N=20000) and no fleet: p50/p99 of kubectl get, a whole list, get, scion rpkg get, and the heap of the API server's copy.
+	SCION_BENCH_REVISIONS=$(or $(N),20000) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPorchAPI$$' -benchtime 1x -timeout 60m ./internal/apiserver/
+
 .PHONY: browser
 browser: ## Install Debian's Chromium for the console's browser tests, unless there is one.
 	hack/install-chromium.sh

@@ -70,12 +70,8 @@ func (r *revisions) ShortNames() []string { return []string{"pr"} }
 // Categories returns scion: kubectl get scion lists Scion's objects.
 func (r *revisions) Categories() []string { return []string{"scion"} }
 
-// ConvertToTable shows the storage's printer columns; a list made as the
-// storage's table (List, for a request wanting one) is that table.
+// ConvertToTable shows the storage's printer columns (revisionTable).
 func (r *revisions) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
-	if t, ok := obj.(*metav1.Table); ok {
-		return t, nil
-	}
 	return r.table.ConvertToTable(ctx, obj, opts)
 }
 
@@ -108,23 +104,28 @@ func nameFields(pr *porchv1alpha1.PackageRevision) field.ErrorList {
 }
 
 // List lists revisions, with label and field selectors, paging and
-// resourceVersion semantics passed to the storage; a list wanted as a
-// table of metadata rows (kubectl get) is the storage's table.
+// resourceVersion semantics: from the server's copy when it can answer
+// them (listCache), else from the storage.
 func (r *revisions) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	ns, _ := request.NamespaceFrom(ctx)
-	v1opts, err := listOptions(opts)
+	list, ok, err := r.storage.cache.list(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	if metadataTable(ctx) {
-		return r.storage.listTable(ctx, ns, v1opts)
-	}
-	list, err := r.storage.list(ctx, ns, v1opts)
-	if err != nil {
-		return nil, err
+	if !ok {
+		v1opts, err := listOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		if list, err = r.storage.list(ctx, ns, v1opts); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			porchShape(&list.Items[i])
+		}
 	}
 	for i := range list.Items {
-		r.storage.toPorch(ctx, &list.Items[i])
+		r.storage.upstreams.show(ctx, &list.Items[i])
 	}
 	return list, nil
 }
@@ -142,6 +143,11 @@ func (r *revisions) Watch(ctx context.Context, opts *metainternalversion.ListOpt
 	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
 		if pr, ok := e.Object.(*porchv1alpha1.PackageRevision); ok {
+			if e.Type != watch.Bookmark {
+				// (A bookmark's resourceVersion may be of other kinds'
+				// writes: the copy need not wait for it.)
+				r.storage.cache.saw(pr)
+			}
 			r.storage.toPorch(ctx, pr)
 		}
 		return e, true
@@ -432,14 +438,21 @@ func listOptions(in *metainternalversion.ListOptions) (*metav1.ListOptions, erro
 	return out, nil
 }
 
-// toPorch makes an object read from the storage a porch.kpt.dev one: its
-// tasks carry Porch's names too (clone.upstreamRef.upstreamRef,
-// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read,
-// and a revision Scion wrote without a task shows the clone task of its
-// upstream (upstreamNames).
+// toPorch makes an object read from the storage a porch.kpt.dev one
+// (porchShape), and gives a revision Scion wrote without a task the clone
+// task of its upstream (upstreamNames).
 func (s *storage) toPorch(ctx context.Context, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
-	pr.TypeMeta = metav1.TypeMeta{}
+	porchShape(pr)
 	s.upstreams.show(ctx, pr)
+	return pr
+}
+
+// porchShape makes an object read from the storage porch.kpt.dev's in
+// what does not change with time: its managed fields name porch.kpt.dev,
+// and its tasks carry Porch's names too (clone.upstreamRef.upstreamRef,
+// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read.
+func porchShape(pr *porchv1alpha1.PackageRevision) {
+	pr.TypeMeta = metav1.TypeMeta{}
 	for i := range pr.ManagedFields {
 		if pr.ManagedFields[i].APIVersion == porchv1alpha1.StorageGroupVersion.String() {
 			pr.ManagedFields[i].APIVersion = porchv1alpha1.GroupVersion.String()
@@ -459,7 +472,6 @@ func (s *storage) toPorch(ctx context.Context, pr *porchv1alpha1.PackageRevision
 			}
 		}
 	}
-	return pr
 }
 
 // toStorage makes an object to write a storage one, with its tasks in

@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -52,6 +50,7 @@ type Options struct {
 // Server is Scion's aggregated API server.
 type Server struct {
 	generic *genericapiserver.GenericAPIServer
+	storage *storage
 }
 
 // New builds the server.
@@ -98,9 +97,6 @@ func New(o Options) (*Server, error) {
 	if err := rec.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
-	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(withTables(h), c)
-	}
 	// A push carries a whole package (nothing is stored in etcd): the
 	// body may be as large as the package limit allows, JSON-escaped, so
 	// that a file over a limit is refused naming it rather than with the
@@ -123,10 +119,11 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	st.upstreams = &upstreamNames{reader: sc}
-	table, err := revisionTable()
+	table, err := newRevisionTable()
 	if err != nil {
 		return nil, err
 	}
+	st.cache = newListCache()
 	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer}
 	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupVersion.Group, apiScheme, metav1.ParameterCodec, apiCodecs)
 	group.VersionedResourcesStorageMap[porchv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
@@ -139,7 +136,7 @@ func New(o Options) (*Server, error) {
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	return &Server{generic: generic}, nil
+	return &Server{generic: generic, storage: st}, nil
 }
 
 // maxBody is the largest request the server reads: twice the package
@@ -152,24 +149,11 @@ func maxBody(l store.Limits) int64 {
 	return 2*size + 1<<20
 }
 
-// revisionTable shows packagerevisions with the storage's printer
-// columns (the ones kubectl showed when PackageRevision was a
-// CustomResourceDefinition).
-func revisionTable() (rest.TableConvertor, error) {
-	def, err := crd.StorageDefinition()
-	if err != nil {
-		return nil, err
-	}
-	var columns []apiextensionsv1.CustomResourceColumnDefinition
-	for _, v := range def.Spec.Versions {
-		if v.Name == porchv1alpha1.GroupVersion.Version {
-			columns = v.AdditionalPrinterColumns
-		}
-	}
-	return tableconvertor.New(columns)
-}
-
-// Run serves until ctx is done.
+// Run serves until ctx is done, keeping the copy lists are served from
+// (listCache) meanwhile.
 func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.storage.cache.run(ctx, cache.NewListWatchFromClient(s.storage.rc, revisionsResource, metav1.NamespaceAll, fields.Everything()))
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }

@@ -32,6 +32,10 @@ type storage struct {
 	// upstreams names the upstream of revisions without a task (nil:
 	// shown as stored).
 	upstreams *upstreamNames
+	// cache is the copy lists are served from (nil: lists are the
+	// storage's); every revision read or written here is recorded in it
+	// (saw), for the lists that follow to show it.
+	cache *listCache
 }
 
 // newStorage returns a client of the storage.
@@ -71,7 +75,7 @@ func (s *storage) get(ctx context.Context, ns, name string, opts *metav1.GetOpti
 	out := &porchv1alpha1.PackageRevision{}
 	err := s.rc.Get().Namespace(ns).Resource(revisionsResource).Name(name).
 		VersionedParams(opts, metav1.ParameterCodec).Do(ctx).Into(out)
-	return out, porchError(err)
+	return s.answer(out, err)
 }
 
 func (s *storage) list(ctx context.Context, ns string, opts *metav1.ListOptions) (*porchv1alpha1.PackageRevisionList, error) {
@@ -92,7 +96,7 @@ func (s *storage) create(ctx context.Context, pr *porchv1alpha1.PackageRevision,
 	out := &porchv1alpha1.PackageRevision{}
 	err := asUser(ctx, s.rc.Post().Namespace(pr.Namespace).Resource(revisionsResource).
 		VersionedParams(opts, metav1.ParameterCodec).Body(pr)).Do(ctx).Into(out)
-	return out, porchError(err)
+	return s.answer(out, err)
 }
 
 // update writes pr (its status when subresource is "status").
@@ -103,11 +107,30 @@ func (s *storage) update(ctx context.Context, pr *porchv1alpha1.PackageRevision,
 		r = r.SubResource(subresource)
 	}
 	err := asUser(ctx, r.VersionedParams(opts, metav1.ParameterCodec).Body(pr)).Do(ctx).Into(out)
-	return out, porchError(err)
+	return s.answer(out, err)
 }
 
 func (s *storage) delete(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) error {
-	return porchError(asUser(ctx, s.rc.Delete().Namespace(ns).Resource(revisionsResource).Name(name).Body(opts)).Do(ctx).Error())
+	res := asUser(ctx, s.rc.Delete().Namespace(ns).Resource(revisionsResource).Name(name).Body(opts)).Do(ctx)
+	if err := res.Error(); err != nil {
+		return porchError(err)
+	}
+	// The answer is the revision as deleted (or marked for deletion), at
+	// the deletion's resourceVersion.
+	if out := (&porchv1alpha1.PackageRevision{}); res.Into(out) == nil {
+		s.cache.saw(out)
+	}
+	return nil
+}
+
+// answer is what the storage answered a get or write of a revision,
+// recorded in the list cache.
+func (s *storage) answer(out *porchv1alpha1.PackageRevision, err error) (*porchv1alpha1.PackageRevision, error) {
+	if err != nil {
+		return out, porchError(err)
+	}
+	s.cache.saw(out)
+	return out, nil
 }
 
 // porchError speaks of an error of the storage as of porch.kpt.dev: the

@@ -48,7 +48,9 @@ const maxUpstreamNames = 10000
 // show gives pr, if it has no task, the task Porch would show: a clone
 // task naming the published revision of its namespace its upstreamLock
 // records, or an init task when it records no upstream (it was made, not
-// cloned). One whose upstream is not found is left without a task.
+// cloned). One whose upstream is not found is left without a task. It
+// only assigns pr.Spec.Tasks, never writes into what pr shares with other
+// copies, so that a list may show a shallow copy of a cached revision.
 func (u *upstreamNames) show(ctx context.Context, pr *porchv1alpha1.PackageRevision) {
 	if u == nil || len(pr.Spec.Tasks) > 0 {
 		return
@@ -60,7 +62,8 @@ func (u *upstreamNames) show(ctx context.Context, pr *porchv1alpha1.PackageRevis
 	}
 	if name := u.lookup(ctx, pr.Namespace, lock); name != "" {
 		pr.Spec.Tasks = []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeClone,
-			Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{Name: name}}}}
+			Clone: &porchv1alpha1.PackageCloneTaskSpec{UpstreamRef: porchv1alpha1.UpstreamPackage{
+				Name: name, UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: name}}}}}
 	}
 }
 

@@ -3,7 +3,6 @@ package packagevariant_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +23,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -33,13 +31,13 @@ import (
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
 	"github.com/scion-dev/scion/internal/console"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/porchcalls"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 	"github.com/scion-dev/scion/internal/testutil/variantwatch"
 	"github.com/scion-dev/scion/internal/tree"
@@ -584,7 +582,7 @@ func consolePages(b *testing.B, ns string) string {
 
 // apiLatency measures what people wait for through Porch's API (Scion's
 // API server behind the control plane's APIService) with the fleet in
-// place: p50 and p99 of 100 calls each.
+// place: p50 and p99 of 100 calls each (20 for scion tree).
 func apiLatency(b *testing.B, ns string) string {
 	ctx := context.Background()
 	list := &porchv1alpha1.PackageRevisionList{}
@@ -598,35 +596,9 @@ func apiLatency(b *testing.B, ns string) string {
 			break
 		}
 	}
-	rc := &rpkg.Client{Client: env.Client, Namespace: ns}
-	kubectl := kubectlGet(b, ns)
-	calls := []struct {
-		name  string
-		calls int
-		call  func() error
-	}{
-		{fmt.Sprintf("kubectl get packagerevisions (%d, as a table, 500 a page)", len(list.Items)), 100, func() error { return kubectl("") }},
-		{fmt.Sprintf("list all %d PackageRevisions as objects, one request", len(list.Items)), 100, func() error {
-			return env.Client.List(ctx, &porchv1alpha1.PackageRevisionList{}, client.InNamespace(ns))
-		}},
-		{"kubectl get packagerevision NAME", 100, func() error { return kubectl(one.Name) }},
-		{"get one PackageRevision", 100, func() error {
-			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &porchv1alpha1.PackageRevision{})
-		}},
-		{"scion rpkg get --repository R --package P", 100, func() error {
-			_, err := rc.List(ctx, rpkg.Filter{Repository: one.Spec.Repository, Package: one.Spec.PackageName})
-			return err
-		}},
-		{"pull one revision's files (get packagerevisionresources)", 100, func() error {
-			return env.Client.Get(ctx, client.ObjectKeyFromObject(&one), &content.PackageRevisionResources{})
-		}},
-	}
+	calls := porchcalls.Standard(b, env.Client, env.Config, env.Scheme, ns, len(list.Items), &one, true)
 	if set := (&configv1alpha2.PackageVariantSet{}); env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchSet}, set) == nil && set.Status.Summary != nil {
-		calls = append(calls, struct {
-			name  string
-			calls int
-			call  func() error
-		}{fmt.Sprintf("scion tree pvs/%s (%d variants)", benchSet, set.Status.Summary.Desired), 20, func() error {
+		calls = append(calls, porchcalls.Call{Name: fmt.Sprintf("scion tree pvs/%s (%d variants)", benchSet, set.Status.Summary.Desired), Calls: 20, Call: func() error {
 			n, err := tree.Build(ctx, env.Client, ns, "pvs", benchSet)
 			if err == nil {
 				err = tree.Print(io.Discard, n, false)
@@ -634,61 +606,5 @@ func apiLatency(b *testing.B, ns string) string {
 			return err
 		}})
 	}
-	var out strings.Builder
-	out.WriteString("\nthrough Porch's API (100 calls each, 20 for scion tree)          p50       p99\n")
-	for _, c := range calls {
-		took := make([]time.Duration, 0, c.calls)
-		for range c.calls {
-			start := time.Now()
-			if err := c.call(); err != nil {
-				b.Fatalf("%s: %v", c.name, err)
-			}
-			took = append(took, time.Since(start))
-		}
-		slices.Sort(took)
-		fmt.Fprintf(&out, "%-60s %8s %8s\n", c.name, took[len(took)/2-1].Round(time.Millisecond), took[(len(took)*99-1)/100].Round(time.Millisecond))
-	}
-	return out.String()
-}
-
-// kubectlGet returns what makes kubectl get packagerevisions [NAME]'s
-// requests: the server's table (Accept ...;as=Table), 500 rows a page.
-func kubectlGet(b *testing.B, ns string) func(name string) error {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.GroupVersion = &porchv1alpha1.GroupVersion
-	cfg.APIPath = "/apis"
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(env.Scheme).WithoutConversion()
-	rc, err := rest.RESTClientFor(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
-	return func(name string) error {
-		next := ""
-		for {
-			req := rc.Get().Namespace(ns).Resource("packagerevisions").SetHeader("Accept", table)
-			if name != "" {
-				req = req.Name(name)
-			} else {
-				req = req.Param("limit", "500")
-				if next != "" {
-					req = req.Param("continue", next)
-				}
-			}
-			body, err := req.DoRaw(context.Background())
-			if err != nil {
-				return err
-			}
-			var page metav1.Table
-			if err := json.Unmarshal(body, &page); err != nil {
-				return err
-			}
-			if name != "" && len(page.Rows) != 1 {
-				return fmt.Errorf("%d rows for %s", len(page.Rows), name)
-			}
-			if next = page.Continue; next == "" {
-				return nil
-			}
-		}
-	}
+	return porchcalls.Measure(b, calls)
 }
