@@ -349,6 +349,9 @@ func (c *listCache) list(ctx context.Context, ns string, opts *metainternalversi
 		if opts.ResourceVersion != "" {
 			return nil, true, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
+		if ns != "" && !strings.HasPrefix(tok.Start, ns+"/") {
+			return nil, true, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: it continues a list of another namespace than %s", ns))
+		}
 		snap, err := c.snapshotAt(tok.RV)
 		if err != nil {
 			return nil, true, err

@@ -60,6 +60,9 @@ func TestListCache_pages(t *testing.T) {
 	g.Expect(p2.Continue).To(BeEmpty(), "the namespace ends there")
 	g.Expect(p2.ResourceVersion).To(Equal("10"))
 
+	_, _, err = c.list(ctx, "a", &metainternalversion.ListOptions{Limit: 1, Continue: p1.Continue})
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "a token of namespace b continues no list of a: %v", err)
+
 	sel, _, err := c.list(ctx, "", &metainternalversion.ListOptions{Limit: 1, FieldSelector: fields.OneTermEqualSelector("metadata.name", "x")})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(listNames(sel)).To(Equal([]string{"a/x"}))
