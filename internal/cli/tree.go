@@ -15,6 +15,7 @@ import (
 func NewCmdTree(streams Streams) *cobra.Command {
 	kube := &KubeFlags{}
 	var output string
+	var opts tree.Options
 	cmd := &cobra.Command{
 		Use:   "tree KIND/NAME",
 		Short: "Show a PackageVariantSet or PackageVariant with what it made, or a PackageRollout with its waves",
@@ -22,10 +23,15 @@ func NewCmdTree(streams Streams) *cobra.Command {
 made: the set, its PackageVariants and their PackageRevisions, with
 lifecycle, Ready and readiness-gate status, one line each; or a
 PackageRollout (prollout) with what it waits on and its waves (state and
-counts). In colour on a terminal; -o json prints the same tree for scripts.`,
+counts). In colour on a terminal; -o json prints the same tree for scripts.
+
+A set of more than 1,000 variants shows the variants its status names as
+not Ready (the first ten by name) and counts the rest: reading every
+variant of a set of 10,000 takes seconds. --all shows every variant.`,
 		Example: `  scion tree pvs/regional-app
   scion tree packagevariant/policy-cluster-01 -o json
-  scion tree prollout/regional-app-v2`,
+  scion tree prollout/regional-app-v2
+  scion tree pvs/fleet --all`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, ok := strings.Cut(args[0], "/")
@@ -39,7 +45,7 @@ counts). In colour on a terminal; -o json prints the same tree for scripts.`,
 			if err != nil {
 				return err
 			}
-			n, err := tree.Build(cmdContext(cmd), c, ns, kind, name)
+			n, err := tree.Build(cmdContext(cmd), c, ns, kind, name, opts)
 			if err != nil {
 				return err
 			}
@@ -55,5 +61,6 @@ counts). In colour on a terminal; -o json prints the same tree for scripts.`,
 	}
 	kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "show every variant of a set of more than 1,000 (by default: those not Ready)")
 	return cmd
 }

@@ -144,7 +144,7 @@ func (o *Options) showDependencies(ctx context.Context, ns string) error {
 
 // printTree prints one object's tree.
 func (o *Options) printTree(ctx context.Context, ns, kind, name string) error {
-	t, err := tree.Build(ctx, o.Client, ns, kind, name)
+	t, err := tree.Build(ctx, o.Client, ns, kind, name, tree.Options{})
 	if err != nil {
 		return err
 	}

@@ -266,7 +266,7 @@ func (o *Options) waitRollout(ctx context.Context, ro *configv1alpha1.PackageRol
 }
 
 func (o *Options) printRollout(ctx context.Context, ro *configv1alpha1.PackageRollout) error {
-	t, err := tree.Build(ctx, o.Client, ro.Namespace, "prollout", ro.Name)
+	t, err := tree.Build(ctx, o.Client, ro.Namespace, "prollout", ro.Name, tree.Options{})
 	if err != nil {
 		return err
 	}

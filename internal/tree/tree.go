@@ -68,12 +68,27 @@ func RevisionGates(pr *porchv1alpha1.PackageRevision) []Gate {
 	return gates
 }
 
+// Options are how much of a tree Build reads.
+type Options struct {
+	// All shows every variant of a set, however many.
+	All bool
+	// BigSet is the number of variants above which a set's tree shows
+	// only the variants its status names as not Ready (status.summary.
+	// notReady, ten at most), unless All: reading every variant of a set
+	// of 10,000 takes seconds, and its 20,000 lines are not read by a
+	// person. 0 means DefaultBigSet.
+	BigSet int
+}
+
+// DefaultBigSet is Options.BigSet's default.
+const DefaultBigSet = 1000
+
 // Build reads the tree of kind/name (packagevariantset or packagevariant,
 // also their short names pvs and pvar, and pv as it was) in namespace.
-func Build(ctx context.Context, c client.Client, namespace, kind, name string) (*Node, error) {
+func Build(ctx context.Context, c client.Client, namespace, kind, name string, opts Options) (*Node, error) {
 	switch strings.ToLower(kind) {
 	case "packagevariantset", "packagevariantsets", "pvs":
-		return buildSet(ctx, c, namespace, name)
+		return buildSet(ctx, c, namespace, name, opts)
 	case "packagerollout", "packagerollouts", "prollout", "rollout":
 		ro := &configv1alpha1.PackageRollout{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ro); err != nil {
@@ -212,7 +227,7 @@ func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.Rollou
 	return n
 }
 
-func buildSet(ctx context.Context, c client.Client, namespace, name string) (*Node, error) {
+func buildSet(ctx context.Context, c client.Client, namespace, name string, opts Options) (*Node, error) {
 	pvs := &configv1alpha2.PackageVariantSet{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pvs); err != nil {
 		return nil, fmt.Errorf("PackageVariantSet %s/%s: %w", namespace, name, err)
@@ -221,6 +236,13 @@ func buildSet(ctx context.Context, c client.Client, namespace, name string) (*No
 	setReady(n, pvs.Status.Conditions, pvs.Generation, pvs.Status.ObservedGeneration)
 	if s := pvs.Status.Summary; s != nil {
 		n.Summary = fmt.Sprintf("%d/%d ready", s.Ready, s.Desired)
+		big := opts.BigSet
+		if big <= 0 {
+			big = DefaultBigSet
+		}
+		if !opts.All && s.Desired > big {
+			return notReadyOf(ctx, c, n, pvs)
+		}
 	}
 	list := &configv1alpha1.PackageVariantList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{configv1alpha2.PackageVariantSetLabel: string(pvs.UID)}); err != nil {
@@ -254,6 +276,35 @@ func buildSet(ctx context.Context, c client.Client, namespace, name string) (*No
 			return nil, err
 		}
 		n.Children = append(n.Children, child)
+	}
+	return n, nil
+}
+
+// notReadyOf gives the node n of a big set the variants its status names
+// as not Ready, each with its revisions, and says so in its summary.
+func notReadyOf(ctx context.Context, c client.Client, n *Node, pvs *configv1alpha2.PackageVariantSet) (*Node, error) {
+	s := pvs.Status.Summary
+	for _, name := range s.NotReady {
+		pv := &configv1alpha1.PackageVariant{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: pvs.Namespace, Name: name}, pv); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // deleted since the status was written
+			}
+			return nil, fmt.Errorf("PackageVariant %s/%s: %w", pvs.Namespace, name, err)
+		}
+		child, err := variantNode(ctx, c, pv)
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, child)
+	}
+	switch notReady := s.Desired - s.Ready; {
+	case notReady == 0:
+		n.Summary += "; every variant Ready (--all shows them)"
+	case notReady > len(n.Children):
+		n.Summary += fmt.Sprintf("; %d of the %d not Ready shown (--all shows every variant)", len(n.Children), notReady)
+	default:
+		n.Summary += "; the variants not Ready shown (--all shows every variant)"
 	}
 	return n, nil
 }

@@ -64,7 +64,7 @@ func TestInstall_chain(t *testing.T) {
 	}
 
 	// scion tree shows them under the variant.
-	n, err := tree.Build(ctx, k8sClient, ns, "pvar", "app")
+	n, err := tree.Build(ctx, k8sClient, ns, "pvar", "app", tree.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	var b strings.Builder
 	g.Expect(tree.Print(&b, n, false)).To(Succeed())

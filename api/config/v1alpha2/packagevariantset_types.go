@@ -351,6 +351,13 @@ type Summary struct {
 	// Ready is the number of generated PackageVariants that are Ready for
 	// their current generation.
 	Ready int `json:"ready"`
+	// NotReady names the first ten generated PackageVariants (by name)
+	// that are not Ready, the ones the VariantsReady condition names:
+	// what scion tree shows of a set too big to show whole.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	NotReady []string `json:"notReady,omitempty"`
 	// Generation is the set's generation whose writes created, updated
 	// and deleted count (a reconcile that wrote and then failed counts
 	// too, though it did not observe the generation).

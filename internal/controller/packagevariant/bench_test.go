@@ -598,13 +598,19 @@ func apiLatency(b *testing.B, ns string) string {
 	}
 	calls := porchcalls.Standard(b, env.Client, env.Config, env.Scheme, ns, len(list.Items), &one, true)
 	if set := (&configv1alpha2.PackageVariantSet{}); env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchSet}, set) == nil && set.Status.Summary != nil {
-		calls = append(calls, porchcalls.Call{Name: fmt.Sprintf("scion tree pvs/%s (%d variants)", benchSet, set.Status.Summary.Desired), Calls: 20, Call: func() error {
-			n, err := tree.Build(ctx, env.Client, ns, "pvs", benchSet)
-			if err == nil {
-				err = tree.Print(io.Discard, n, false)
+		for _, all := range []bool{false, true} {
+			name := fmt.Sprintf("scion tree pvs/%s (%d variants)", benchSet, set.Status.Summary.Desired)
+			if all {
+				name += " --all"
 			}
-			return err
-		}})
+			calls = append(calls, porchcalls.Call{Name: name, Calls: 20, Call: func() error {
+				n, err := tree.Build(ctx, env.Client, ns, "pvs", benchSet, tree.Options{All: all})
+				if err == nil {
+					err = tree.Print(io.Discard, n, false)
+				}
+				return err
+			}})
+		}
 	}
 	return porchcalls.Measure(b, calls)
 }

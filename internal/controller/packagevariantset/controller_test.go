@@ -242,7 +242,7 @@ func TestSpecExamples(t *testing.T) {
 		var n *tree.Node
 		g.Eventually(func(g Gomega) {
 			var err error
-			n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "selector")
+			n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "selector", tree.Options{})
 			g.Expect(err).NotTo(HaveOccurred())
 			for _, pv := range n.Children {
 				g.Expect(pv.Children).To(HaveLen(1), pv.Name)
@@ -722,6 +722,10 @@ func TestTree_bigSet(t *testing.T) {
 	for _, r := range []string{"cluster-01", "cluster-02", "cluster-03", "cluster-04"} {
 		repos = append(repos, configv1alpha2.RepositoryTarget{Name: r, PackageNames: []string{"p0", "p1", "p2", "p3", "p4", "p5"}})
 	}
+	// Two variants into a Repository whose remote does not exist: never
+	// Ready.
+	f.addRepository(t, "nowhere", filepath.Join(f.root, "missing.git"), true, nil)
+	repos = append(repos, configv1alpha2.RepositoryTarget{Name: "nowhere", PackageNames: []string{"p0", "p1"}})
 	pvs := &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
 		Upstream: &configv1alpha1.Upstream{Repo: "example-repo", Package: "foo", Revision: "v1"},
 		Targets:  []configv1alpha2.Target{{Repositories: repos}},
@@ -730,14 +734,39 @@ func TestTree_bigSet(t *testing.T) {
 	var n *tree.Node
 	g.Eventually(func(g Gomega) {
 		var err error
-		n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "big")
+		n, err = tree.Build(context.Background(), k8sClient, f.ns, "pvs", "big", tree.Options{})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(n.Children).To(HaveLen(24))
+		g.Expect(n.Children).To(HaveLen(26))
 		for _, pv := range n.Children {
-			g.Expect(pv.Children).To(HaveLen(1), pv.Name)
+			if !strings.HasPrefix(pv.Name, "big-nowhere-") {
+				g.Expect(pv.Children).To(HaveLen(1), pv.Name)
+			}
 		}
+		g.Expect(n.Summary).To(Equal("24/26 ready"))
 	}, 2*timeout, interval).Should(Succeed())
+
+	// Above BigSet variants, the tree is the variants the set's status
+	// names as not Ready; --all (All) is every variant.
+	set := &configv1alpha2.PackageVariantSet{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvs), set)).To(Succeed())
+	g.Expect(set.Status.Summary.NotReady).To(Equal([]string{"big-nowhere-p0", "big-nowhere-p1"}))
+	small, err := tree.Build(context.Background(), k8sClient, f.ns, "pvs", "big", tree.Options{BigSet: 20})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(small.Summary).To(Equal("24/26 ready; the variants not Ready shown (--all shows every variant)"))
+	var shown []string
+	for _, pv := range small.Children {
+		shown = append(shown, pv.Name)
+		g.Expect(pv.Ready).NotTo(Equal("True"), pv.Name)
+	}
+	g.Expect(shown).To(Equal([]string{"big-nowhere-p0", "big-nowhere-p1"}))
+	all, err := tree.Build(context.Background(), k8sClient, f.ns, "pvs", "big", tree.Options{BigSet: 20, All: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(all.Children).To(HaveLen(26))
+
 	for _, pv := range n.Children {
+		if strings.HasPrefix(pv.Name, "big-nowhere-") {
+			continue
+		}
 		// big-cluster-03-p4 made cluster-03.p4.packagevariant-1.
 		repo, pkg, _ := strings.Cut(strings.TrimPrefix(pv.Name, "big-"), "-p")
 		g.Expect(pv.Children[0].Name).To(Equal(repo+".p"+pkg+".packagevariant-1"), pv.Name)

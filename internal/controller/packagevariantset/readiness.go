@@ -112,6 +112,7 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			return false, nil // the set's own reconcile writes next
 		}
 		pvs.Status.Summary.Ready = s.summary.Ready
+		pvs.Status.Summary.NotReady = named(s.notReady)
 		ready := readyCondition(s, reconciler.Outcome{})
 		ready.Type = configv1alpha1.ReadyCondition
 		reconciler.SetConditions(&pvs.Status.Conditions, gen, variantsReadyCondition(s, reconciler.Outcome{}), ready)

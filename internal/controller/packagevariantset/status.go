@@ -3,6 +3,7 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,16 +37,28 @@ func variantsReadyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 			c.Message = "the targets generate no PackageVariants"
 		}
 	default:
-		names := s.notReady
+		names := named(s.notReady)
 		more := ""
-		if len(names) > maxNamed {
-			more = fmt.Sprintf(" and %d more", len(names)-maxNamed)
-			names = names[:maxNamed]
+		if len(s.notReady) > len(names) {
+			more = fmt.Sprintf(" and %d more", len(s.notReady)-len(names))
 		}
 		c.Reason = configv1alpha2.VariantsNotReadyReason
 		c.Message = fmt.Sprintf("%d of %d PackageVariants are Ready; waiting for %s%s", s.summary.Ready, s.summary.Desired, strings.Join(names, ", "), more)
 	}
 	return c
+}
+
+// named is the first maxNamed of the sorted names of variants not Ready
+// (status.summary.notReady, and the VariantsReady condition's message).
+func named(notReady []string) []string {
+	names := slices.Sorted(slices.Values(notReady))
+	if len(names) > maxNamed {
+		names = names[:maxNamed]
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return names
 }
 
 // readyCondition is the set's Ready verdict: its PackageVariants are
@@ -78,6 +91,7 @@ func setStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, o reconciler.Out
 	if s.summary != nil {
 		sum := *s.summary
 		sum.Generation = gen
+		sum.NotReady = named(s.notReady)
 		// The counts of the generation's earlier reconciles, including
 		// those that wrote and then failed (observedGeneration has not
 		// moved for them).
