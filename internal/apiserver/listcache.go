@@ -84,6 +84,10 @@ type listCache struct {
 
 	snapMu sync.Mutex
 	snaps  map[uint64]*snapshot
+
+	// wait bounds how long a list waits for the copy to catch up
+	// (listWait).
+	wait time.Duration
 }
 
 // snapshot is the copy's revisions at rv, sorted by namespace and name.
@@ -95,7 +99,7 @@ type snapshot struct {
 }
 
 func newListCache() *listCache {
-	return &listCache{objs: map[string]*porchv1alpha1.PackageRevision{}, moved: make(chan struct{}), snaps: map[uint64]*snapshot{}}
+	return &listCache{objs: map[string]*porchv1alpha1.PackageRevision{}, moved: make(chan struct{}), snaps: map[uint64]*snapshot{}, wait: listWait}
 }
 
 var (
@@ -222,9 +226,9 @@ func (c *listCache) saw(obj runtime.Object) {
 }
 
 // waitFor waits until the copy is filled and at least at rv, up to
-// listWait; false when it did not get there.
+// c.wait; false when it did not get there.
 func (c *listCache) waitFor(ctx context.Context, rv uint64) bool {
-	timer := time.NewTimer(listWait)
+	timer := time.NewTimer(c.wait)
 	defer timer.Stop()
 	for {
 		c.mu.RLock()
@@ -357,6 +361,13 @@ func (c *listCache) list(ctx context.Context, ns string, opts *metainternalversi
 			return nil, true, err
 		}
 		return snap.page(m, tok.Start, opts.Limit), true, nil
+	}
+	c.mu.RLock()
+	filled := c.filled
+	c.mu.RUnlock()
+	if !filled {
+		// Not waited for: the first list of the storage can take long.
+		return nil, false, nil
 	}
 	need, ok := c.needs(opts)
 	if !ok || !c.waitFor(ctx, need) {

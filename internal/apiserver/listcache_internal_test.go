@@ -35,8 +35,21 @@ func TestListCache_pages(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := newListCache()
-	_, ok, _ := c.list(ctx, "", &metainternalversion.ListOptions{})
-	g.Expect(ok).To(BeFalse(), "not filled yet: the storage answers")
+	// Not filled yet: the storage answers at once (a list does not wait
+	// for the first list of the storage, however long it may take).
+	c.wait = time.Hour
+	done := make(chan bool)
+	go func() {
+		_, ok, _ := c.list(ctx, "", &metainternalversion.ListOptions{})
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		g.Expect(ok).To(BeFalse())
+	case <-time.After(time.Minute):
+		t.Fatal("a list waited for the copy to be filled")
+	}
+	c.wait = listWait
 
 	g.Expect(c.Replace([]any{cachedRevision("b", "y", "5"), cachedRevision("a", "x", "3"), cachedRevision("b", "x", "4"), cachedRevision("c", "z", "6")}, "10")).To(Succeed())
 	all, ok, err := c.list(ctx, "", &metainternalversion.ListOptions{})
