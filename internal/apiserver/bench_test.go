@@ -24,7 +24,7 @@ import (
 // with N revisions stored (SCION_BENCH_REVISIONS, 20,000 by default; make
 // bench-api N=...): N/20 deployment repositories of 10 packages each, a
 // published revision and a draft of each, shaped as Scion's controllers
-// write them (labels, an owner, a finalizer, conditions, the upstream's
+// write them (labels, annotations, a finalizer, conditions, the upstream's
 // lock), all clones of one published upstream. It reports p50 and p99 of
 // kubectl's table, a list of whole objects, a get, scion rpkg get, the
 // same table read straight from the storage (the cluster's API server),
