@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +12,12 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/scheme"
 )
 
 func cachedRevision(ns, name, rv string) *porchv1alpha1.PackageRevision {
@@ -138,4 +143,33 @@ func TestListCache_waits(t *testing.T) {
 	now, ok, _ := c.list(ctx, "a", &metainternalversion.ListOptions{ResourceVersion: "0"})
 	g.Expect(ok).To(BeTrue())
 	g.Expect(listNames(now)).To(Equal([]string{"a/x"}))
+}
+
+// countingReader reads through a client and counts its lists.
+type countingReader struct {
+	client.Reader
+	lists atomic.Int32
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists.Add(1)
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// A lookup of an upstream that fails (the cluster's API server does not
+// answer: here, nothing listens) is not made again for every revision of
+// a list: a list of thousands of revisions of one upstream is one lookup.
+func TestUpstreamNames_failureKept(t *testing.T) {
+	g := NewWithT(t)
+	c, err := client.New(&rest.Config{Host: "http://127.0.0.1:1"}, client.Options{Scheme: scheme.NewStorage()})
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &countingReader{Reader: c}
+	u := &upstreamNames{reader: r}
+	lock := &kptfilev1.UpstreamLock{Type: kptfilev1.GitOrigin, Git: &kptfilev1.GitLock{Repo: "https://git.example.com/catalog.git", Directory: "app", Ref: "app/v1"}}
+	for range 100 {
+		pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Status: porchv1alpha1.PackageRevisionStatus{UpstreamLock: lock}}
+		u.show(context.Background(), pr)
+		g.Expect(pr.Spec.Tasks).To(BeEmpty(), "shown as stored")
+	}
+	g.Expect(r.lists.Load()).To(Equal(int32(1)))
 }

@@ -36,11 +36,18 @@ type upstreamKey struct {
 
 type upstreamName struct {
 	name string
-	at   time.Time
+	// until is when the name (or the failure to find it) is looked up
+	// again.
+	until time.Time
 }
 
 // upstreamTTL is how long a looked-up name (or its absence) is kept.
 const upstreamTTL = time.Minute
+
+// upstreamErrorTTL is how long a lookup that failed (the cluster's API
+// server did not answer) is not tried again: a list of thousands of
+// revisions of one upstream makes one lookup, not one per revision.
+const upstreamErrorTTL = 5 * time.Second
 
 // maxUpstreamNames bounds the names kept; past it, they are dropped.
 const maxUpstreamNames = 10000
@@ -72,21 +79,21 @@ func (u *upstreamNames) lookup(ctx context.Context, ns string, lock *kptfilev1.U
 	u.mu.Lock()
 	got, ok := u.names[key]
 	u.mu.Unlock()
-	if ok && time.Since(got.at) < upstreamTTL {
+	if ok && time.Now().Before(got.until) {
 		return got.name
 	}
 	name, err := pkgservice.LockedRevision(ctx, u.reader, ns, lock)
+	ttl := upstreamTTL
 	if err != nil {
-		// Shown without the task, as stored; not kept, so the next
-		// read tries again.
+		// Shown without the task, as stored, for upstreamErrorTTL.
 		log.FromContext(ctx).V(1).Info("finding the upstream revision of a lock", "namespace", ns, "error", err)
-		return ""
+		name, ttl = "", upstreamErrorTTL
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.names == nil || len(u.names) >= maxUpstreamNames {
 		u.names = map[upstreamKey]upstreamName{}
 	}
-	u.names[key] = upstreamName{name: name, at: time.Now()}
+	u.names[key] = upstreamName{name: name, until: time.Now().Add(ttl)}
 	return name
 }
