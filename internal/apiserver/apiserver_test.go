@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,9 +82,13 @@ func TestPackageRevisions_throughPorchAPI(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 
+	// (Written to the storage directly, as the sync does: lists show it
+	// once the API server's watch brings it.)
 	list := &porchv1alpha1.PackageRevisionList{}
-	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
-	g.Expect(list.Items).To(HaveLen(1))
+	g.Eventually(func(g Gomega) {
+		g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+	}).Should(Succeed())
 	g.Expect(list.Items[0].Name).To(Equal("deploy.app.ws1"))
 	g.Expect(list.Items[0].APIVersion).To(Or(BeEmpty(), Equal("porch.kpt.dev/v1alpha1")))
 	// Stored without a task and without an upstream, it shows the init
@@ -560,26 +565,24 @@ func TestPackageRevisions_table(t *testing.T) {
 		return table, json.Unmarshal(body, table)
 	}
 	porchGV := porchv1alpha1.GroupVersion
-	// As kubectl pages it.
-	page, err := get(env.Config, porchGV, "", map[string]string{"limit": "2"})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(page.Rows).To(HaveLen(2))
-	g.Expect(page.Continue).NotTo(BeEmpty())
-	rest2, err := get(env.Config, porchGV, "", map[string]string{"limit": "2", "continue": page.Continue})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rest2.Rows).To(HaveLen(1))
-	g.Expect(rest2.Continue).To(BeEmpty())
-	var columns []string
-	for _, c := range page.ColumnDefinitions {
-		columns = append(columns, c.Name)
-	}
-	g.Expect(columns).To(Equal([]string{"Name", "Package", "Workspace", "Revision", "Lifecycle", "Requested", "Repository", "Ready"}))
-	rows := append(page.Rows, rest2.Rows...)
-
-	// The cluster's API server's table of the storage (its printer
-	// columns, valued from the objects' JSON), column for column and cell
-	// for cell.
+	// As kubectl pages it, once the copy lists what was just written to
+	// the storage directly (it shows milliseconds later); each row equal,
+	// column for column and cell for cell, to the cluster's API server's
+	// own table of the storage (its printer columns, valued from the
+	// objects' JSON).
+	var page *metav1.Table
+	var rows []metav1.TableRow
 	g.Eventually(func(g Gomega) {
+		var err error
+		page, err = get(env.Config, porchGV, "", map[string]string{"limit": "2"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(page.Rows).To(HaveLen(2))
+		g.Expect(page.Continue).NotTo(BeEmpty())
+		rest2, err := get(env.Config, porchGV, "", map[string]string{"limit": "2", "continue": page.Continue})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rest2.Rows).To(HaveLen(1))
+		g.Expect(rest2.Continue).To(BeEmpty())
+		rows = append(slices.Clone(page.Rows), rest2.Rows...)
 		stored, err := get(env.Config, porchv1alpha1.StorageGroupVersion, "", nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(page.ColumnDefinitions).To(Equal(stored.ColumnDefinitions))
@@ -588,6 +591,11 @@ func TestPackageRevisions_table(t *testing.T) {
 			g.Expect(rows[i].Cells).To(Equal(stored.Rows[i].Cells), "row %d", i)
 		}
 	}).Should(Succeed())
+	var columns []string
+	for _, c := range page.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	g.Expect(columns).To(Equal([]string{"Name", "Package", "Workspace", "Revision", "Lifecycle", "Requested", "Repository", "Ready"}))
 	whole, err := get(env.Config, porchGV, "Object", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(whole.Rows).To(HaveLen(3))
