@@ -374,7 +374,8 @@ func (c *listCache) list(ctx context.Context, ns string, opts *metainternalversi
 		return nil, false, nil
 	}
 	if opts.Limit <= 0 {
-		return c.all(m), true, nil
+		// Unpaged: a snapshot of its own, not kept.
+		return c.snapshot().page(m, "", 0), true, nil
 	}
 	return c.takeSnapshot().page(m, "", opts.Limit), true, nil
 }
@@ -401,31 +402,28 @@ func (c *listCache) needs(opts *metainternalversion.ListOptions) (uint64, bool) 
 	return n, true
 }
 
-// all lists every matching revision, unpaged.
-func (c *listCache) all(m *matcher) *porchv1alpha1.PackageRevisionList {
-	c.mu.RLock()
-	objs := make([]*porchv1alpha1.PackageRevision, 0, len(c.objs))
-	for _, pr := range c.objs {
-		if m.matches(pr) {
-			objs = append(objs, pr)
-		}
-	}
-	rv := c.rv
-	c.mu.RUnlock()
-	slices.SortFunc(objs, compareRevisions)
-	list := &porchv1alpha1.PackageRevisionList{Items: make([]porchv1alpha1.PackageRevision, len(objs))}
-	list.ResourceVersion = strconv.FormatUint(rv, 10)
-	for i, pr := range objs {
-		list.Items[i] = *pr
-	}
-	return list
-}
-
 func compareRevisions(a, b *porchv1alpha1.PackageRevision) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Name, b.Name)
+}
+
+// snapshot returns the copy as it is now, sorted.
+func (c *listCache) snapshot() *snapshot {
+	c.mu.RLock()
+	s := &snapshot{rv: c.rv, objs: make([]*porchv1alpha1.PackageRevision, 0, len(c.objs))}
+	for _, pr := range c.objs {
+		s.objs = append(s.objs, pr)
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(s.objs, compareRevisions)
+	s.keys = make([]string, len(s.objs))
+	for i, pr := range s.objs {
+		s.keys[i] = pr.Namespace + "/" + pr.Name
+	}
+	s.lastUsed = time.Now()
+	return s
 }
 
 // takeSnapshot returns the snapshot of the copy as it is now, keeping it
@@ -442,19 +440,7 @@ func (c *listCache) takeSnapshot() *snapshot {
 	}
 	c.snapMu.Unlock()
 
-	c.mu.RLock()
-	s := &snapshot{rv: c.rv, objs: make([]*porchv1alpha1.PackageRevision, 0, len(c.objs))}
-	for _, pr := range c.objs {
-		s.objs = append(s.objs, pr)
-	}
-	c.mu.RUnlock()
-	slices.SortFunc(s.objs, compareRevisions)
-	s.keys = make([]string, len(s.objs))
-	for i, pr := range s.objs {
-		s.keys[i] = pr.Namespace + "/" + pr.Name
-	}
-	s.lastUsed = time.Now()
-
+	s := c.snapshot()
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
 	now := time.Now()
