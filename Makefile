@@ -23,6 +23,10 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+	@# Revision numbers (int or string, the one such type) are at most 16 characters: controller-gen
+	@# cannot bound an int-or-string, and without a bound the API server's CEL cost estimate of
+	@# their rule, times spec.upstreams' 20 entries, is over its budget.
+	sed -i 's/^\( *\)x-kubernetes-int-or-string: true$$/\1maxLength: 16\n&/' config/crd/bases/config.porch.kpt.dev_*.yaml
 	go run ./hack/storagecrd
 	$(CONTROLLER_GEN) rbac:roleName=scion-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,8 @@ func NewCmdPvsExpand(streams Streams) *cobra.Command {
 controller would, from Repository objects (--repositories) and other
 objects (--objects, for objectSelector targets) given as YAML files, and
 the upstream PackageRevision (--upstream; needed only when an expression
-reads upstream). Objects without a namespace count as being in the set's
+reads upstream; for a set of several upstreams, spec.upstreams, one
+PackageRevision per upstream, matched by repository and package). Objects without a namespace count as being in the set's
 namespace. Errors are the messages the controller would put in the set's
 status; the command then exits non-zero. Run it in a pull request before
 applying a set to a fleet.`,
@@ -64,9 +66,38 @@ applying a set to a fleet.`,
 	f.StringVarP(&o.File, "filename", "f", "", "YAML of the PackageVariantSets to expand; other kinds in it are ignored; - reads standard input (required)")
 	f.StringArrayVar(&o.Repositories, "repositories", nil, "YAML of Repository objects, several documents or a List (kubectl get -o yaml); - reads standard input (repeatable)")
 	f.StringArrayVar(&o.Objects, "objects", nil, "YAML of objects that objectSelectors select, several documents or a List; - reads standard input (repeatable)")
-	f.StringVar(&o.Upstream, "upstream", "", "YAML of the upstream PackageRevision; - reads standard input")
+	f.StringVar(&o.Upstream, "upstream", "", "YAML of the upstream PackageRevisions (one per upstream of a group: several documents or a List, matched by spec.repository and spec.packageName); - reads standard input")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "yaml or table")
 	return cmd
+}
+
+// upstreamsOf matches the given upstream PackageRevisions to the set's
+// upstreams by repository and package (spec.repository, spec.packageName);
+// a set of one upstream given one PackageRevision takes it as it is. An
+// upstream without one gets none: an expression reading upstream then
+// fails with variantset.ErrNoUpstream.
+func upstreamsOf(pvs *configv1alpha2.PackageVariantSet, given []*unstructured.Unstructured) []variantset.UpstreamRevision {
+	ups := pvs.Spec.AllUpstreams()
+	out := make([]variantset.UpstreamRevision, len(ups))
+	revision := func(u *unstructured.Unstructured) int {
+		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "revision")
+		return int(n)
+	}
+	if len(ups) == 1 && len(given) == 1 {
+		out[0] = variantset.UpstreamRevision{Object: given[0], Revision: revision(given[0])}
+		return out
+	}
+	for i, up := range ups {
+		for _, u := range given {
+			repo, _, _ := unstructured.NestedString(u.Object, "spec", "repository")
+			pkg, _, _ := unstructured.NestedString(u.Object, "spec", "packageName")
+			if repo == up.Repo && pkg == up.Package {
+				out[i] = variantset.UpstreamRevision{Object: u, Revision: revision(u)}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Run expands the sets in the file.
@@ -85,16 +116,21 @@ func (o *PvsExpandOptions) Run(ctx context.Context) error {
 		}
 		src.Objects = append(src.Objects, objs...)
 	}
-	var upstream *unstructured.Unstructured
+	var upstreams []*unstructured.Unstructured
 	if o.Upstream != "" {
 		objs, err := o.readObjects(o.Upstream)
 		if err != nil {
 			return err
 		}
-		if len(objs) != 1 || objs[0].GetKind() != "PackageRevision" {
-			return fmt.Errorf("%s: want one PackageRevision", o.Upstream)
+		for _, u := range objs {
+			if u.GetKind() != "PackageRevision" {
+				return fmt.Errorf("%s: %s %s is not a PackageRevision", o.Upstream, u.GetKind(), u.GetName())
+			}
 		}
-		upstream = objs[0]
+		if len(objs) == 0 {
+			return fmt.Errorf("%s: want PackageRevisions, found nothing", o.Upstream)
+		}
+		upstreams = objs
 	}
 	ev, err := variantset.NewEvaluator(0)
 	if err != nil {
@@ -108,10 +144,7 @@ func (o *PvsExpandOptions) Run(ctx context.Context) error {
 		if errs := ev.Validate(pvs); len(errs) > 0 {
 			return fmt.Errorf("PackageVariantSet %s is invalid: %w", pvs.Name, errs.ToAggregate())
 		}
-		in := variantset.Input{Set: pvs, Source: src}
-		if upstream != nil {
-			in.Upstream = upstream
-		}
+		in := variantset.Input{Set: pvs, Source: src, Upstreams: upstreamsOf(pvs, upstreams)}
 		res, err := ev.Expand(ctx, in)
 		if errors.Is(err, variantset.ErrNoUpstream) {
 			return fmt.Errorf("PackageVariantSet %s: %w (give it with --upstream)", pvs.Name, err)
@@ -152,13 +185,15 @@ func dropStatus(b []byte) []byte {
 
 func printVariantTable(out interface{ Write([]byte) (int, error) }, res *variantset.Result) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(w, "NAME\tREPOSITORY\tPACKAGE\tLABELS\tINJECTORS")
+	_, _ = fmt.Fprintln(w, "NAME\tREPOSITORY\tPACKAGE\tUPSTREAM\tLABELS\tINJECTORS")
 	for _, pv := range res.Variants {
 		var inj []string
 		for _, i := range pv.Spec.Injectors {
 			inj = append(inj, i.Name)
 		}
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package,
+		u := pv.Spec.Upstream
+		up := u.Repo + "/" + u.Package + "@" + cmp.Or(u.Tag, string(u.Revision), u.VersionRange, u.WorkspaceName)
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package, up,
 			orNone(metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: pv.Spec.Labels})), orNone(strings.Join(inj, ",")))
 	}
 	return w.Flush()

@@ -27,6 +27,7 @@ func TestPvsExpandSpecExamples(t *testing.T) {
 		{"pvs-expand-cel", []string{"-f", f("cel.yaml"), "--repositories", f("repositories.yaml"), "-o", "table"}},
 		{"pvs-expand-namespaces", []string{"-f", f("namespaces.yaml"), "--repositories", f("repositories.yaml")}},
 		{"pvs-expand-teams", []string{"-f", f("teams.yaml"), "--repositories", f("repositories.yaml"), "--objects", f("team-objects.yaml"), "--upstream", f("upstream.yaml")}},
+		{"pvs-expand-group", []string{"-f", f("group.yaml"), "--repositories", f("repositories.yaml"), "--upstream", f("group-upstreams.yaml"), "-o", "table"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := run(append([]string{"pvs", "expand"}, tc.args...)...)
@@ -44,6 +45,11 @@ func TestPvsExpandErrors(t *testing.T) {
 	out, err := run("pvs", "expand", "-f", f("teams.yaml"), "--repositories", f("repositories.yaml"), "--objects", f("team-objects.yaml"))
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(err.Error()).To(Equal("PackageVariantSet teams: spec.targets[0].template.downstream.packageExpr: the expression uses upstream, but no upstream PackageRevision was given (give it with --upstream)"))
+	// A group whose expressions read upstream, given the PackageRevision
+	// of one of its three upstreams only.
+	out, err = run("pvs", "expand", "-f", f("group.yaml"), "--repositories", f("repositories.yaml"), "--upstream", f("upstream.yaml"))
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(err.Error()).To(Equal("PackageVariantSet platform: spec.targets[0].template.labelExprs[0].valueExpr: the expression uses upstream, but no upstream PackageRevision was given (give it with --upstream)"))
 	// The listed repositories are not given.
 	_, err = run("pvs", "expand", "-f", f("list.yaml"))
 	g.Expect(err).To(HaveOccurred())

@@ -77,9 +77,11 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 	setOf := map[string]string{}
 	for _, set := range sets.Items {
 		row := setRow{Name: set.Name, Ready: "Unknown"}
-		if u := set.Spec.Upstream; u != nil {
-			row.Upstream = u.Package + " " + string(u.Revision)
+		var ups []string
+		for _, u := range set.Spec.AllUpstreams() {
+			ups = append(ups, strings.TrimSpace(u.Package+" "+string(u.Revision)+u.Tag))
 		}
+		row.Upstream = strings.Join(ups, ", ")
 		if sum := set.Status.Summary; sum != nil {
 			row.Desired, row.ReadyCount = sum.Desired, sum.Ready
 		}

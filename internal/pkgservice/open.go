@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -55,15 +56,15 @@ const upstreamMaxAge = time.Second
 // never disagree. A Repository that cannot be opened is waited for
 // (WaitForRepository); a revision git does not have stalls the caller
 // with reason and a message naming the field and what the package has
-// instead.
-func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, *store.Repository, store.Revision, error) {
+// instead (at path: spec.upstream, or one of a set's spec.upstreams).
+func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, path *field.Path, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, *store.Repository, store.Revision, error) {
 	repoObj, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
 	if err != nil {
 		return nil, nil, store.Revision{}, WaitForRepository(u.Repo, err)
 	}
 	rev, err := ResolveUpstream(ctx, st, u, upstreamMaxAge)
 	if errors.Is(err, store.ErrNotFound) {
-		msg, merr := UpstreamNotFound(ctx, st, u, err)
+		msg, merr := UpstreamNotFound(ctx, st, path, u, err)
 		if merr != nil {
 			return nil, nil, store.Revision{}, merr
 		}
@@ -136,9 +137,9 @@ func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 // UpstreamNotFound is the message of an upstream ResolveUpstream did not
 // find (err), the same for sets and variants: for a tag, the tag's error;
 // otherwise what the package has instead.
-func UpstreamNotFound(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream, err error) (string, error) {
+func UpstreamNotFound(ctx context.Context, st *store.Repository, path *field.Path, u *configv1alpha1.Upstream, err error) (string, error) {
 	if u.Tag != "" {
-		return "spec.upstream.tag: " + err.Error(), nil
+		return path.Child("tag").String() + ": " + err.Error(), nil
 	}
 	revs, lerr := st.ListPackage(ctx, u.Package)
 	if lerr != nil {
@@ -154,20 +155,20 @@ func UpstreamNotFound(ctx context.Context, st *store.Repository, u *configv1alph
 			versions = append(versions, v.Version.String())
 		}
 	}
-	return UpstreamNotFoundMessage(u, revs, versions), nil
+	return UpstreamNotFoundMessage(path, u, revs, versions), nil
 }
 
 // UpstreamNotFoundMessage says which upstream is missing, in the terms of
 // the spec (the Repository's name, the revision as written), and what the
 // package has instead (versions: the published versions, for a
 // versionRange).
-func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision, versions []string) string {
-	field, what := "spec.upstream.workspaceName", "workspace "+u.WorkspaceName
+func UpstreamNotFoundMessage(path *field.Path, u *configv1alpha1.Upstream, revs []store.Revision, versions []string) string {
+	fp, what := path.Child("workspaceName"), "workspace "+u.WorkspaceName
 	switch {
 	case u.Revision != "":
-		field, what = "spec.upstream.revision", "revision "+string(u.Revision)
+		fp, what = path.Child("revision"), "revision "+string(u.Revision)
 	case u.VersionRange != "":
-		field, what = "spec.upstream.versionRange", "published revision in range "+u.VersionRange
+		fp, what = path.Child("versionRange"), "published revision in range "+u.VersionRange
 	}
 	var numbers []int
 	var published, workspaces []string
@@ -184,7 +185,7 @@ func UpstreamNotFoundMessage(u *configv1alpha1.Upstream, revs []store.Revision, 
 		published = append(published, strconv.Itoa(n))
 	}
 	slices.Sort(workspaces)
-	msg := fmt.Sprintf("%s: Repository %s has no %s of package %s", field, u.Repo, what, u.Package)
+	msg := fmt.Sprintf("%s: Repository %s has no %s of package %s", fp, u.Repo, what, u.Package)
 	switch {
 	case len(revs) == 0:
 		msg += " (the package is not in that repository)"

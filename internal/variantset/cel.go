@@ -78,11 +78,11 @@ func NewEvaluator(costLimit uint64) (*Evaluator, error) {
 // may read, so a misspelt field (repository.lables) is a compile error at
 // validation, not a failure on some target later.
 func newEnv(withRepository bool) (*cel.Env, error) {
-	meta, target := metaDeclTypes()
+	meta, target, upstream := metaDeclTypes()
 	opts := []cel.EnvOption{
 		cel.Variable(VarRepoDefault, cel.StringType),
 		cel.Variable(VarPackageDefault, cel.StringType),
-		cel.Variable(VarUpstream, meta.CelType()),
+		cel.Variable(VarUpstream, upstream.CelType()),
 		cel.Variable(VarTarget, target.CelType()),
 		cel.HomogeneousAggregateLiterals(),
 		cel.CrossTypeNumericComparisons(true),
@@ -108,7 +108,7 @@ func newEnv(withRepository bool) (*cel.Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
-	typeOpts, err := apiservercel.NewDeclTypeProvider(meta, target).EnvOptions(base.CELTypeProvider())
+	typeOpts, err := apiservercel.NewDeclTypeProvider(meta, target, upstream).EnvOptions(base.CELTypeProvider())
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
@@ -120,9 +120,10 @@ func newEnv(withRepository bool) (*cel.Env, error) {
 }
 
 // metaDeclTypes are the types of what expressions see of an object
-// (metaVars: name, namespace, labels, annotations), and of a target, which
-// also has the packageName of a repository list entry.
-func metaDeclTypes() (meta, target *apiservercel.DeclType) {
+// (metaVars: name, namespace, labels, annotations), of a target, which
+// also has the packageName of a repository list entry, and of the
+// upstream, which also has its repo, package and revision (upstreamVars).
+func metaDeclTypes() (meta, target, upstream *apiservercel.DeclType) {
 	fields := func(extra ...string) map[string]*apiservercel.DeclField {
 		stringMap := apiservercel.NewMapType(apiservercel.StringType, apiservercel.StringType, -1)
 		f := map[string]*apiservercel.DeclField{
@@ -136,7 +137,8 @@ func metaDeclTypes() (meta, target *apiservercel.DeclType) {
 		}
 		return f
 	}
-	return apiservercel.NewObjectType("scion.ObjectMetadata", fields()), apiservercel.NewObjectType("scion.Target", fields("packageName", "repo", "package"))
+	return apiservercel.NewObjectType("scion.ObjectMetadata", fields()), apiservercel.NewObjectType("scion.Target", fields("packageName", "repo", "package")),
+		apiservercel.NewObjectType("scion.Upstream", fields("repo", "package", "revision"))
 }
 
 // Compile compiles expr (cached). noRepo compiles it without the

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -51,8 +50,8 @@ func readObjects(t *testing.T, names ...string) []*unstructured.Unstructured {
 	return out
 }
 
-func upstream(t *testing.T) metav1.Object {
-	return readObjects(t, "upstream.yaml")[0]
+func upstream(t *testing.T) []variantset.UpstreamRevision {
+	return []variantset.UpstreamRevision{{Object: readObjects(t, "upstream.yaml")[0], Revision: 1}}
 }
 
 func newEvaluator(t *testing.T) *variantset.Evaluator {
@@ -70,7 +69,7 @@ func expand(t *testing.T, pvs *configv1alpha2.PackageVariantSet, objects ...stri
 	if errs := e.Validate(pvs); len(errs) > 0 {
 		t.Fatalf("validate: %v", errs.ToAggregate())
 	}
-	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, objects...)}})
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, objects...)}})
 	if err != nil {
 		t.Fatalf("expand: %v", err)
 	}
@@ -206,12 +205,12 @@ func TestExpandLongNames(t *testing.T) {
 	objs := readObjects(t, "repositories.yaml")
 	objs[0].SetName("very-long-repo-name")
 	e := newEvaluator(t)
-	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstream: upstream(t)})
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstreams: upstream(t)})
 	if err == nil {
 		t.Fatalf("cluster-01 is not there any more, want an error, got %v", pairs(res))
 	}
 	pvs.Spec.Targets[0].Repositories[0].Name = "very-long-repo-name"
-	res, err = e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstream: upstream(t)})
+	res, err = e.Expand(context.Background(), variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}, Upstreams: upstream(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +290,7 @@ func TestExpandErrors(t *testing.T) {
 			}
 			in := variantset.Input{Set: pvs, Source: &variantset.StaticSource{Objects: objs}}
 			if !tc.noUp {
-				in.Upstream = upstream(t)
+				in.Upstreams = upstream(t)
 			}
 			res, err := e.Expand(ctx, in)
 			if err == nil {
@@ -327,7 +326,7 @@ func TestExpandNothingLeaks(t *testing.T) {
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.targets[0].template.labelExprs[0].valueExpr: Invalid value: \""+expr+"\": ERROR: <input>:1:") || !strings.Contains(errs[0].Error(), want) {
 			t.Errorf("%s: want a validation error naming %s, got %v", expr, want, errs)
 		}
-		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml", "team-objects.yaml")}})
+		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: upstream(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml", "team-objects.yaml")}})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: Expand: want %s, got %v", expr, want, err)
 		}
@@ -351,7 +350,7 @@ func TestExpandNoObjectCopies(t *testing.T) {
 	for _, key := range []string{"kubectl.kubernetes.io/last-applied-configuration", "tool.example.com/last-applied-configuration"} {
 		pvs := readSet(t, "teams.yaml")
 		pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("target.annotations['" + key + "']")
-		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
+		_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
 		if err == nil || !strings.Contains(err.Error(), "no such key: "+key) {
 			t.Errorf("%s: want no such key, got %v", key, err)
 		}
@@ -359,7 +358,7 @@ func TestExpandNoObjectCopies(t *testing.T) {
 	// Only the ordinary annotation is there to read.
 	pvs := readSet(t, "teams.yaml")
 	pvs.Spec.Targets[0].Template.LabelExprs[0].ValueExpr = ptr("string(size(target.annotations)) + '-' + target.annotations['bigco.com/cluster']")
-	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstream: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: upstream(t), Source: &variantset.StaticSource{Objects: objs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,5 +443,131 @@ func TestExpandPorchTargetNames(t *testing.T) {
 	}
 	if len(got) < 2 {
 		t.Fatalf("the selector target selected nothing: %v", got)
+	}
+}
+
+// groupUpstreams are the PackageRevisions of group.yaml's upstreams, in
+// its order.
+func groupUpstreams(t *testing.T) []variantset.UpstreamRevision {
+	var out []variantset.UpstreamRevision
+	for i, o := range readObjects(t, "group-upstreams.yaml") {
+		out = append(out, variantset.UpstreamRevision{Object: o, Revision: []int{2, 1, 7}[i]})
+	}
+	return out
+}
+
+// A group of three upstreams over three selected repositories: one variant
+// per repository and upstream, each deriving from its own upstream, named
+// by its downstream package (the upstream's), with the same template and
+// the upstream's package and revision in reach of expressions.
+func TestExpandGroup(t *testing.T) {
+	e := newEvaluator(t)
+	pvs := readSet(t, "group.yaml")
+	if errs := e.Validate(pvs); len(errs) > 0 {
+		t.Fatalf("validate: %v", errs.ToAggregate())
+	}
+	src := &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml")}
+	res, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: groupUpstreams(t), Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Name, Downstream, Upstream, Labels, Region string }
+	var got []row
+	for _, pv := range res.Variants {
+		u := pv.Spec.Upstream
+		got = append(got, row{pv.Name, pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package,
+			fmt.Sprintf("%s/%s@%s%s", u.Repo, u.Package, u.Revision, u.Tag),
+			fmt.Sprint(pv.Spec.Labels), pv.Spec.PackageContext.Data["region"]})
+	}
+	want := []row{
+		{"platform-cluster-01-app", "cluster-01/app", "blueprints/app@v2", "map[team:platform upstream-package:app upstream-revision:v2]", "useast1"},
+		{"platform-cluster-01-app-config", "cluster-01/app-config", "blueprints/app-config@v1", "map[team:platform upstream-package:app-config upstream-revision:v1]", "useast1"},
+		{"platform-cluster-01-app-policy", "cluster-01/app-policy", "policies/app-policy@stable", "map[team:platform upstream-package:app-policy upstream-revision:v7]", "useast1"},
+		{"platform-cluster-03-app", "cluster-03/app", "blueprints/app@v2", "map[team:platform upstream-package:app upstream-revision:v2]", "useast2"},
+		{"platform-cluster-03-app-config", "cluster-03/app-config", "blueprints/app-config@v1", "map[team:platform upstream-package:app-config upstream-revision:v1]", "useast2"},
+		{"platform-cluster-03-app-policy", "cluster-03/app-policy", "policies/app-policy@stable", "map[team:platform upstream-package:app-policy upstream-revision:v7]", "useast2"},
+		{"platform-cluster-04-app", "cluster-04/app", "blueprints/app@v2", "map[team:platform upstream-package:app upstream-revision:v2]", "uswest1"},
+		{"platform-cluster-04-app-config", "cluster-04/app-config", "blueprints/app-config@v1", "map[team:platform upstream-package:app-config upstream-revision:v1]", "uswest1"},
+		{"platform-cluster-04-app-policy", "cluster-04/app-policy", "policies/app-policy@stable", "map[team:platform upstream-package:app-policy upstream-revision:v7]", "uswest1"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("variants (-want +got):\n%s", diff)
+	}
+
+	// Removing an upstream and adding another leaves the other variants'
+	// names (and specs) as they were: names follow the downstream.
+	pvs.Spec.Upstreams = append(pvs.Spec.Upstreams[1:], configv1alpha1.Upstream{Repo: "blueprints", Package: "app-dashboards", Revision: "3"})
+	ups := append(groupUpstreams(t)[1:], variantset.UpstreamRevision{Object: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "blueprints.app-dashboards.v3"}}}, Revision: 3})
+	res2, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: ups, Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]*configv1alpha1.PackageVariant{}
+	for _, pv := range res.Variants {
+		before[pv.Name] = pv
+	}
+	var names []string
+	for _, pv := range res2.Variants {
+		names = append(names, pv.Name)
+		if old, ok := before[pv.Name]; ok && !cmp.Equal(old.Spec, pv.Spec) {
+			t.Errorf("%s changed: %s", pv.Name, cmp.Diff(old.Spec, pv.Spec))
+		}
+	}
+	wantNames := []string{"platform-cluster-01-app-config", "platform-cluster-01-app-policy", "platform-cluster-01-app-dashboards",
+		"platform-cluster-03-app-config", "platform-cluster-03-app-policy", "platform-cluster-03-app-dashboards",
+		"platform-cluster-04-app-config", "platform-cluster-04-app-policy", "platform-cluster-04-app-dashboards"}
+	if diff := cmp.Diff(wantNames, names); diff != "" {
+		t.Errorf("names after the change (-want +got):\n%s", diff)
+	}
+
+	// Offline without the upstreams' PackageRevisions, an expression
+	// reading upstream says what is missing.
+	if _, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Source: src}); !errors.Is(err, variantset.ErrNoUpstream) {
+		t.Errorf("without upstreams: %v, want ErrNoUpstream", err)
+	}
+}
+
+// What a group cannot be: each refused naming the field.
+func TestValidateGroup(t *testing.T) {
+	e := newEvaluator(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*configv1alpha2.PackageVariantSet)
+		want string
+	}{
+		{"the same package twice", func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Upstreams = append(s.Spec.Upstreams, configv1alpha1.Upstream{Repo: "other", Package: "app", Revision: "1"})
+		}, `spec.upstreams[3].package: Duplicate value: "app"`},
+		{"upstream and upstreams", func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Upstream = &configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: "1"}
+		}, "spec: Invalid value: \"\": exactly one of upstream and upstreams must be set"},
+		{"neither", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstreams = nil }, "spec.upstream: Required value"},
+		{"more than 20", func(s *configv1alpha2.PackageVariantSet) {
+			for i := range 18 {
+				s.Spec.Upstreams = append(s.Spec.Upstreams, configv1alpha1.Upstream{Repo: "blueprints", Package: fmt.Sprintf("extra-%d", i), Revision: "1"})
+			}
+		}, "spec.upstreams: Too many: 21: must have at most 20 items"},
+		{"package names in a group", func(s *configv1alpha2.PackageVariantSet) {
+			s.Spec.Targets[0].RepositorySelector.PackageNames = []string{"a", "b"}
+		}, "spec.targets[0].repositorySelector.packageNames: Forbidden: with spec.upstreams"},
+		{"an invalid upstream", func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstreams[1].Package = "../up" }, "spec.upstreams[1].package"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pvs := readSet(t, "group.yaml")
+			tc.edit(pvs)
+			errs := e.Validate(pvs)
+			if !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+				t.Errorf("errors %v, want %q", errs.ToAggregate(), tc.want)
+			}
+		})
+	}
+
+	// One downstream package for the whole group is two variants writing
+	// one package: refused naming both.
+	pvs := readSet(t, "group.yaml")
+	pvs.Spec.Targets[0].Template.Downstream = &configv1alpha2.DownstreamTemplate{Package: ptr("platform")}
+	_, err := e.Expand(context.Background(), variantset.Input{Set: pvs, Upstreams: groupUpstreams(t), Source: &variantset.StaticSource{Objects: readObjects(t, "repositories.yaml")}})
+	if !errors.Is(err, variantset.ErrDuplicateDownstream) || !strings.Contains(err.Error(), "spec.targets[0] for spec.upstreams[1]: downstream cluster-01/platform is also generated by spec.targets[0] for spec.upstreams[0]") {
+		t.Errorf("one package for the group: %v", err)
 	}
 }

@@ -19,21 +19,47 @@ import (
 func (e *Evaluator) Validate(pvs *configv1alpha2.PackageVariantSet) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if u := pvs.Spec.Upstream; u == nil {
-		errs = append(errs, field.Required(spec.Child("upstream"), "the upstream package revision"))
-	} else {
+	switch u := pvs.Spec.Upstream; {
+	case u != nil && pvs.Spec.Upstreams != nil:
+		errs = append(errs, field.Invalid(spec, "", "exactly one of upstream and upstreams must be set"))
+	case u != nil:
 		errs = append(errs, variant.ValidateUpstream(spec.Child("upstream"), u)...)
+	case len(pvs.Spec.Upstreams) == 0:
+		errs = append(errs, field.Required(spec.Child("upstream"), "the upstream package revision (or spec.upstreams, a group of them)"))
+	default:
+		errs = append(errs, validateUpstreams(spec.Child("upstreams"), pvs.Spec.Upstreams)...)
 	}
 	if len(pvs.Spec.Targets) == 0 {
 		errs = append(errs, field.Required(spec.Child("targets"), "at least one target"))
 	}
 	for i := range pvs.Spec.Targets {
-		errs = append(errs, e.validateTarget(spec.Child("targets").Index(i), &pvs.Spec.Targets[i])...)
+		errs = append(errs, e.validateTarget(spec.Child("targets").Index(i), &pvs.Spec.Targets[i], pvs.Spec.Upstreams != nil)...)
 	}
 	return errs
 }
 
-func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) field.ErrorList {
+// validateUpstreams checks a group: each upstream, each package once, at
+// most MaxUpstreams.
+func validateUpstreams(p *field.Path, ups []configv1alpha1.Upstream) field.ErrorList {
+	var errs field.ErrorList
+	if len(ups) > configv1alpha2.MaxUpstreams {
+		errs = append(errs, field.TooMany(p, len(ups), configv1alpha2.MaxUpstreams))
+	}
+	seen := map[string]bool{}
+	for i := range ups {
+		errs = append(errs, variant.ValidateUpstream(p.Index(i), &ups[i])...)
+		if seen[ups[i].Package] {
+			errs = append(errs, field.Duplicate(p.Index(i).Child("package"), ups[i].Package))
+		}
+		seen[ups[i].Package] = true
+	}
+	return errs
+}
+
+// errGroupPackageNames is why a group's targets name no packages.
+const errGroupPackageNames = "with spec.upstreams, each variant's downstream package is its upstream's package name; name them otherwise with template.downstream.packageExpr (upstream.package is the upstream's)"
+
+func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target, group bool) field.ErrorList {
 	var errs field.ErrorList
 	set := 0
 	if t.Repositories != nil {
@@ -46,13 +72,13 @@ func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) fiel
 			if r.Name == "" {
 				errs = append(errs, field.Required(rp.Child("name"), ""))
 			}
-			errs = append(errs, validatePackageNames(rp.Child("packageNames"), r.PackageNames)...)
+			errs = append(errs, validatePackageNames(rp.Child("packageNames"), r.PackageNames, group)...)
 		}
 	}
 	if s := t.RepositorySelector; s != nil {
 		set++
 		errs = append(errs, validateSelector(p.Child("repositorySelector"), &s.LabelSelector)...)
-		errs = append(errs, validatePackageNames(p.Child("repositorySelector", "packageNames"), s.PackageNames)...)
+		errs = append(errs, validatePackageNames(p.Child("repositorySelector", "packageNames"), s.PackageNames, group)...)
 	}
 	if s := t.ObjectSelector; s != nil {
 		set++
@@ -69,7 +95,7 @@ func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) fiel
 			errs = append(errs, field.Forbidden(sp, "Secrets cannot be selected: their labels and annotations may carry what they protect"))
 		}
 		errs = append(errs, validateSelector(sp, &s.LabelSelector)...)
-		errs = append(errs, validatePackageNames(sp.Child("packageNames"), s.PackageNames)...)
+		errs = append(errs, validatePackageNames(sp.Child("packageNames"), s.PackageNames, group)...)
 	}
 	if set != 1 {
 		errs = append(errs, field.Invalid(p, "", "exactly one of repositories, repositorySelector and objectSelector must be set"))
@@ -80,8 +106,11 @@ func (e *Evaluator) validateTarget(p *field.Path, t *configv1alpha2.Target) fiel
 	return errs
 }
 
-func validatePackageNames(p *field.Path, names []string) field.ErrorList {
+func validatePackageNames(p *field.Path, names []string, group bool) field.ErrorList {
 	var errs field.ErrorList
+	if group && len(names) > 0 {
+		errs = append(errs, field.Forbidden(p, errGroupPackageNames))
+	}
 	for i, n := range names {
 		errs = append(errs, variant.ValidatePackagePath(p.Index(i), n)...)
 	}

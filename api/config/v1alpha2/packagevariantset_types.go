@@ -2,6 +2,7 @@ package v1alpha2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
@@ -58,12 +59,31 @@ const (
 	ReconciledReason       = "Reconciled"
 )
 
-// PackageVariantSetSpec fans one upstream package out over many targets.
+// MaxUpstreams bounds spec.upstreams: a group of packages, not a catalog.
+const MaxUpstreams = 20
+
+// PackageVariantSetSpec fans one upstream package, or a group of them, out
+// over many targets.
+// +kubebuilder:validation:XValidation:rule="has(self.upstream) != has(self.upstreams)",message="exactly one of upstream and upstreams must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.upstreams) || self.targets.all(t, !(has(t.repositorySelector) && has(t.repositorySelector.packageNames)) && !(has(t.objectSelector) && has(t.objectSelector.packageNames)) && !(has(t.repositories) && t.repositories.exists(r, has(r.packageNames))))",message="with upstreams, targets set no packageNames: each variant's downstream package is its upstream's package name (or template.downstream.packageExpr)"
 type PackageVariantSetSpec struct {
 	// Upstream is the package revision every generated variant derives
-	// from.
-	// +required
-	Upstream *configv1alpha1.Upstream `json:"upstream"`
+	// from. Exactly one of upstream and upstreams is set.
+	// +optional
+	Upstream *configv1alpha1.Upstream `json:"upstream,omitempty"`
+
+	// Upstreams is a group of packages that get the same mutations: every
+	// target gets one PackageVariant per upstream, from the same template,
+	// whose downstream package defaults to that upstream's package name.
+	// Each package appears once (the downstream packages of two upstreams
+	// of one name would be one package). Exactly one of upstream and
+	// upstreams is set.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=map
+	// +listMapKey=package
+	// +optional
+	Upstreams []configv1alpha1.Upstream `json:"upstreams,omitempty"`
 
 	// Targets generate one PackageVariant per repository and package name.
 	// +kubebuilder:validation:MinItems=1
@@ -358,11 +378,46 @@ type Summary struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	NotReady []string `json:"notReady,omitempty"`
+	// Upstreams counts the variants of each upstream of spec.upstreams,
+	// in the order of the spec (absent for a set of one upstream).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Upstreams []UpstreamSummary `json:"upstreams,omitempty"`
 	// Generation is the set's generation whose writes created, updated
 	// and deleted count (a reconcile that wrote and then failed counts
 	// too, though it did not observe the generation).
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
+}
+
+// UpstreamSummary counts the generated PackageVariants of one upstream of
+// spec.upstreams.
+type UpstreamSummary struct {
+	// Repo and Package name the upstream, as spec.upstreams does.
+	Repo    string `json:"repo"`
+	Package string `json:"package"`
+	// Desired is the number of PackageVariants of this upstream the
+	// targets generate; Ready how many of them are Ready.
+	Desired int `json:"desired"`
+	Ready   int `json:"ready"`
+}
+
+// AllUpstreams is the set's upstreams in the order of the spec: spec.upstream
+// alone, or spec.upstreams.
+func (s *PackageVariantSetSpec) AllUpstreams() []configv1alpha1.Upstream {
+	if s.Upstream != nil {
+		return []configv1alpha1.Upstream{*s.Upstream}
+	}
+	return s.Upstreams
+}
+
+// UpstreamPath is the field of the i-th of AllUpstreams.
+func (s *PackageVariantSetSpec) UpstreamPath(i int) *field.Path {
+	if s.Upstream != nil {
+		return field.NewPath("spec", "upstream")
+	}
+	return field.NewPath("spec", "upstreams").Index(i)
 }
 
 // PackageVariantSet generates PackageVariants from targets and a template.

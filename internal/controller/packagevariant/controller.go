@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -367,7 +368,7 @@ func olderVariant(a, b *configv1alpha1.PackageVariant) bool {
 // upstream store and revision. A missing upstream stalls the variant (a
 // PackageRevision event brings it back).
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, s.pv.Spec.Upstream, configv1alpha1.UpstreamNotFoundReason)
+	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, field.NewPath("spec", "upstream"), s.pv.Spec.Upstream, configv1alpha1.UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

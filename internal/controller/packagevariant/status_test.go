@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
@@ -41,7 +42,7 @@ func TestUpstreamNotFoundMessage(t *testing.T) { // pkgservice.UpstreamNotFoundM
 		{configv1alpha1.Upstream{Repo: "catalog", Package: "app", WorkspaceName: "ws-9"}, []store.Revision{published(1), draft}, nil,
 			"spec.upstream.workspaceName: Repository catalog has no workspace ws-9 of package app (unpublished workspaces: ws-2)"},
 	} {
-		NewWithT(t).Expect(pkgservice.UpstreamNotFoundMessage(&tc.upstream, tc.revs, tc.versions)).To(Equal(tc.want))
+		NewWithT(t).Expect(pkgservice.UpstreamNotFoundMessage(field.NewPath("spec", "upstream"), &tc.upstream, tc.revs, tc.versions)).To(Equal(tc.want))
 	}
 }
 

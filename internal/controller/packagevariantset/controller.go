@@ -43,7 +43,8 @@ import (
 // Field indexes of PackageVariantSets, so that an event on another object
 // enqueues only the sets it concerns.
 const (
-	// UpstreamIndex holds "<repository>/<package>" of the set's upstream.
+	// UpstreamIndex holds "<repository>/<package>" of each of the set's
+	// upstreams.
 	UpstreamIndex = "spec.upstream.repoPackage"
 	// RepositoryIndex holds the repository names a set names statically
 	// (repository lists, downstream.repo) and AnyRepository for sets that
@@ -116,10 +117,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
 		s := o.(*configv1alpha2.PackageVariantSet)
-		if s.Spec.Upstream == nil {
-			return nil
+		var out []string
+		for _, u := range s.Spec.AllUpstreams() {
+			out = append(out, u.Repo+"/"+u.Package)
 		}
-		return []string{s.Spec.Upstream.Repo + "/" + s.Spec.Upstream.Package}
+		return out
 	}); err != nil {
 		return err
 	}
@@ -248,8 +250,9 @@ func isReady(pv *configv1alpha1.PackageVariant) bool {
 // scope holds what one reconcile learns; patchStatus writes it.
 type scope struct {
 	pvs *configv1alpha2.PackageVariantSet
-	// upstream is the upstream's PackageRevision (reconcileUpstream).
-	upstream *porchv1alpha1.PackageRevision
+	// upstreams are the PackageRevisions of the set's upstreams
+	// (reconcileUpstream), in the order of AllUpstreams.
+	upstreams []variantset.UpstreamRevision
 	// variants are the desired PackageVariants (reconcileExpand).
 	variants []*configv1alpha1.PackageVariant
 	// summary counts this reconcile's writes (reconcileVariants).
@@ -305,28 +308,32 @@ func (r *Reconciler) reconcileValid(_ context.Context, s *scope) (ctrl.Result, e
 // back sooner).
 const upstreamRetry = 5 * time.Second
 
-// reconcileUpstream resolves the set's upstream in git, as its
+// reconcileUpstream resolves each of the set's upstreams in git, as its
 // PackageVariants will (pkgservice.ResolveUpstream), and records the
-// PackageRevision that shows it, whose metadata templates read.
+// PackageRevisions that show them, whose metadata templates read.
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	u := s.pvs.Spec.Upstream
-	repo, _, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, u, configv1alpha1.UpstreamNotFoundReason)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	pr := &porchv1alpha1.PackageRevision{}
-	name := pkgservice.ObjectName(u.Repo, rev.Package, rev.Workspace)
-	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: name}, pr); apierrors.IsNotFound(err) {
-		// Git is ahead of the objects (published by a writer outside the
-		// Repository's sync): ask it to sync rather than wait a period.
-		if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
+	ups := s.pvs.Spec.AllUpstreams()
+	s.upstreams = make([]variantset.UpstreamRevision, len(ups))
+	for i := range ups {
+		u, path := &ups[i], s.pvs.Spec.UpstreamPath(i)
+		repo, _, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pvs.Namespace, path, u, configv1alpha1.UpstreamNotFoundReason)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha1.UpstreamNotFoundReason, "the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", name, u.Repo)
-	} else if err != nil {
-		return ctrl.Result{}, err
+		pr := &porchv1alpha1.PackageRevision{}
+		name := pkgservice.ObjectName(u.Repo, rev.Package, rev.Workspace)
+		if err := r.Get(ctx, types.NamespacedName{Namespace: s.pvs.Namespace, Name: name}, pr); apierrors.IsNotFound(err) {
+			// Git is ahead of the objects (published by a writer outside the
+			// Repository's sync): ask it to sync rather than wait a period.
+			if err := pkgservice.RequestSync(ctx, r.Client, repo); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, reconciler.Wait(upstreamRetry, configv1alpha1.UpstreamNotFoundReason, "%s: the upstream revision is in git, its PackageRevision %s is not shown yet (Repository %s asked to sync)", path, name, u.Repo)
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+		s.upstreams[i] = variantset.UpstreamRevision{Object: pr, Revision: pr.Spec.Revision}
 	}
-	s.upstream = pr
 	return ctrl.Result{}, nil
 }
 
@@ -335,7 +342,7 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Resu
 // cluster read that failed is retried.
 func (r *Reconciler) reconcileExpand(ctx context.Context, s *scope) (ctrl.Result, error) {
 	metrics.SetExpansions.WithLabelValues(s.pvs.Namespace, s.pvs.Name).Inc()
-	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: s.pvs, Upstream: s.upstream, Source: r.source})
+	expanded, err := r.Evaluator.Expand(ctx, variantset.Input{Set: s.pvs, Upstreams: s.upstreams, Source: r.source})
 	if err != nil {
 		reason, stalled := expandFailure(err)
 		if !stalled {
@@ -472,6 +479,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 	}
 	wg.Wait()
 	slices.Sort(s.notReady)
+	sum.Upstreams = upstreamSummary(&pvs.Spec, desired, s.notReady)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	if sum.Created+sum.Updated+sum.Deleted > 0 {
 		r.Recorder.Eventf(pvs, nil, "Normal", "Reconciled", "Ensure", "PackageVariants: %d desired, %d created, %d updated, %d deleted", sum.Desired, sum.Created, sum.Updated, sum.Deleted)

@@ -94,11 +94,13 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	s := &scope{pvs: pvs, summary: pvs.Status.Summary.DeepCopy()}
 	s.summary.Ready = 0
+	live := make([]*configv1alpha1.PackageVariant, 0, len(list.Items))
 	for i := range list.Items {
 		pv := &list.Items[i]
 		if !pv.DeletionTimestamp.IsZero() {
 			continue
 		}
+		live = append(live, pv)
 		if isReady(pv) {
 			s.summary.Ready++
 		} else {
@@ -106,6 +108,7 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 	}
 	slices.Sort(s.notReady)
+	upstreams := upstreamSummary(&pvs.Spec, live, s.notReady)
 	gen := pvs.Generation
 	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, pvs, func(pvs *configv1alpha2.PackageVariantSet) (bool, error) {
 		if pvs.Generation != gen || pvs.Status.ObservedGeneration != gen || pvs.Status.Summary == nil {
@@ -113,6 +116,7 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 		pvs.Status.Summary.Ready = s.summary.Ready
 		pvs.Status.Summary.NotReady = named(s.notReady)
+		pvs.Status.Summary.Upstreams = upstreams
 		ready := readyCondition(s, reconciler.Outcome{})
 		ready.Type = configv1alpha1.ReadyCondition
 		reconciler.SetConditions(&pvs.Status.Conditions, gen, variantsReadyCondition(s, reconciler.Outcome{}), ready)

@@ -61,6 +61,40 @@ func named(notReady []string) []string {
 	return names
 }
 
+// upstreamSummary counts, for a set of several upstreams, the variants of
+// each (by the upstream their spec names) and how many of them are Ready
+// (those not in notReady); nil for a set of one upstream.
+func upstreamSummary(spec *configv1alpha2.PackageVariantSetSpec, variants []*configv1alpha1.PackageVariant, notReady []string) []configv1alpha2.UpstreamSummary {
+	if spec.Upstreams == nil {
+		return nil
+	}
+	out := make([]configv1alpha2.UpstreamSummary, len(spec.Upstreams))
+	at := map[string]int{}
+	for i, u := range spec.Upstreams {
+		out[i] = configv1alpha2.UpstreamSummary{Repo: u.Repo, Package: u.Package}
+		at[u.Repo+"/"+u.Package] = i
+	}
+	waiting := map[string]bool{}
+	for _, n := range notReady {
+		waiting[n] = true
+	}
+	for _, pv := range variants {
+		u := pv.Spec.Upstream
+		if u == nil {
+			continue
+		}
+		i, ok := at[u.Repo+"/"+u.Package]
+		if !ok {
+			continue // of an upstream removed a moment ago
+		}
+		out[i].Desired++
+		if !waiting[pv.Name] {
+			out[i].Ready++
+		}
+	}
+	return out
+}
+
 // readyCondition is the set's Ready verdict: its PackageVariants are
 // written (each variant's own Ready is in VariantsReady), or why not.
 func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
