@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -95,7 +96,9 @@ func NewCmdRolloutPlan(streams Streams) *cobra.Command {
 computes them when the rollout starts. With --revisions (PackageRevision
 objects, e.g. kubectl get packagerevisions -o yaml), the targets are the
 repositories of the Proposed revisions the rollout's revisionSelector
-matches; without it, every Repository given is a target. Files may hold
+matches (for a group rollout, spec.group, the Drafts too, and the table
+shows each target's group: the revisions published together); without
+it, every Repository given is a target. Files may hold
 several documents or a List. An invalid rollout exits non-zero, naming the
 field.`,
 		Example: `  scion rollout plan -f rollout.yaml --repositories repos.yaml
@@ -169,7 +172,7 @@ func (o *RolloutPlanOptions) Run() error {
 		if err != nil {
 			return fmt.Errorf("spec.revisionSelector: %w", err)
 		}
-		targets = rollout.Targets(sel, revs, repoLabels)
+		targets = rollout.Targets(sel, ro.Spec.Group != nil, revs, repoLabels)
 	}
 	plan, err := rollout.Compute(&ro.Spec, targets)
 	if err != nil {
@@ -196,6 +199,19 @@ func printPlan(w io.Writer, format string, plan rollout.Plan) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if slices.ContainsFunc(plan.Waves, func(w rollout.Wave) bool { return len(w.Groups) > 0 }) {
+		// A group rollout: each target's group, published together.
+		_, _ = fmt.Fprintln(tw, "WAVE\tTARGET\tGROUP")
+		for _, wave := range plan.Waves {
+			if len(wave.Groups) == 0 {
+				_, _ = fmt.Fprintf(tw, "%s\t<none>\t\n", wave.Name)
+			}
+			for _, g := range wave.Groups {
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", wave.Name, g.Repository, strings.Join(g.Revisions, ", "))
+			}
+		}
+		return tw.Flush()
+	}
 	_, _ = fmt.Fprintln(tw, "WAVE\tTARGETS\tREPOSITORIES")
 	for _, wave := range plan.Waves {
 		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\n", wave.Name, len(wave.Targets), strings.Join(wave.Targets, ", "))

@@ -81,6 +81,20 @@ func TestRolloutPlan(t *testing.T) {
 	g.Expect(plan.Waves[2].Targets).To(Equal([]string{"cluster-03"}), "cluster-05's revision is a draft")
 }
 
+// A group rollout's plan shows each target's group, Drafts included
+// (members the target waits for).
+func TestRolloutPlan_group(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	writeFleet(t, dir)
+	group := strings.Replace(rolloutYAML, "spec:\n", "spec:\n  group: {packageVariantSet: platform}\n", 1)
+	g.Expect(os.WriteFile(filepath.Join(dir, "group.yaml"), []byte(group), 0o644)).To(Succeed())
+	out, err := runIn(t, dir, "rollout", "plan", "-f", "group.yaml", "--repositories", "repos.yaml", "--revisions", "revs.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	golden(t, "rollout-plan-group", out)
+	g.Expect(out).To(ContainSubstring("cluster-05.app.v2"), "a Draft is a member the target waits for")
+}
+
 func TestRolloutPlan_invalid(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()

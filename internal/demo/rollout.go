@@ -240,7 +240,7 @@ func (o *Options) printPlan(ctx context.Context, ns string, ro *configv1alpha1.P
 		repoLabels[r.Name] = r.Labels
 	}
 	sel := labels.SelectorFromSet(ro.Spec.RevisionSelector.MatchLabels)
-	plan, err := rollout.Compute(&ro.Spec, rollout.Targets(sel, revs.Items, repoLabels))
+	plan, err := rollout.Compute(&ro.Spec, rollout.Targets(sel, ro.Spec.Group != nil, revs.Items, repoLabels))
 	if err != nil {
 		return err
 	}

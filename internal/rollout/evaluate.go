@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +28,12 @@ type Revision struct {
 	PublishedAt time.Time
 	// Health is the health condition (nil: not set).
 	Health *porchv1alpha1.Condition
+	// Package is the revision's package (for messages).
+	Package string
+	// Unmet are, for a Proposed revision, its readiness gates whose
+	// condition is not True: a group's target publishes none of its
+	// revisions while one has any.
+	Unmet []string
 }
 
 // HealthExprCondition is the type of the condition a health expression's
@@ -127,15 +134,22 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 	}
 	// Count every started wave first: the failure budget is the
 	// rollout's, over all its waves.
-	pending := map[int][]string{} // wave -> what it waits on
+	pending := map[int]tally{} // wave -> what it waits on and may publish
 	failedTotal := 0
 	for i := range d.Waves {
 		w := &d.Waves[i]
 		if w.StartedAt == nil {
 			w.Targets = int32(len(w.Revisions))
+			if len(w.Groups) > 0 {
+				w.Targets = int32(len(w.Groups))
+			}
 			continue
 		}
-		pending[i] = count(w, revs, spec.Health, deadline, now, &d)
+		if len(w.Groups) > 0 {
+			pending[i] = countGroups(w, revs, spec.Health, deadline, now, &d)
+		} else {
+			pending[i] = count(w, revs, spec.Health, deadline, now, &d)
+		}
 		failedTotal += int(w.Failed)
 	}
 	setState := func(w *configv1alpha1.WaveStatus, s configv1alpha1.WaveState) {
@@ -191,7 +205,7 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 			d.After = time.Millisecond
 			return d
 		}
-		waiting := pending[i]
+		waiting := pending[i].waiting
 		if len(waiting) > 0 {
 			if w.State == configv1alpha1.WaveSoaking {
 				w.HealthyAt = nil // a target fell ill while soaking
@@ -201,11 +215,7 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 			if spec.Paused {
 				d.Phase = PhasePaused
 			} else {
-				for _, name := range w.Revisions {
-					if r, ok := revs[name]; ok && r.Exists && r.Lifecycle == porchv1alpha1.LifecycleProposed {
-						d.Publish = append(d.Publish, name)
-					}
-				}
+				d.Publish = pending[i].publish
 			}
 			more := ""
 			if len(waiting) > 3 {
@@ -235,22 +245,35 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 	return d
 }
 
-// count sets a started wave's counts and returns what it waits on, by
-// target.
-func count(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *configv1alpha1.RolloutHealth, deadline time.Duration, now time.Time, d *Decision) []string {
+// tally is what a started wave waits on, by target, and which of its
+// revisions may be published now.
+type tally struct {
+	waiting, publish []string
+}
+
+// published says whether a revision is published (in git).
+func (r Revision) published() bool {
+	return r.Exists && (r.Lifecycle == porchv1alpha1.LifecyclePublished || r.Lifecycle == porchv1alpha1.LifecycleDeletionProposed)
+}
+
+// count sets a started wave's counts, each revision a target, and
+// returns what it waits on and may publish.
+func count(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *configv1alpha1.RolloutHealth, deadline time.Duration, now time.Time, d *Decision) tally {
 	w.Targets = int32(len(w.Revisions))
 	w.Published, w.Healthy, w.Failed = 0, 0, 0
-	var waiting, dropped []string
+	var t tally
+	var dropped []string
 	for _, name := range w.Revisions {
 		r, ok := revs[name]
-		published := ok && r.Exists && (r.Lifecycle == porchv1alpha1.LifecyclePublished || r.Lifecycle == porchv1alpha1.LifecycleDeletionProposed)
+		published := ok && r.published()
 		if !published && (!ok || !r.Exists || r.Lifecycle == porchv1alpha1.LifecycleDraft || r.Lifecycle == "") {
 			dropped = append(dropped, name)
 			continue
 		}
 		target := r.Repository
 		if !published {
-			waiting = append(waiting, target+" is not published yet")
+			t.waiting = append(t.waiting, target+" is not published yet")
+			t.publish = append(t.publish, name)
 			continue
 		}
 		w.Published++
@@ -264,13 +287,88 @@ func count(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *confi
 			d.Failed = append(d.Failed, target+" ("+why+")")
 			continue // counted against the budget, not waited on
 		}
-		waiting = append(waiting, target+" "+why)
+		t.waiting = append(t.waiting, target+" "+why)
 	}
 	if int32(len(dropped)) > w.Dropped {
 		d.Dropped = append(d.Dropped, dropped...)
 	}
 	w.Dropped = int32(len(dropped))
-	return waiting
+	return t
+}
+
+// countGroups sets a started wave's counts for a group rollout, each
+// target's group one unit, and returns what it waits on and may publish:
+// a target's revisions are published all at once, when every one of them
+// is Proposed with its readiness gates True (one that is a Draft, or back
+// to Draft, is waited for, named); it is published when all are, healthy
+// when all are, failed when one is unhealthy past the deadline. A target
+// one of whose revisions is deleted before any is published leaves the
+// rollout whole (dropped).
+func countGroups(w *configv1alpha1.WaveStatus, revs map[string]Revision, health *configv1alpha1.RolloutHealth, deadline time.Duration, now time.Time, d *Decision) tally {
+	w.Targets = int32(len(w.Groups))
+	w.Published, w.Healthy, w.Failed = 0, 0, 0
+	var t tally
+	var dropped []string
+	droppedTargets := int32(0)
+	for _, g := range w.Groups {
+		var published, ready, blockers, gone []string
+		for _, name := range g.Revisions {
+			r, ok := revs[name]
+			switch {
+			case ok && r.published():
+				published = append(published, name)
+			case !ok || !r.Exists:
+				gone = append(gone, name)
+			case r.Lifecycle == porchv1alpha1.LifecycleProposed && len(r.Unmet) == 0:
+				ready = append(ready, name)
+			case r.Lifecycle == porchv1alpha1.LifecycleProposed:
+				blockers = append(blockers, fmt.Sprintf("%s (%s) has readiness gates not True: %s", cmp.Or(r.Package, name), name, strings.Join(r.Unmet, ", ")))
+			default:
+				blockers = append(blockers, fmt.Sprintf("%s (%s) is %s, not Proposed", cmp.Or(r.Package, name), name, cmp.Or(string(r.Lifecycle), string(porchv1alpha1.LifecycleDraft))))
+			}
+		}
+		switch {
+		case len(published) == 0 && len(gone) > 0:
+			droppedTargets++
+			dropped = append(dropped, gone...)
+			continue
+		case len(blockers) > 0:
+			t.waiting = append(t.waiting, g.Repository+" waits for its group: "+strings.Join(blockers, ", "))
+			continue
+		case len(ready) > 0:
+			t.waiting = append(t.waiting, g.Repository+" is not published yet")
+			t.publish = append(t.publish, ready...)
+			continue
+		}
+		w.Published++
+		healthy, failed, why := true, false, ""
+		for _, name := range published {
+			r := revs[name]
+			ok, reason := isHealthy(r, health)
+			if ok {
+				continue
+			}
+			if healthy {
+				why = cmp.Or(r.Package, name) + " " + reason
+			}
+			healthy = false
+			failed = failed || now.Sub(deadlineFrom(w, r)) > deadline
+		}
+		switch {
+		case healthy:
+			w.Healthy++
+		case failed:
+			w.Failed++
+			d.Failed = append(d.Failed, g.Repository+" ("+why+")")
+		default:
+			t.waiting = append(t.waiting, g.Repository+" "+why)
+		}
+	}
+	if droppedTargets > w.Dropped {
+		d.Dropped = append(d.Dropped, dropped...)
+	}
+	w.Dropped = droppedTargets
+	return t
 }
 
 // deadlineFrom is when a published target's progress deadline starts: its

@@ -192,3 +192,78 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+// A group rollout: each target's group (app and its config) publishes all
+// or none, once every member is Proposed with its gates True; it is
+// published, healthy and failed as one.
+func TestEvaluate_group(t *testing.T) {
+	health := &configv1alpha1.RolloutHealth{ConditionType: "example.com/synced"}
+	spec := &configv1alpha1.PackageRolloutSpec{Group: &configv1alpha1.RolloutGroup{PackageVariantSet: "platform"}, Health: health}
+	wave := func() []configv1alpha1.WaveStatus {
+		return []configv1alpha1.WaveStatus{{Name: "all", State: configv1alpha1.WaveProgressing, StartedAt: at(0),
+			Revisions: []string{"c1.app.v2", "c1.app-config.v2", "c2.app.v2", "c2.app-config.v2"},
+			Groups: []configv1alpha1.TargetGroup{
+				{Repository: "c1", Revisions: []string{"c1.app.v2", "c1.app-config.v2"}},
+				{Repository: "c2", Revisions: []string{"c2.app.v2", "c2.app-config.v2"}},
+			}}}
+	}
+	member := func(r Revision, pkg string) Revision { r.Package = pkg; return r }
+	draft := func(name, repo, pkg string) Revision {
+		return Revision{Name: name, Repository: repo, Package: pkg, Exists: true, Lifecycle: porchv1alpha1.LifecycleDraft}
+	}
+	gated := member(proposed("c2.app.v2", "c2"), "app")
+	gated.Unmet = []string{"example.com/approved-by-security"}
+	for _, tc := range []struct {
+		name    string
+		revs    map[string]Revision
+		now     time.Duration
+		publish []string
+		blocked string
+		check   func(g Gomega, d Decision)
+	}{
+		{name: "a target whose group is whole publishes all of it; one with a draft member waits, naming it",
+			revs: all(member(proposed("c1.app.v2", "c1"), "app"), member(proposed("c1.app-config.v2", "c1"), "app-config"),
+				member(proposed("c2.app.v2", "c2"), "app"), draft("c2.app-config.v2", "c2", "app-config")),
+			publish: []string{"c1.app.v2", "c1.app-config.v2"},
+			blocked: "wave all: 0 of 2 published, 0 healthy: c1 is not published yet; c2 waits for its group: app-config (c2.app-config.v2) is Draft, not Proposed"},
+		{name: "a member whose readiness gate is not True holds its whole group",
+			revs: all(published("c1.app.v2", "c1", time.Second, synced("True", 2*time.Second)), published("c1.app-config.v2", "c1", time.Second, synced("True", 2*time.Second)),
+				gated, member(proposed("c2.app-config.v2", "c2"), "app-config")),
+			blocked: "wave all: 1 of 2 published, 1 healthy: c2 waits for its group: app (c2.app.v2) has readiness gates not True: example.com/approved-by-security",
+			check: func(g Gomega, d Decision) {
+				g.Expect(d.Waves[0].Published).To(Equal(int32(1)))
+				g.Expect(d.Waves[0].Targets).To(Equal(int32(2)))
+			}},
+		{name: "a group is healthy when all of it is, and fails as one past the deadline",
+			now: 11 * time.Minute,
+			revs: all(published("c1.app.v2", "c1", time.Second, synced("True", 2*time.Second)), published("c1.app-config.v2", "c1", time.Second, synced("False", 2*time.Second)),
+				published("c2.app.v2", "c2", time.Second, synced("True", 2*time.Second)), published("c2.app-config.v2", "c2", time.Second, synced("True", 2*time.Second))),
+			check: func(g Gomega, d Decision) {
+				g.Expect(d.Phase).To(Equal(PhaseFailed))
+				g.Expect(d.Waves[0].Published).To(Equal(int32(2)))
+				g.Expect(d.Waves[0].Healthy).To(Equal(int32(1)))
+				g.Expect(d.Waves[0].Failed).To(Equal(int32(1)))
+				g.Expect(d.Failed).To(Equal([]string{"c1 (c1.app-config.v2 example.com/synced is False)"}))
+			}},
+		{name: "a member deleted before anything of its group is published drops the target",
+			revs: all(member(proposed("c1.app.v2", "c1"), "app"), member(proposed("c1.app-config.v2", "c1"), "app-config"),
+				member(proposed("c2.app.v2", "c2"), "app")),
+			publish: []string{"c1.app.v2", "c1.app-config.v2"},
+			check: func(g Gomega, d Decision) {
+				g.Expect(d.Waves[0].Dropped).To(Equal(int32(1)))
+				g.Expect(d.Dropped).To(Equal([]string{"c2.app-config.v2"}))
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := Evaluate(spec, wave(), tc.revs, t0.Add(tc.now), false, "")
+			g.Expect(d.Publish).To(Equal(tc.publish))
+			if tc.blocked != "" {
+				g.Expect(d.Blocked).To(Equal(tc.blocked))
+			}
+			if tc.check != nil {
+				tc.check(g, d)
+			}
+		})
+	}
+}

@@ -32,6 +32,18 @@ type Wave struct {
 	Targets []string `json:"targets"`
 	// Revisions are the PackageRevision names of the wave's targets.
 	Revisions []string `json:"-"`
+	// Groups are the wave's targets with their revisions: what a group
+	// rollout publishes together on each.
+	Groups []configv1alpha1.TargetGroup `json:"groups,omitempty"`
+}
+
+// add puts a target into the wave (and its group, for a group rollout).
+func (w *Wave) add(t Target, group bool) {
+	w.Targets = append(w.Targets, t.Repository)
+	w.Revisions = append(w.Revisions, t.Revisions...)
+	if group {
+		w.Groups = append(w.Groups, configv1alpha1.TargetGroup{Repository: t.Repository, Revisions: slices.Clone(t.Revisions)})
+	}
 }
 
 // Plan is the waves of a rollout, in order.
@@ -140,8 +152,7 @@ func Compute(spec *configv1alpha1.PackageRolloutSpec, targets []Target) (Plan, e
 		var rest []Target
 		for _, t := range left {
 			if len(wave.Targets) < size && sel.Matches(labels.Set(t.Labels)) {
-				wave.Targets = append(wave.Targets, t.Repository)
-				wave.Revisions = append(wave.Revisions, t.Revisions...)
+				wave.add(t, spec.Group != nil)
 				continue
 			}
 			rest = append(rest, t)
@@ -152,21 +163,22 @@ func Compute(spec *configv1alpha1.PackageRolloutSpec, targets []Target) (Plan, e
 	if len(left) > 0 {
 		wave := Wave{Name: configv1alpha1.RemainderWave}
 		for _, t := range left {
-			wave.Targets = append(wave.Targets, t.Repository)
-			wave.Revisions = append(wave.Revisions, t.Revisions...)
+			wave.add(t, spec.Group != nil)
 		}
 		plan.Waves = append(plan.Waves, wave)
 	}
 	return plan, nil
 }
 
-// Targets groups the Proposed revisions among revs that sel matches by
+// Targets groups the revisions among revs that sel matches by
 // repository: a rollout's targets, with their Repository's labels
-// (repoLabels, by name).
-func Targets(sel labels.Selector, revs []porchv1alpha1.PackageRevision, repoLabels map[string]map[string]string) []Target {
+// (repoLabels, by name). A rollout takes the Proposed revisions; one of a
+// group (group) also takes the Drafts, members of the group that are not
+// proposed yet, which its targets wait for.
+func Targets(sel labels.Selector, group bool, revs []porchv1alpha1.PackageRevision, repoLabels map[string]map[string]string) []Target {
 	byRepo := map[string]*Target{}
 	for _, pr := range revs {
-		if pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed || !pr.DeletionTimestamp.IsZero() || !sel.Matches(labels.Set(pr.Labels)) {
+		if !Member(&pr, group) || !sel.Matches(labels.Set(pr.Labels)) {
 			continue
 		}
 		t := byRepo[pr.Spec.Repository]
@@ -183,4 +195,20 @@ func Targets(sel labels.Selector, revs []porchv1alpha1.PackageRevision, repoLabe
 	}
 	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.Repository, b.Repository) })
 	return out
+}
+
+// Member says whether a revision a rollout's selector matches is one of
+// its targets' revisions when the rollout starts: a Proposed one, or for
+// a group a Draft too.
+func Member(pr *porchv1alpha1.PackageRevision, group bool) bool {
+	if !pr.DeletionTimestamp.IsZero() {
+		return false
+	}
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.LifecycleProposed:
+		return true
+	case porchv1alpha1.LifecycleDraft, "":
+		return group
+	}
+	return false
 }

@@ -68,6 +68,15 @@ type PackageRolloutSpec struct {
 	// +required
 	RevisionSelector metav1.LabelSelector `json:"revisionSelector"`
 
+	// Group releases a group of packages: on each target (a repository)
+	// the revisions of one PackageVariantSet's variants are one unit,
+	// published all or none once every one of them is Proposed with its
+	// readiness gates True, healthy when all are, and rolled back
+	// together. The revisions the selector matches must all be of that
+	// set. Without it, each revision is a target of its own.
+	// +optional
+	Group *RolloutGroup `json:"group,omitempty"`
+
 	// Waves, in order. A wave takes, from the targets not in an earlier
 	// wave, those its repositorySelector matches, by repository name, up
 	// to its size; the targets left after the last wave form a final wave
@@ -143,6 +152,17 @@ type PackageRolloutSpec struct {
 	// of the revision published before.
 	// +optional
 	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+}
+
+// RolloutGroup names the group a rollout releases.
+type RolloutGroup struct {
+	// PackageVariantSet is the set, in the rollout's namespace, whose
+	// variants' revisions are the group: one member per upstream of its
+	// spec.upstreams on each target.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	PackageVariantSet string `json:"packageVariantSet"`
 }
 
 // RolloutWave is one wave of a rollout.
@@ -294,6 +314,11 @@ type WaveStatus struct {
 	// targets (frozen).
 	// +optional
 	Revisions []string `json:"revisions,omitempty"`
+	// Groups are, for a rollout of a group (spec.group), the wave's
+	// targets with the revisions of each (frozen): what publishes
+	// together.
+	// +optional
+	Groups []TargetGroup `json:"groups,omitempty"`
 	// Targets, Published, Healthy, Failed and Dropped count the wave's
 	// targets.
 	Targets   int32 `json:"targets"`
@@ -321,6 +346,13 @@ type WaveStatus struct {
 	// (within its queue delay of the approval itself); kept once set.
 	// +optional
 	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
+}
+
+// TargetGroup is one target of a group rollout: a repository and the
+// revisions of the group there.
+type TargetGroup struct {
+	Repository string   `json:"repository"`
+	Revisions  []string `json:"revisions"`
 }
 
 // PackageRollout publishes the Proposed revisions a selector matches

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -73,6 +77,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=porch.kpt.dev,resources=packagerevisions/approval,verbs=update
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariantsets,verbs=get;list;watch
 
 // SetupWithManager registers the controller: rollouts on spec changes,
 // and the PackageRevisions of their waves (through RevisionIndex).
@@ -256,18 +261,70 @@ func (r *Reconciler) reconcileStart(ctx context.Context, s *scope) (ctrl.Result,
 	for _, repo := range repos.Items {
 		repoLabels[repo.Name] = repo.Labels
 	}
-	targets := rollout.Targets(sel, prs.Items, repoLabels)
+	if g := ro.Spec.Group; g != nil {
+		if err := r.checkGroup(ctx, ro, g, sel, prs.Items); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	targets := rollout.Targets(sel, ro.Spec.Group != nil, prs.Items, repoLabels)
 	plan, err := rollout.Compute(&ro.Spec, targets)
 	if err != nil {
 		return ctrl.Result{}, reconciler.Stall(configv1alpha1.ValidationErrorReason, "%v", err)
 	}
 	for _, w := range plan.Waves {
-		s.waves = append(s.waves, configv1alpha1.WaveStatus{Name: w.Name, State: configv1alpha1.WavePending, Revisions: w.Revisions, Targets: int32(len(w.Revisions))})
+		n := len(w.Revisions)
+		if ro.Spec.Group != nil {
+			n = len(w.Groups)
+		}
+		s.waves = append(s.waves, configv1alpha1.WaveStatus{Name: w.Name, State: configv1alpha1.WavePending, Revisions: w.Revisions, Groups: w.Groups, Targets: int32(n)})
 	}
 	s.started = true
 	msg := fmt.Sprintf("%d targets in %d waves", len(targets), len(plan.Waves))
 	r.Recorder.Eventf(ro, nil, "Normal", "Started", "Start", "%s", msg)
 	return ctrl.Result{}, nil
+}
+
+// maxNamedRevisions bounds the revisions a message names.
+const maxNamedRevisions = 5
+
+// checkGroup stalls a group rollout whose set does not exist, or whose
+// selector matches revisions that are not of its set's variants: a group
+// is one set's packages, and a revision of another set would be published
+// with a group it is not in.
+func (r *Reconciler) checkGroup(ctx context.Context, ro *configv1alpha1.PackageRollout, g *configv1alpha1.RolloutGroup, sel labels.Selector, prs []porchv1alpha1.PackageRevision) error {
+	set := &configv1alpha2.PackageVariantSet{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: g.PackageVariantSet}, set); apierrors.IsNotFound(err) {
+		return reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.group.packageVariantSet: PackageVariantSet %s not found in namespace %s", g.PackageVariantSet, ro.Namespace)
+	} else if err != nil {
+		return err
+	}
+	var others []string
+	for i := range prs {
+		pr := &prs[i]
+		if !rollout.Member(pr, true) || !sel.Matches(labels.Set(pr.Labels)) {
+			continue
+		}
+		ref := metav1.GetControllerOf(pr)
+		pv := &configv1alpha1.PackageVariant{}
+		if ref != nil && ref.Kind == "PackageVariant" {
+			if err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: ref.Name}, pv); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if pv.Labels[configv1alpha2.PackageVariantSetLabel] != string(set.UID) {
+			others = append(others, pr.Name)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	more := ""
+	if len(others) > maxNamedRevisions {
+		more = fmt.Sprintf(" and %d more", len(others)-maxNamedRevisions)
+		others = others[:maxNamedRevisions]
+	}
+	return reconciler.Stall(configv1alpha1.ValidationErrorReason, "spec.revisionSelector matches PackageRevisions that are not of PackageVariantSet %s (spec.group): %s%s; narrow the selector", g.PackageVariantSet, strings.Join(others, ", "), more)
 }
 
 // reconcileObserve reads the rollout's revisions; it records revs.
@@ -375,7 +432,10 @@ func stringMap(m map[string]string) map[string]any {
 
 // observed is what a rollout needs of one PackageRevision.
 func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) rollout.Revision {
-	rev := rollout.Revision{Name: pr.Name, Repository: pr.Spec.Repository, Exists: pr.DeletionTimestamp.IsZero(), Lifecycle: pr.Spec.Lifecycle}
+	rev := rollout.Revision{Name: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Exists: pr.DeletionTimestamp.IsZero(), Lifecycle: pr.Spec.Lifecycle}
+	if pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
+		rev.Unmet = unmetGates(pr)
+	}
 	if pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && (pr.Status.ObservedGeneration != pr.Generation || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished) {
 		// Asked for, not in git yet, or refused for now (its dependencies
 		// gate holds it until the rollout has published them).
@@ -392,6 +452,33 @@ func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutH
 		}
 	}
 	return rev
+}
+
+// unmetGates are a Proposed revision's readiness gates that hold its
+// group: those not True, but for a dependencies gate that waits only for
+// dependencies to be published (DependencyPending), which the rollout
+// publishes in the same step (members of the group, or installed
+// dependencies: publishDependencies), and the revision then after them.
+func unmetGates(pr *porchv1alpha1.PackageRevision) []string {
+	var out []string
+	for _, g := range pkgservice.UnmetGates(pr.Spec.ReadinessGates, pr.Status.Conditions) {
+		if g == configv1alpha1.DependenciesReadinessGate {
+			if c := findCondition(pr.Status.Conditions, g); c != nil && c.Reason == pkgdeps.DependencyPendingReason {
+				continue
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func findCondition(conds []porchv1alpha1.Condition, t string) *porchv1alpha1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
 }
 
 // reconcileDecide decides the rollout's next step; it records the
@@ -562,15 +649,31 @@ func (r *Reconciler) reconcileRollback(ctx context.Context, s *scope) (ctrl.Resu
 		if w.StartedAt == nil {
 			continue
 		}
-		for _, name := range w.Revisions {
-			done, held, err := r.rollBack(ctx, s.ro, s.objects[name])
-			if err != nil {
-				errs = append(errs, err)
+		// A target is its revision, or for a group rollout its group:
+		// rolled back once every member the rollout published is.
+		targets := w.Groups
+		if len(targets) == 0 {
+			for _, name := range w.Revisions {
+				targets = append(targets, configv1alpha1.TargetGroup{Revisions: []string{name}})
 			}
-			if done {
+		}
+		for _, t := range targets {
+			rolledBack, all := 0, true
+			for _, name := range t.Revisions {
+				done, held, err := r.rollBack(ctx, s.ro, s.objects[name])
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if done {
+					rolledBack++
+				} else if pr := s.objects[name]; pr != nil && pr.Labels[configv1alpha1.PackageRolloutLabel] == s.ro.Name {
+					all = false // published by the rollout, not rolled back yet
+				}
+				s.held = append(s.held, held...)
+			}
+			if rolledBack > 0 && all {
 				s.rolledBack[w.Name]++
 			}
-			s.held = append(s.held, held...)
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
