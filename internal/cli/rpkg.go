@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
@@ -256,10 +257,53 @@ func newCmdRpkgCopy(o *RpkgOptions) *cobra.Command {
 }
 
 func newCmdRpkgUpgrade(o *RpkgOptions) *cobra.Command {
-	var ws, upstream, strategy string
+	var ws, upstream, strategy, to string
 	var revision int
-	cmd := &cobra.Command{Use: "upgrade NAME [--upstream NEW | --revision N]", Short: "Create a new draft of NAME updated to a new upstream revision", Args: cobra.ExactArgs(1)}
+	var sel rpkg.Selection
+	var packages []string
+	cmd := &cobra.Command{
+		Use:   "upgrade (NAME [--upstream NEW | --revision N] --workspace WS | --selector LABELS|--variant-set SET --to REVISION)",
+		Short: "Create a new draft of NAME updated to a new upstream revision, or move many variants to a new upstream revision",
+		Long: `Create a new draft of NAME updated to a new upstream revision (as porchctl
+rpkg upgrade does).
+
+With --selector, --variant-set or --rollout and --to instead of NAME, upgrade
+in bulk: every PackageVariant that made a selected revision moves to revision
+--to of its upstream package, and drafts the upgrade as for any upstream
+change. A variant a PackageVariantSet generated is moved through its set (the
+set's spec.upstreams entry, or spec.upstream: one edit per set, which reaches
+all of the set's variants of that upstream package), any other through its own
+spec.upstream. --package limits it to some upstream packages. Nothing is
+changed unless the revision is published for every upstream package and every
+selected revision is a variant's. Then scion rpkg diff --variant-set SET
+--lifecycle Draft summarises the drafts.`,
+		Example: `  scion rpkg upgrade cluster-01.app.v1 --revision 3 --workspace v3
+  scion rpkg upgrade --variant-set platform --to v2
+  scion rpkg upgrade -l release=platform --to 3 --package app --package app-config`,
+		Args: cobra.MaximumNArgs(1),
+	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
+		selecting := sel.Labels != "" || sel.VariantSet != "" || sel.Rollout != ""
+		switch {
+		case len(args) == 1 && (selecting || to != ""):
+			return errors.New("name one revision (NAME) or select many with --to: not both")
+		case len(args) == 0 && (!selecting || to == ""):
+			return errors.New("name the revision to upgrade (NAME --workspace WS), or select revisions (--selector, --variant-set or --rollout) and give --to REVISION")
+		case len(args) == 0:
+			return rpkgRun(o, func(ctx context.Context) error {
+				done, err := o.client.UpgradeVariants(ctx, sel, configv1alpha1.RevisionNumber(to), packages)
+				for _, u := range done {
+					what := "at " + to + " already"
+					if len(u.Changes) > 0 {
+						what = strings.Join(u.Changes, ", ")
+					}
+					_, _ = fmt.Fprintf(o.Out, "%s %s: %s (%d variants)\n", u.Kind, u.Name, what, u.Variants)
+				}
+				return err
+			})(cc, args)
+		case ws == "":
+			return errors.New("--workspace is required with NAME")
+		}
 		return rpkgRun(o, func(ctx context.Context) error {
 			if upstream != "" && cc.Flags().Changed("revision") {
 				return errors.New("--upstream and --revision name the new upstream both: give one")
@@ -274,11 +318,13 @@ func newCmdRpkgUpgrade(o *RpkgOptions) *cobra.Command {
 			return printCreated(o, pr, err)
 		})(cc, args)
 	}
-	cmd.Flags().StringVar(&ws, "workspace", "", "workspace name of the new draft (required)")
+	cmd.Flags().StringVar(&ws, "workspace", "", "workspace name of the new draft (required with NAME)")
 	cmd.Flags().StringVar(&upstream, "upstream", "", "the new upstream package revision")
 	cmd.Flags().IntVar(&revision, "revision", 0, "instead of --upstream, as porchctl: the revision number of the same upstream package to upgrade to (0 or unset: its latest published revision)")
 	cmd.Flags().StringVar(&strategy, "strategy", "", "resource-merge (default), fast-forward, force-delete-replace or copy-merge")
-	_ = cmd.MarkFlagRequired("workspace")
+	selectionFlags(cmd, &sel)
+	cmd.Flags().StringVar(&to, "to", "", "with a selection: the upstream revision to move the variants to (3, v3, or -1 for the latest)")
+	cmd.Flags().StringArrayVar(&packages, "package", nil, "with a selection: only the variants of this upstream package (repeatable)")
 	return cmd
 }
 

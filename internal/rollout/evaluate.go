@@ -11,6 +11,8 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
+	"github.com/scion-dev/scion/internal/pkgservice"
 )
 
 // DefaultProgressDeadline is how long a published target may take to
@@ -430,4 +432,22 @@ func currentWave(waves []configv1alpha1.WaveStatus) string {
 		}
 	}
 	return ""
+}
+
+// HoldingGates are a Proposed revision's readiness gates that hold its
+// group (Revision.Unmet): those not True, but for a dependencies gate
+// that waits only for dependencies to be published (DependencyPending),
+// which the rollout publishes in the same step (members of the group, or
+// dependencies Scion installed), the revision then after them.
+func HoldingGates(pr *porchv1alpha1.PackageRevision) []string {
+	var out []string
+	for _, g := range pkgservice.UnmetGates(pr.Spec.ReadinessGates, pr.Status.Conditions) {
+		if g == configv1alpha1.DependenciesReadinessGate && slices.ContainsFunc(pr.Status.Conditions, func(c porchv1alpha1.Condition) bool {
+			return c.Type == g && c.Reason == pkgdeps.DependencyPendingReason
+		}) {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }

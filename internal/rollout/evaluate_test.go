@@ -8,7 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -266,4 +268,22 @@ func TestEvaluate_group(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What holds a group: gates not True, but not a dependencies gate that
+// only waits for its dependencies to be published (the group publishes
+// them in the same step).
+func TestHoldingGates(t *testing.T) {
+	g := NewWithT(t)
+	pr := &porchv1alpha1.PackageRevision{}
+	pr.Spec.ReadinessGates = []kptfilev1.ReadinessGate{{ConditionType: configv1alpha1.DependenciesReadinessGate}, {ConditionType: "example.com/approved"}}
+	pr.Status.Conditions = []porchv1alpha1.Condition{
+		{Type: configv1alpha1.DependenciesReadinessGate, Status: "False", Reason: pkgdeps.DependencyPendingReason},
+		{Type: "example.com/approved", Status: "True"},
+	}
+	g.Expect(HoldingGates(pr)).To(BeEmpty())
+	pr.Status.Conditions[0].Reason = pkgdeps.DependencyMissingReason
+	g.Expect(HoldingGates(pr)).To(Equal([]string{configv1alpha1.DependenciesReadinessGate}))
+	pr.Status.Conditions[1].Status = "False"
+	g.Expect(HoldingGates(pr)).To(Equal([]string{configv1alpha1.DependenciesReadinessGate, "example.com/approved"}))
 }

@@ -28,7 +28,6 @@ import (
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kindwatch"
-	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -434,7 +433,7 @@ func stringMap(m map[string]string) map[string]any {
 func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) rollout.Revision {
 	rev := rollout.Revision{Name: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Exists: pr.DeletionTimestamp.IsZero(), Lifecycle: pr.Spec.Lifecycle}
 	if pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
-		rev.Unmet = unmetGates(pr)
+		rev.Unmet = rollout.HoldingGates(pr)
 	}
 	if pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && (pr.Status.ObservedGeneration != pr.Generation || pr.GitLifecycle() != porchv1alpha1.LifecyclePublished) {
 		// Asked for, not in git yet, or refused for now (its dependencies
@@ -452,33 +451,6 @@ func observed(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutH
 		}
 	}
 	return rev
-}
-
-// unmetGates are a Proposed revision's readiness gates that hold its
-// group: those not True, but for a dependencies gate that waits only for
-// dependencies to be published (DependencyPending), which the rollout
-// publishes in the same step (members of the group, or installed
-// dependencies: publishDependencies), and the revision then after them.
-func unmetGates(pr *porchv1alpha1.PackageRevision) []string {
-	var out []string
-	for _, g := range pkgservice.UnmetGates(pr.Spec.ReadinessGates, pr.Status.Conditions) {
-		if g == configv1alpha1.DependenciesReadinessGate {
-			if c := findCondition(pr.Status.Conditions, g); c != nil && c.Reason == pkgdeps.DependencyPendingReason {
-				continue
-			}
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-func findCondition(conds []porchv1alpha1.Condition, t string) *porchv1alpha1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // reconcileDecide decides the rollout's next step; it records the
