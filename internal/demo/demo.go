@@ -44,7 +44,8 @@ const (
 // variants, show them, diff a draft against its upstream, move the
 // upstream and show the drafts updated with a downstream edit kept, and
 // publish a draft once its readiness gate is met, then roll the rest of
-// the fleet out in waves; then a bad release is rolled back, and the
+// the fleet out in waves; then a group of three packages is released
+// together in waves; then a bad release is rolled back, and the
 // rollback sticks. On the way it shows a dependency installed into every
 // cluster and a conflict of two packages serving one kind. Running it
 // again works: each run publishes the next two upstream revisions.
@@ -74,6 +75,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if err := o.rollOut(ctx, ns); err != nil {
+		return err
+	}
+	if err := o.releaseGroup(ctx, f); err != nil {
 		return err
 	}
 	return o.badRelease(ctx, f)

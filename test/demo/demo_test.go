@@ -124,8 +124,16 @@ func TestDevDemo(t *testing.T) {
 		}
 		out := scion("dev", "demo", "--examples", filepath.Join(root, "examples"))
 		// 12 variants, 12 of widget-app and the 12 dependencies they
-		// installed; the second run also has the conflicting one.
-		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 35+run, 35+run)), "run %d", run)
+		// installed, 12 of the shop group; the second run also has the
+		// conflicting one.
+		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 47+run, 47+run)), "run %d", run)
+		// The group: each eu-west cluster's three revisions released
+		// together; the cluster whose member is held back waits, named.
+		g.Expect(out).To(MatchRegexp(`cluster-10 waits, with nothing of its group published: wave remainder: \d of 3 published, \d healthy: cluster-10 waits for its group: shop-policy \(cluster-10\.shop-policy\.\S+\) is Draft, not Proposed`), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`Wave/remainder  Complete  Ready=True  3 targets, 3 published, 3 healthy`), "run %d", run)
+		if run == 2 {
+			g.Expect(out).To(ContainSubstring("PackageVariantSet shop: shop-app v1 -> v2, shop-config v1 -> v2, shop-policy v1 -> v2 (12 variants)"))
+		}
 		g.Expect(out).To(ContainSubstring("Dependency/widget-crds  Ready=True  1.0.0 Satisfied in widget-crds (Published 1.0.0), installed by PackageVariant/cluster-01.widget-crds.dependency"), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`cluster-01.widgets-legacy.packagevariant-\d+ is Proposed → Published \(waiting: PackageConflict: kind example.com/v1/Widget is provided by widget-crds, Published in this repo`), "run %d", run)
 		g.Expect(out).To(ContainSubstring("PackageVariantSet/regional-app  Ready=True  6/6 ready"), "run %d", run)
