@@ -18,6 +18,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
 
@@ -216,6 +217,28 @@ func (o *Options) publishGroupNext(ctx context.Context, f *Fleet, set *configv1a
 			return "", err
 		}
 		next = v
+	}
+	// Published in git, outside the Repository's sync: ask it to show
+	// them, and wait until the cluster does (what scion rpkg upgrade
+	// checks).
+	repo := &configv1alpha1.Repository{}
+	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: f.Catalog}, repo); err != nil {
+		return "", err
+	}
+	if err := pkgservice.RequestSync(ctx, o.Client, repo); err != nil {
+		return "", err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, o.timeout(), true, func(ctx context.Context) (bool, error) {
+		for _, u := range set.Spec.AllUpstreams() {
+			pr := &porchv1alpha1.PackageRevision{}
+			if err := o.Client.Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: pkgservice.ObjectName(f.Catalog, u.Package, next)}, pr); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for the shop group's %s to show: %w", next, err)
 	}
 	return next, nil
 }
