@@ -26,8 +26,13 @@ import (
 // policy.
 var groupPackages = []string{"app", "app-config", "app-policy"}
 
+// reviewed is the readiness gate of app-policy's blueprint: a person
+// reviews each cluster's policy.
+const reviewed = "example.com/policy-reviewed"
+
 // groupFleet is a namespace with a blueprints repository publishing the
-// group's packages at v1 and v2, four deployment repositories site-01..04,
+// group's packages at v1 and v2 (app-policy gated on reviewed), four
+// deployment repositories site-01..04,
 // and the PackageVariantSet platform fanning the group (at v1) out over
 // them, its drafts labelled release=platform; it waits for the twelve
 // drafts.
@@ -49,8 +54,12 @@ func newGroupFleet(t *testing.T) *groupFleet {
 	}
 	for _, p := range groupPackages {
 		for _, v := range []string{"v1", "v2"} {
+			kf := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + p + "\n"
+			if p == "app-policy" {
+				kf += "info:\n  readinessGates:\n  - conditionType: " + reviewed + "\n"
+			}
 			contents := pkg.New(map[string][]byte{
-				"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + p + "\n"),
+				"Kptfile": []byte(kf),
 				"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + p + "\ndata:\n  version: " + v + "\n"),
 			})
 			d, err := st.WriteDraft(ctx, store.DraftWrite{Package: p, Workspace: v, Contents: contents})
@@ -107,17 +116,30 @@ func (f *groupFleet) drafts(g Gomega) map[string]*porchv1alpha1.PackageRevision 
 	return out
 }
 
-// propose proposes the group's drafts, but for those in skip
-// ("site-03/app-policy"), as a person would.
-func (f *groupFleet) propose(g Gomega, skip ...string) {
-	for key, pr := range f.drafts(g) {
-		if slices.Contains(skip, key) || pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
+// propose proposes the group's drafts, as a person would.
+func (f *groupFleet) propose(g Gomega) {
+	for _, pr := range f.drafts(g) {
+		if pr.Spec.Lifecycle != porchv1alpha1.LifecycleDraft {
 			continue
 		}
 		patch := client.MergeFrom(pr.DeepCopy())
 		pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
 		pr.RecordProposal("release-manager", time.Now())
 		g.Expect(k8sClient.Patch(context.Background(), pr, patch)).To(Succeed())
+	}
+}
+
+// review sets the reviewed gate of the group's app-policy proposals True,
+// but for those of the repositories in skip, as the reviewer would.
+func (f *groupFleet) review(g Gomega, skip ...string) {
+	for _, pr := range f.drafts(g) {
+		if pr.Spec.PackageName != "app-policy" || pr.Spec.Lifecycle != porchv1alpha1.LifecycleProposed || slices.Contains(skip, pr.Spec.Repository) {
+			continue
+		}
+		_, err := (&pkgservice.Service{Client: k8sClient, APIReader: k8sClient}).WriteStatus(context.Background(), pr, func(pr *porchv1alpha1.PackageRevision) bool {
+			return pkgservice.SetConditions(&pr.Status.Conditions, porchv1alpha1.Condition{Type: reviewed, Status: "True", Reason: "Reviewed"})
+		})
+		g.Expect(err).NotTo(HaveOccurred())
 	}
 }
 
@@ -167,24 +189,25 @@ func (f *groupFleet) rollout(name string, spec configv1alpha1.PackageRolloutSpec
 }
 
 // A group released in waves: each target's three revisions are published
-// together; a target one of whose members is not proposed waits, named,
-// with nothing of its group published, while the others go on; once it
-// is proposed the target follows. Then the group's next version fails its
+// together; a target one of whose members fails its readiness gate waits,
+// naming it, with nothing of its group published, while the others go on;
+// once the gate is True the target follows. Then the group's next version fails its
 // health on one target: the rollout stops and every member it published
 // is rolled back to the content before.
 func TestRollout_group(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	f := newGroupFleet(t)
-	g.Eventually(func(g Gomega) { f.propose(g, "site-03/app-policy") }, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
+		f.propose(g)
 		proposed := 0
 		for _, pr := range f.drafts(g) {
 			if pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
 				proposed++
 			}
 		}
-		g.Expect(proposed).To(Equal(11))
+		g.Expect(proposed).To(Equal(12))
+		f.review(g, "site-03")
 	}, timeout, interval).Should(Succeed())
 
 	v1 := f.rollout("platform-v1", configv1alpha1.PackageRolloutSpec{Waves: []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}}})
@@ -194,7 +217,7 @@ func TestRollout_group(t *testing.T) {
 		g.Expect(cur.Status.Waves).To(HaveLen(2))
 		g.Expect(cur.Status.Waves[1].Groups).To(HaveLen(3))
 		g.Expect(cur.Status.Waves[1].Targets).To(Equal(int32(3)), "targets are repositories")
-		g.Expect(cur.Status.Blocked).To(MatchRegexp(`^wave remainder: 2 of 3 published, 2 healthy: site-03 waits for its group: app-policy \(site-03\.app-policy\.\S+\) is Draft, not Proposed$`))
+		g.Expect(cur.Status.Blocked).To(MatchRegexp(`^wave remainder: 2 of 3 published, 2 healthy: site-03 waits for its group: app-policy \(site-03\.app-policy\.\S+\) has readiness gates not True: example\.com/policy-reviewed$`))
 	}, timeout, interval).Should(Succeed())
 	all := func(sites ...string) []string {
 		var out []string
@@ -210,7 +233,7 @@ func TestRollout_group(t *testing.T) {
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	g.Expect(f.drafts(g)).To(HaveKey("site-03/app-policy"))
-	f.propose(g)
+	f.review(g)
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(get(g, v1), "Ready").Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(f.published(g, "v1")).To(Equal(all("site-01", "site-02", "site-03", "site-04")))
@@ -236,6 +259,7 @@ func TestRollout_group(t *testing.T) {
 			g.Expect(pr.Status.UpstreamLock.Git.Ref).To(HaveSuffix("/v2"), key)
 		}
 		f.propose(g)
+		f.review(g)
 	}, timeout, interval).Should(Succeed())
 
 	v2 := f.rollout("platform-v2", configv1alpha1.PackageRolloutSpec{
