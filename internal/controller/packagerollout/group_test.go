@@ -58,10 +58,16 @@ func newGroupFleet(t *testing.T) *groupFleet {
 			if p == "app-policy" {
 				kf += "info:\n  readinessGates:\n  - conditionType: " + reviewed + "\n"
 			}
-			contents := pkg.New(map[string][]byte{
+			files := map[string][]byte{
 				"Kptfile": []byte(kf),
 				"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + p + "\ndata:\n  version: " + v + "\n"),
-			})
+			}
+			if p == "app" {
+				// The app needs its config in the cluster: a dependency
+				// between two members of the group.
+				files["dependencies.yaml"] = []byte("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageDependencies\nmetadata:\n  name: dependencies\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  requires:\n  - package: {name: app-config}\n")
+			}
+			contents := pkg.New(files)
 			d, err := st.WriteDraft(ctx, store.DraftWrite{Package: p, Workspace: v, Contents: contents})
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +95,7 @@ func newGroupFleet(t *testing.T) *groupFleet {
 	}
 	f.set = &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: f.ns}, Spec: configv1alpha2.PackageVariantSetSpec{
 		Targets: []configv1alpha2.Target{{RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "group"}}},
-			Template: &configv1alpha2.PackageVariantTemplate{Labels: map[string]string{"release": "platform"}}}},
+			Template: &configv1alpha2.PackageVariantTemplate{Labels: map[string]string{"release": "platform"}, Dependencies: &configv1alpha1.Dependencies{}}}},
 	}}
 	for _, p := range groupPackages {
 		f.set.Spec.Upstreams = append(f.set.Spec.Upstreams, configv1alpha1.Upstream{Repo: "blueprints", Package: p, Revision: "v1"})
@@ -191,7 +197,9 @@ func (f *groupFleet) rollout(name string, spec configv1alpha1.PackageRolloutSpec
 // A group released in waves: each target's three revisions are published
 // together; a target one of whose members fails its readiness gate waits,
 // naming it, with nothing of its group published, while the others go on;
-// once the gate is True the target follows. Then the group's next version fails its
+// once the gate is True the target follows. The app needs its config (a
+// PackageDependencies declaration): its pending dependencies gate does not
+// hold the group, and it is published after the config. Then the group's next version fails its
 // health on one target: the rollout stops and every member it published
 // is rolled back to the content before.
 func TestRollout_group(t *testing.T) {
@@ -208,6 +216,15 @@ func TestRollout_group(t *testing.T) {
 		}
 		g.Expect(proposed).To(Equal(12))
 		f.review(g, "site-03")
+		// Each app waits for its config: the dependencies gate is not True,
+		// only pending (which does not hold the group).
+		for key, pr := range f.drafts(g) {
+			if pr.Spec.PackageName != "app" {
+				continue
+			}
+			g.Expect(pr.Spec.ReadinessGates).To(ContainElement(HaveField("ConditionType", configv1alpha1.DependenciesReadinessGate)), key)
+			g.Expect(pr.Status.Conditions).To(ContainElement(And(HaveField("Type", configv1alpha1.DependenciesReadinessGate), HaveField("Status", porchv1alpha1.ConditionStatus("False")), HaveField("Reason", "DependencyPending"))), key)
+		}
 	}, timeout, interval).Should(Succeed())
 
 	v1 := f.rollout("platform-v1", configv1alpha1.PackageRolloutSpec{Waves: []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}}})
@@ -238,6 +255,20 @@ func TestRollout_group(t *testing.T) {
 		g.Expect(condition(get(g, v1), "Ready").Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(f.published(g, "v1")).To(Equal(all("site-01", "site-02", "site-03", "site-04")))
 	}, timeout, interval).Should(Succeed())
+
+	// app needs app-config (its dependencies gate): published in the same
+	// step, after it.
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(f.ns), client.MatchingLabels{"release": "platform"})).To(Succeed())
+	publishedAt := map[string]time.Time{}
+	for _, pr := range list.Items {
+		if pr.Status.PublishTimestamp != nil {
+			publishedAt[pr.Spec.Repository+"/"+pr.Spec.PackageName] = pr.Status.PublishTimestamp.Time
+		}
+	}
+	for site := range f.bares {
+		g.Expect(publishedAt[site+"/app"]).NotTo(BeTemporally("<", publishedAt[site+"/app-config"]), site)
+	}
 
 	// The next version of the whole group: the set's upstreams move to v2
 	// (one edit), each variant drafts its update.
