@@ -2,12 +2,16 @@ package rpkg
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -167,77 +171,90 @@ func (c *Client) checkPublished(ctx context.Context, upstreams map[string]bool, 
 	return nil
 }
 
-// moveUpstream sets u to revision to, and says what changed ("" when it
-// was there).
-func moveUpstream(u *configv1alpha1.Upstream, to configv1alpha1.RevisionNumber) string {
-	from := string(u.Revision)
+// moveUpstream sets the upstream u (as the API server holds it) to
+// revision to, and says what changed ("" when it was there).
+func moveUpstream(u map[string]any, to configv1alpha1.RevisionNumber) string {
+	cur := configv1alpha1.RevisionNumber(fmt.Sprint(u["revision"]))
+	from := string(cur)
 	switch {
-	case u.Tag != "":
-		from = "tag " + u.Tag
-	case u.VersionRange != "":
-		from = "versionRange " + u.VersionRange
-	case u.WorkspaceName != "":
-		from = "workspace " + u.WorkspaceName
-	case sameRevision(u.Revision, to):
+	case u["tag"] != nil:
+		from = fmt.Sprint("tag ", u["tag"])
+	case u["versionRange"] != nil:
+		from = fmt.Sprint("versionRange ", u["versionRange"])
+	case u["workspaceName"] != nil:
+		from = fmt.Sprint("workspace ", u["workspaceName"])
+	case sameRevision(cur, to):
 		return ""
 	}
-	*u = configv1alpha1.Upstream{Repo: u.Repo, Package: u.Package, Revision: to}
-	return fmt.Sprintf("%s %s -> %s", u.Package, from, to)
+	for _, k := range []string{"tag", "versionRange", "workspaceName", "updatePolicy"} {
+		delete(u, k)
+	}
+	u["revision"] = string(to)
+	return fmt.Sprintf("%s %s -> %s", u["package"], from, to)
 }
 
-// upgradeSet moves the set's upstream entries of packages to revision to.
-func (c *Client) upgradeSet(ctx context.Context, name string, packages map[string]bool, to configv1alpha1.RevisionNumber) ([]string, error) {
-	var changes []string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		changes = nil
-		set := &configv1alpha2.PackageVariantSet{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, set); err != nil {
-			return err
+// moveAttempts bounds the compare-and-swaps of one object's upstreams
+// that others' writes of them make fail.
+const moveAttempts = 10
+
+// moveUpstreams moves the upstreams (spec.upstream, or spec.upstreams) of
+// an object whose packages are in packages (all when nil) to revision to,
+// as a compare-and-swap of that field alone (a JSON patch testing its
+// value): others editing the object meanwhile (labels, targets,
+// templates) neither fail it nor are overwritten; someone moving the same
+// upstreams makes it read them again.
+func (c *Client) moveUpstreams(ctx context.Context, kind schema.GroupVersionKind, name string, packages map[string]bool, to configv1alpha1.RevisionNumber) ([]string, error) {
+	var err error
+	for range moveAttempts {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(kind)
+		if err = c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, obj); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", kind.Kind, name, err)
 		}
-		entries := set.Spec.Upstreams
-		if set.Spec.Upstream != nil {
-			entries = []configv1alpha1.Upstream{*set.Spec.Upstream}
+		spec, _ := obj.Object["spec"].(map[string]any)
+		path, old := "/spec/upstream", spec["upstream"]
+		if old == nil {
+			path, old = "/spec/upstreams", spec["upstreams"]
 		}
-		for i := range entries {
-			if packages[entries[i].Package] {
-				if ch := moveUpstream(&entries[i], to); ch != "" {
+		next := runtime.DeepCopyJSONValue(old)
+		entries := []any{next}
+		if path == "/spec/upstreams" {
+			entries, _ = next.([]any)
+		}
+		var changes []string
+		for _, e := range entries {
+			u, ok := e.(map[string]any)
+			if ok && (packages == nil || packages[fmt.Sprint(u["package"])]) {
+				if ch := moveUpstream(u, to); ch != "" {
 					changes = append(changes, ch)
 				}
 			}
 		}
 		if len(changes) == 0 {
-			return nil
+			return nil, nil
 		}
-		if set.Spec.Upstream != nil {
-			set.Spec.Upstream = &entries[0]
+		ops, err := json.Marshal([]map[string]any{{"op": "test", "path": path, "value": old}, {"op": "replace", "path": path, "value": next}})
+		if err != nil {
+			return nil, err
 		}
-		return c.Client.Update(ctx, set)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("PackageVariantSet %s: %w", name, err)
+		if err = c.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, ops)); err == nil {
+			return changes, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) {
+			break
+		}
 	}
-	return changes, nil
+	return nil, fmt.Errorf("%s %s: %w", kind.Kind, name, err)
+}
+
+// upgradeSet moves the set's upstream entries of packages to revision to.
+func (c *Client) upgradeSet(ctx context.Context, name string, packages map[string]bool, to configv1alpha1.RevisionNumber) ([]string, error) {
+	return c.moveUpstreams(ctx, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"), name, packages, to)
 }
 
 // upgradeVariant moves a variant's upstream to revision to.
 func (c *Client) upgradeVariant(ctx context.Context, name string, to configv1alpha1.RevisionNumber) ([]string, error) {
-	var changes []string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		changes = nil
-		pv := &configv1alpha1.PackageVariant{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pv); err != nil {
-			return err
-		}
-		if ch := moveUpstream(pv.Spec.Upstream, to); ch != "" {
-			changes = append(changes, ch)
-			return c.Client.Update(ctx, pv)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("PackageVariant %s: %w", name, err)
-	}
-	return changes, nil
+	return c.moveUpstreams(ctx, configv1alpha1.GroupVersion.WithKind("PackageVariant"), name, nil, to)
 }
 
 // sameRevision says whether a and b name one revision ("2", "v2", 2).

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,10 +96,44 @@ func TestRpkgUpgrade_bulk(t *testing.T) {
 	_, err = scion(ns, "rpkg", "upgrade", "catalog.app.v1", "--variant-set", "platform", "--to", "2")
 	g.Expect(err).To(MatchError("name one revision (NAME) or select many with --to: not both"))
 
-	// The group moves: one edit of the set, four drafts of v2.
+	// The group moves: one edit of the set, four drafts of v2; a person
+	// labelling the set meanwhile, as fast as the API server lets them,
+	// loses nothing and makes the upgrade lose nothing either.
+	stop, edits, editing := make(chan struct{}), make(chan int), make(chan struct{})
+	go func() {
+		n := 0
+		defer func() { edits <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cur := &configv1alpha2.PackageVariantSet{}
+			if k8sClient.Get(ctx, client.ObjectKeyFromObject(set), cur) != nil {
+				continue
+			}
+			patch := client.MergeFrom(cur.DeepCopy())
+			if cur.Labels == nil {
+				cur.Labels = map[string]string{}
+			}
+			cur.Labels["edit"] = fmt.Sprint(n + 1)
+			if k8sClient.Patch(ctx, cur, patch) == nil {
+				if n++; n == 1 {
+					close(editing)
+				}
+			}
+		}
+	}()
+	<-editing
 	out = run("rpkg", "upgrade", "--variant-set", "platform", "--to", "2")
+	close(stop)
+	n := <-edits
 	g.Expect(out).To(Equal("PackageVariantSet platform: app 1 -> 2, app-config 1 -> 2 (4 variants)\n"))
 	g.Expect(upstreams()).To(Equal([]configv1alpha1.Upstream{{Repo: "catalog", Package: "app", Revision: "2"}, {Repo: "catalog", Package: "app-config", Revision: "2"}}))
+	final := &configv1alpha2.PackageVariantSet{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(set), final)).To(Succeed())
+	g.Expect(final.Labels).To(HaveKeyWithValue("edit", fmt.Sprint(n)), "the person's last edit is kept")
 	second := drafts("v2")
 	g.Expect(second).To(HaveLen(4))
 	out = run("rpkg", "diff", "--variant-set", "platform", "--lifecycle", "Draft", "-o", "stat")
