@@ -12,6 +12,16 @@ import (
 // Repository objects by label, with three CEL expressions per variant,
 // from reading the files to printing the YAML.
 func BenchmarkPvsExpand1000(b *testing.B) {
+	benchPvsExpand(b, "  upstream: {repo: catalog, package: app, revision: v1}\n", 1000)
+}
+
+// BenchmarkPvsExpandGroup1000 is the same for a group of three upstreams:
+// 3,000 variants.
+func BenchmarkPvsExpandGroup1000(b *testing.B) {
+	benchPvsExpand(b, "  upstreams:\n  - {repo: catalog, package: app, revision: v1}\n  - {repo: catalog, package: app-config, revision: v1}\n  - {repo: catalog, package: app-policy, revision: v1}\n", 3000)
+}
+
+func benchPvsExpand(b *testing.B, upstream string, want int) {
 	dir := b.TempDir()
 	var repos strings.Builder
 	for i := 0; i < 1000; i++ {
@@ -24,8 +34,7 @@ func BenchmarkPvsExpand1000(b *testing.B) {
 kind: PackageVariantSet
 metadata: {name: fleet, namespace: fleet}
 spec:
-  upstream: {repo: catalog, package: app, revision: v1}
-  targets:
+` + upstream + `  targets:
   - repositorySelector:
       matchLabels: {env: prod}
     template:
@@ -49,8 +58,8 @@ spec:
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := strings.Count(out, "kind: PackageVariant\n"); n != 1000 {
-			b.Fatalf("%d PackageVariants, want 1000", n)
+		if n := strings.Count(out, "kind: PackageVariant\n"); n != want {
+			b.Fatalf("%d PackageVariants, want %d", n, want)
 		}
 	}
 }

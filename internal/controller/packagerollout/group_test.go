@@ -188,6 +188,24 @@ func (f *groupFleet) report(g Gomega, sick ...string) {
 	}
 }
 
+// reporting reports (report) every 50 ms until stopped.
+func (f *groupFleet) reporting(sick ...string) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		quiet := NewGomega(func(string, ...int) {})
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+				f.report(quiet, sick...)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 func (f *groupFleet) rollout(name string, spec configv1alpha1.PackageRolloutSpec) *configv1alpha1.PackageRollout {
 	spec.RevisionSelector = metav1.LabelSelector{MatchLabels: map[string]string{"release": "platform"}}
 	spec.Group = &configv1alpha1.RolloutGroup{PackageVariantSet: "platform"}
@@ -296,13 +314,15 @@ func TestRollout_group(t *testing.T) {
 	v2 := f.rollout("platform-v2", configv1alpha1.PackageRolloutSpec{
 		Waves:             []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](2)}},
 		Health:            &configv1alpha1.RolloutHealth{ConditionType: synced},
-		ProgressDeadline:  &metav1.Duration{Duration: 2 * time.Second},
+		ProgressDeadline:  &metav1.Duration{Duration: 10 * time.Second},
 		RollbackOnFailure: true,
 	})
+	// site-02's deployer says its group is unhealthy, from the moment
+	// each member is published.
+	stop := f.reporting("site-02")
+	defer stop()
 	g.Expect(k8sClient.Create(ctx, v2)).To(Succeed())
-	// site-02's deployer says one member of its group is unhealthy.
 	g.Eventually(func(g Gomega) {
-		f.report(g, "site-02")
 		cur := get(g, v2)
 		c := condition(cur, "Stalled")
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), cur.Status.Blocked)
