@@ -78,6 +78,10 @@ bench-api: control-plane ## Porch's API with N PackageRevisions stored (N=20000)
 browser: ## Install Debian's Chromium for the console's browser tests, unless there is one.
 	hack/install-chromium.sh
 
+.PHONY: registry
+registry: ## Install Debian's docker-registry for the OCI registry tests, unless there is one.
+	hack/install-registry.sh
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)
@@ -88,7 +92,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane browser verify-generate lint ## Run every test against a real API server, real git and a real browser.
+test: control-plane browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: bench-failover

@@ -18,9 +18,9 @@ import (
 func NewCmdPkg(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pkg",
-		Short: "Work on packages in local folders (clone, update)",
+		Short: "Work on packages in local folders (clone, update), and store them in OCI registries (push, pull)",
 	}
-	cmd.AddCommand(NewCmdPkgClone(streams), NewCmdPkgUpdate(streams))
+	cmd.AddCommand(NewCmdPkgClone(streams), NewCmdPkgUpdate(streams), NewCmdPkgPush(streams), NewCmdPkgPull(streams))
 	return cmd
 }
 

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/testutil/registry"
+)
+
+// scion pkg push and pull against a real registry with TLS (a private CA,
+// --ca-file) and htpasswd (credentials from the Docker config file), as a
+// person at an air-gapped site would use them.
+func TestPkgPushPull(t *testing.T) {
+	g := NewWithT(t)
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "app")
+	writePkg(t, src, map[string]string{
+		"Kptfile":         "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n",
+	})
+	ref := "oci://" + reg.Host + "/platform/app:v1"
+	out, err := run("pkg", "push", src, ref, "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`^pushed app to ` + ref + ` \(sha256:[0-9a-f]{64}\)\n$`))
+
+	dst := filepath.Join(dir, "copy")
+	out, err = run("pkg", "pull", ref, dst, "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`^pulled app from ` + ref + ` \(sha256:[0-9a-f]{64}\) into ` + dst + `\n$`))
+	a, err := pkg.ReadDir(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := pkg.ReadDir(dst)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.Files()).To(Equal(a.Files()))
+
+	// Careless input: a folder with files, a reference without oci://,
+	// the registry's CA not given.
+	_, err = run("pkg", "pull", ref, src, "--ca-file", reg.CAFile)
+	g.Expect(err).To(MatchError(src + " exists and is not empty: pull into a new folder"))
+	_, err = run("pkg", "push", src, reg.Host+"/platform/app:v1")
+	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI reference: write oci://REGISTRY/REPOSITORY:TAG")))
+	_, err = run("pkg", "pull", ref, filepath.Join(dir, "other"))
+	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
+	_, err = os.Stat(filepath.Join(dir, "other"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "nothing written")
+}

@@ -1,0 +1,343 @@
+// Package oci stores package revisions as OCI artifacts: one manifest whose
+// config is Scion's package metadata and whose one layer is the package's
+// files as a gzipped tar, with the Kptfile and the metadata also as
+// annotations (docs/oci-layout.md). It reads and writes registries with
+// go-containerregistry.
+package oci
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/scion-dev/scion/internal/pkg"
+)
+
+// Media types of a package revision stored as an OCI artifact.
+const (
+	// ArtifactType is the manifest's artifactType.
+	ArtifactType = "application/vnd.scion.package.v1"
+	// ConfigMediaType is the config blob's: Metadata as JSON.
+	ConfigMediaType = "application/vnd.scion.package.config.v1+json"
+	// LayerMediaType is the one layer's: the package's files as a tar,
+	// gzipped.
+	LayerMediaType = "application/vnd.scion.package.layer.v1.tar+gzip"
+)
+
+// Annotations of the manifest.
+const (
+	// PackageAnnotation is the package's name (its path in a repository).
+	PackageAnnotation = "dev.scion.package.name"
+	// KptfileAnnotation is the package's Kptfile, whole (so tools can read
+	// a package's metadata without its layer).
+	KptfileAnnotation = "dev.scion.package.kptfile"
+	// TitleAnnotation names the layer's file (ORAS shows it).
+	TitleAnnotation = "org.opencontainers.image.title"
+)
+
+// Scheme prefixes a reference Scion reads as an OCI artifact.
+const Scheme = "oci://"
+
+// DefaultMaxLayerSize bounds the layer of a package pulled (compressed,
+// and each of its files and all of them uncompressed): a package is
+// configuration, and a bigger layer is refused before it is read.
+const DefaultMaxLayerSize = 100 << 20
+
+// Metadata is the config blob: what the package is.
+type Metadata struct {
+	// Package is the package's name.
+	Package string `json:"package"`
+	// Files is the number of files in the layer.
+	Files int `json:"files"`
+}
+
+// Options configure a registry client.
+type Options struct {
+	// Keychain finds credentials for a registry (authn.DefaultKeychain:
+	// the Docker config file, DOCKER_CONFIG, credential helpers).
+	Keychain authn.Keychain
+	// Transport carries the requests (http.DefaultTransport when nil):
+	// the place for a private CA.
+	Transport http.RoundTripper
+	// Timeout bounds each push or pull (1 minute when 0).
+	Timeout time.Duration
+	// MaxLayerSize is DefaultMaxLayerSize when 0.
+	MaxLayerSize int64
+}
+
+func (o Options) remote(ctx context.Context) []remote.Option {
+	kc := o.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
+	if o.Transport != nil {
+		opts = append(opts, remote.WithTransport(o.Transport))
+	}
+	return opts
+}
+
+func (o Options) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := o.Timeout
+	if t == 0 {
+		t = time.Minute
+	}
+	return context.WithTimeout(ctx, t)
+}
+
+func (o Options) maxLayer() int64 {
+	if o.MaxLayerSize > 0 {
+		return o.MaxLayerSize
+	}
+	return DefaultMaxLayerSize
+}
+
+// ParseReference reads oci://REGISTRY/REPOSITORY[:TAG|@DIGEST]; without a
+// tag it is :latest.
+func ParseReference(s string) (name.Reference, error) {
+	rest, ok := strings.CutPrefix(s, Scheme)
+	if !ok {
+		return nil, fmt.Errorf("%q is not an OCI reference: write oci://REGISTRY/REPOSITORY:TAG", s)
+	}
+	ref, err := name.ParseReference(rest, name.StrictValidation)
+	if err != nil {
+		if ref, err2 := name.ParseReference(rest); err2 == nil && !strings.ContainsAny(rest, ":@") {
+			return ref, nil // no tag: latest
+		}
+		return nil, fmt.Errorf("%q is not an OCI reference: %w", s, err)
+	}
+	return ref, nil
+}
+
+// Push stores p at ref and returns the manifest's digest.
+func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Package, o Options) (string, error) {
+	kf, ok := p.File("Kptfile")
+	if !ok {
+		return "", fmt.Errorf("the package has no Kptfile: not a package")
+	}
+	layer, err := tarGz(p)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := json.Marshal(Metadata{Package: packageName, Files: p.Len()})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := o.context(ctx)
+	defer cancel()
+	opts := o.remote(ctx)
+	repo := ref.Context()
+	blobs := []v1.Layer{static.NewLayer(cfg, ConfigMediaType), static.NewLayer(layer, LayerMediaType)}
+	for _, b := range blobs {
+		if err := remote.WriteLayer(repo, b, opts...); err != nil {
+			return "", fmt.Errorf("pushing to %s: %w", repo, describe(err))
+		}
+	}
+	desc := func(l v1.Layer, ann map[string]string) (v1.Descriptor, error) {
+		d, err := l.Digest()
+		if err != nil {
+			return v1.Descriptor{}, err
+		}
+		n, err := l.Size()
+		if err != nil {
+			return v1.Descriptor{}, err
+		}
+		mt, err := l.MediaType()
+		return v1.Descriptor{MediaType: mt, Digest: d, Size: n, Annotations: ann}, err
+	}
+	cd, err := desc(blobs[0], nil)
+	if err != nil {
+		return "", err
+	}
+	ld, err := desc(blobs[1], map[string]string{TitleAnnotation: packageTitle(packageName)})
+	if err != nil {
+		return "", err
+	}
+	m := manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType, Config: cd, Layers: []v1.Descriptor{ld},
+		Annotations: map[string]string{PackageAnnotation: packageName, KptfileAnnotation: string(kf)}}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Put(ref, rawManifest{raw}, opts...); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", ref, describe(err))
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// packageTitle is the layer's file name.
+func packageTitle(packageName string) string {
+	return strings.ReplaceAll(packageName, "/", "-") + ".tar.gz"
+}
+
+// manifest is an OCI image manifest with the artifactType field.
+type manifest struct {
+	SchemaVersion int64             `json:"schemaVersion"`
+	MediaType     types.MediaType   `json:"mediaType"`
+	ArtifactType  string            `json:"artifactType,omitempty"`
+	Config        v1.Descriptor     `json:"config"`
+	Layers        []v1.Descriptor   `json:"layers"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
+// rawManifest is a manifest as bytes, for remote.Put.
+type rawManifest struct{ raw []byte }
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+
+// ErrNotPackage is returned for an artifact that is not a Scion package
+// (another media type, or a layer that is not a package).
+var ErrNotPackage = errors.New("not a Scion package")
+
+// Pull reads the package at ref; it returns its files, its name and the
+// manifest's digest. An artifact of another media type, a layer bigger
+// than the limit, a path that escapes the package, a layer without a
+// Kptfile are refused with ErrNotPackage, naming the reference.
+func Pull(ctx context.Context, ref name.Reference, o Options) (*pkg.Package, string, string, error) {
+	ctx, cancel := o.context(ctx)
+	defer cancel()
+	opts := o.remote(ctx)
+	d, err := remote.Get(ref, opts...)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, describe(err))
+	}
+	notPkg := func(format string, args ...any) error {
+		return fmt.Errorf("%s (%s): %w: %s", ref, d.Digest, ErrNotPackage, fmt.Sprintf(format, args...))
+	}
+	if d.MediaType != types.OCIManifestSchema1 {
+		return nil, "", "", notPkg("its manifest is %s, not an OCI image manifest", d.MediaType)
+	}
+	m := &manifest{}
+	if err := json.Unmarshal(d.Manifest, m); err != nil {
+		return nil, "", "", notPkg("its manifest cannot be read: %v", err)
+	}
+	if m.Config.MediaType != ConfigMediaType {
+		return nil, "", "", notPkg("its config is %s, not %s", m.Config.MediaType, ConfigMediaType)
+	}
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != LayerMediaType {
+		return nil, "", "", notPkg("it has %d layers; a package has one, of %s", len(m.Layers), LayerMediaType)
+	}
+	max := o.maxLayer()
+	if m.Layers[0].Size > max {
+		return nil, "", "", notPkg("its layer is %d bytes, over the limit of %d", m.Layers[0].Size, max)
+	}
+	layer, err := remote.Layer(ref.Context().Digest(m.Layers[0].Digest.String()), opts...)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	defer func() { _ = rc.Close() }()
+	p, err := untarGz(io.LimitReader(rc, max+1), max)
+	if err != nil {
+		return nil, "", "", notPkg("%v", err)
+	}
+	if _, ok := p.File("Kptfile"); !ok {
+		return nil, "", "", notPkg("its layer has no Kptfile")
+	}
+	return p, m.Annotations[PackageAnnotation], d.Digest.String(), nil
+}
+
+// tarGz writes p's files as a gzipped tar, in path order, with fixed
+// modes and times, so a package's layer (and digest) depends on its files
+// alone.
+func tarGz(p *pkg.Package) ([]byte, error) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, path := range p.Paths() {
+		data, _ := p.File(path)
+		if err := tw.WriteHeader(&tar.Header{Name: path, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// untarGz reads a package's layer: regular files (and directories, which
+// are skipped) at valid package paths, at most max bytes in all.
+func untarGz(r io.Reader, max int64) (*pkg.Package, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("its layer is not gzip: %v", err)
+	}
+	tr := tar.NewReader(gz)
+	files := map[string][]byte{}
+	var total int64
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("its layer is not a tar: %v", err)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			continue
+		case tar.TypeReg:
+		default:
+			return nil, fmt.Errorf("%s in its layer is not a regular file", h.Name)
+		}
+		path := strings.TrimPrefix(h.Name, "./")
+		if err := pkg.ValidPath(path); err != nil {
+			return nil, fmt.Errorf("%q in its layer: %v", h.Name, err)
+		}
+		if total += h.Size; total > max {
+			return nil, fmt.Errorf("its files are over the limit of %d bytes", max)
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, h.Size))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from its layer: %v", path, err)
+		}
+		files[path] = data
+	}
+	return pkg.New(files), nil
+}
+
+// ErrUnauthorized is returned when the registry refuses the credentials
+// (or their absence).
+var ErrUnauthorized = errors.New("the registry refused the credentials")
+
+// describe says what a registry's refusal means to the person at the
+// keyboard, keeping the error.
+func describe(err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
+		return fmt.Errorf("%w (%d %s): log in (docker login, or the config file DOCKER_CONFIG names) with an account that may: %w",
+			ErrUnauthorized, terr.StatusCode, http.StatusText(terr.StatusCode), err)
+	}
+	return err
+}

@@ -1,0 +1,143 @@
+// Package registry starts a real OCI registry for tests: the distribution
+// project's registry (Debian's docker-registry package, which the test
+// setup installs) on loopback, with TLS from a CA made for the test and
+// htpasswd authentication.
+package registry
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/scion-dev/scion/internal/localca"
+)
+
+// Binary is the registry's path, unless SCION_REGISTRY names another.
+const Binary = "/usr/bin/docker-registry"
+
+// Registry is a running registry.
+type Registry struct {
+	// Host is host:port, as references name it.
+	Host string
+	// Username and Password are the account htpasswd holds.
+	Username, Password string
+	// CAFile is the PEM of the CA that signed its certificate; Transport
+	// trusts it.
+	CAFile    string
+	Transport *http.Transport
+}
+
+// Start runs a registry until the test ends.
+func Start(t testing.TB) *Registry {
+	t.Helper()
+	bin := os.Getenv("SCION_REGISTRY")
+	if bin == "" {
+		bin = Binary
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no registry at %s: make test installs it (hack/install-test-tools.sh: apt-get install docker-registry), or set SCION_REGISTRY", bin)
+	}
+	dir := t.TempDir()
+	r := &Registry{Username: "scion", Password: "s3cret-" + fmt.Sprint(time.Now().UnixNano())}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Host = l.Addr().String()
+	_ = l.Close()
+	caPEM, certPEM, keyPEM := certificates(t)
+	r.CAFile = filepath.Join(dir, "ca.pem")
+	write(t, r.CAFile, caPEM)
+	write(t, filepath.Join(dir, "cert.pem"), certPEM)
+	write(t, filepath.Join(dir, "key.pem"), keyPEM)
+	hash, err := bcrypt.GenerateFromPassword([]byte(r.Password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "htpasswd"), []byte(r.Username+":"+string(hash)+"\n"))
+	write(t, filepath.Join(dir, "config.yml"), []byte(fmt.Sprintf(`version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: %s}
+  delete: {enabled: true}
+http:
+  addr: %s
+  tls: {certificate: %s, key: %s}
+auth:
+  htpasswd: {realm: scion-test, path: %s}
+`, filepath.Join(dir, "data"), r.Host, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "htpasswd"))))
+	logf, err := os.Create(filepath.Join(dir, "registry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", filepath.Join(dir, "config.yml"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logf.Close()
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	r.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	c := &http.Client{Transport: r.Transport, Timeout: time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := c.Get("https://" + r.Host + "/v2/")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "registry.log"))
+			t.Fatalf("the registry did not start (last: %v):\n%s", err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// DockerConfig writes a Docker config file (in a new folder, as
+// DOCKER_CONFIG names it) with the given password for the registry's
+// account, and returns the folder.
+func (r *Registry) DockerConfig(t testing.TB, password string) string {
+	dir := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte(r.Username + ":" + password))
+	write(t, filepath.Join(dir, "config.json"), []byte(fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, r.Host, auth)))
+	return dir
+}
+
+func write(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// certificates makes a CA and a certificate for 127.0.0.1 signed by it.
+func certificates(t testing.TB) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	ca, err := localca.New("scion test registry CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err = ca.Issue("127.0.0.1", 2, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca.PEM, certPEM, keyPEM
+}
