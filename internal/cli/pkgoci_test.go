@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/registry"
 )
 
@@ -49,4 +53,30 @@ func TestPkgPushPull(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
 	_, err = os.Stat(filepath.Join(dir, "other"))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "nothing written")
+}
+
+// scion repo mirror copies a git repository's published revisions into a
+// registry, and again copies nothing.
+func TestRepoMirror(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	bare := gitserver.InitBare(t, t.TempDir(), "blueprints.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	p := pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")})
+	_, err = (&pkgservice.Service{}).PublishDirect(ctx, st, "app", "v1", p, "Blueprint app v1", "platform-team")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	out, err := run("repo", "mirror", "file://"+bare, "oci://"+reg.Host+"/blueprints", "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`^app revision 1: copied oci://` + reg.Host + `/blueprints/app:v1 \(sha256:[0-9a-f]{64}\)\n1 published revisions, 1 copied\n$`))
+	out, err = run("repo", "mirror", "file://"+bare, "oci://"+reg.Host+"/blueprints", "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(HaveSuffix("1 published revisions, 0 copied\n"))
+	_, err = run("repo", "mirror", "oci://"+reg.Host+"/blueprints", "file://"+bare)
+	g.Expect(err).To(MatchError(ContainSubstring("copying from a registry into git is not built yet")))
+	_, err = run("repo", "mirror", "file://"+bare, reg.Host+"/blueprints")
+	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI prefix: write oci://REGISTRY/PREFIX")))
 }

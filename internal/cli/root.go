@@ -30,7 +30,7 @@ func NewRootCommand(streams Streams) *cobra.Command {
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdAPIServer(streams), NewCmdMigrate(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams), NewCmdTree(streams), NewCmdDeps(streams), NewCmdRollout(streams), NewCmdConsole(streams))
+	cmd.AddCommand(NewCmdVersion(streams), NewCmdPkg(streams), NewCmdFn(streams), NewCmdController(streams), NewCmdAPIServer(streams), NewCmdMigrate(streams), NewCmdRpkg(streams), NewCmdPv(streams), NewCmdPvs(streams), NewCmdDev(streams), NewCmdTree(streams), NewCmdDeps(streams), NewCmdRollout(streams), NewCmdConsole(streams), NewCmdRepo(streams))
 	strict(cmd)
 	return cmd
 }

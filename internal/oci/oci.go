@@ -125,30 +125,30 @@ func ParseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
-// Push stores p at ref and returns the manifest's digest.
-func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Package, o Options) (string, error) {
+// artifact is a package made into an OCI artifact: its blobs (config,
+// layer) and its manifest.
+type artifact struct {
+	blobs    []v1.Layer
+	manifest []byte
+	digest   string
+}
+
+// build makes p into an artifact: the same files always make the same
+// manifest and digest.
+func build(packageName string, p *pkg.Package) (*artifact, error) {
 	kf, ok := p.File("Kptfile")
 	if !ok {
-		return "", fmt.Errorf("the package has no Kptfile: not a package")
+		return nil, fmt.Errorf("the package has no Kptfile: not a package")
 	}
 	layer, err := tarGz(p)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg, err := json.Marshal(Metadata{Package: packageName, Files: p.Len()})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	ctx, cancel := o.context(ctx)
-	defer cancel()
-	opts := o.remote(ctx)
-	repo := ref.Context()
-	blobs := []v1.Layer{static.NewLayer(cfg, ConfigMediaType), static.NewLayer(layer, LayerMediaType)}
-	for _, b := range blobs {
-		if err := remote.WriteLayer(repo, b, opts...); err != nil {
-			return "", fmt.Errorf("pushing to %s: %w", repo, describe(err))
-		}
-	}
+	a := &artifact{blobs: []v1.Layer{static.NewLayer(cfg, ConfigMediaType), static.NewLayer(layer, LayerMediaType)}}
 	desc := func(l v1.Layer, ann map[string]string) (v1.Descriptor, error) {
 		d, err := l.Digest()
 		if err != nil {
@@ -161,28 +161,50 @@ func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Pa
 		mt, err := l.MediaType()
 		return v1.Descriptor{MediaType: mt, Digest: d, Size: n, Annotations: ann}, err
 	}
-	cd, err := desc(blobs[0], nil)
+	cd, err := desc(a.blobs[0], nil)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	ld, err := desc(blobs[1], map[string]string{TitleAnnotation: packageTitle(packageName)})
+	ld, err := desc(a.blobs[1], map[string]string{TitleAnnotation: packageTitle(packageName)})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	m := manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType, Config: cd, Layers: []v1.Descriptor{ld},
 		Annotations: map[string]string{PackageAnnotation: packageName, KptfileAnnotation: string(kf)}}
-	raw, err := json.Marshal(m)
+	if a.manifest, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(a.manifest))
+	if err != nil {
+		return nil, err
+	}
+	a.digest = h.String()
+	return a, nil
+}
+
+// Push stores p at ref and returns the manifest's digest.
+func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Package, o Options) (string, error) {
+	a, err := build(packageName, p)
 	if err != nil {
 		return "", err
 	}
-	if err := remote.Put(ref, rawManifest{raw}, opts...); err != nil {
-		return "", fmt.Errorf("pushing %s: %w", ref, describe(err))
+	ctx, cancel := o.context(ctx)
+	defer cancel()
+	return a.digest, a.push(ref, o.remote(ctx))
+}
+
+// push uploads the artifact's blobs, then its manifest at ref.
+func (a *artifact) push(ref name.Reference, opts []remote.Option) error {
+	repo := ref.Context()
+	for _, b := range a.blobs {
+		if err := remote.WriteLayer(repo, b, opts...); err != nil {
+			return fmt.Errorf("pushing to %s: %w", repo, describe(err))
+		}
 	}
-	h, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return "", err
+	if err := remote.Put(ref, rawManifest{a.manifest}, opts...); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, describe(err))
 	}
-	return h.String(), nil
+	return nil
 }
 
 // packageTitle is the layer's file name.

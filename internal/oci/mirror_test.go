@@ -1,0 +1,100 @@
+package oci_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/scion-dev/scion/internal/oci"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/registry"
+)
+
+// publishRev publishes a revision of a one-file package with the store,
+// as a blueprint author would.
+func publishRev(t *testing.T, st *store.Repository, name, ws, data string) {
+	t.Helper()
+	ctx := context.Background()
+	p := pkg.New(map[string][]byte{
+		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
+		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  v: " + data + "\n"),
+	})
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: name, Workspace: ws, Contents: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Propose(ctx, name, ws, d.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Publish(ctx, name, ws, "", "author", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A git repository's published revisions copied into a registry for an
+// air-gapped site: each at PREFIX/PACKAGE:vN with its content; again,
+// nothing is pushed; a new revision alone is; a tag moved behind Scion's
+// back is left alone and reported, the rest still copied; drafts are not
+// copied.
+func TestMirrorGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	o := oci.Options{Transport: reg.Transport}
+	bare := gitserver.InitBare(t, t.TempDir(), "blueprints.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	publishRev(t, st, "app", "v1", "one")
+	publishRev(t, st, "app", "v2", "two")
+	publishRev(t, st, "platform/net", "v1", "net")
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "wip", Contents: testPackage()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	prefix := reg.Host + "/mirror"
+	got, err := oci.MirrorGit(ctx, st, prefix, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	type row struct {
+		Ref    string
+		Pushed bool
+	}
+	rows := func(ms []oci.Mirrored) []row {
+		var out []row
+		for _, m := range ms {
+			out = append(out, row{m.Ref, m.Pushed})
+		}
+		return out
+	}
+	g.Expect(rows(got)).To(ConsistOf(row{"oci://" + prefix + "/app:v1", true}, row{"oci://" + prefix + "/app:v2", true}, row{"oci://" + prefix + "/platform/net:v1", true}))
+	p, name, digest, err := oci.Pull(ctx, ref(t, "oci://"+prefix+"/app:v2"), o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(name).To(Equal("app"))
+	g.Expect(string(p.Files()["cm.yaml"])).To(ContainSubstring("v: two"))
+	for _, m := range got {
+		if m.Ref == "oci://"+prefix+"/app:v2" {
+			g.Expect(m.Digest).To(Equal(digest))
+		}
+	}
+
+	again, err := oci.MirrorGit(ctx, st, prefix, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rows(again)).To(HaveEach(HaveField("Pushed", false)), "idempotent")
+
+	publishRev(t, st, "app", "v3", "three")
+	// Someone pushes other content at app:v1.
+	_, err = oci.Push(ctx, ref(t, "oci://"+prefix+"/app:v1"), "app", testPackage(), o)
+	g.Expect(err).NotTo(HaveOccurred())
+	third, err := oci.MirrorGit(ctx, st, prefix, o)
+	g.Expect(errors.Is(err, oci.ErrTagTaken)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("app revision 1: the tag holds other content: oci://" + prefix + "/app:v1 is sha256:")))
+	g.Expect(rows(third)).To(ConsistOf(row{"oci://" + prefix + "/app:v2", false}, row{"oci://" + prefix + "/app:v3", true}, row{"oci://" + prefix + "/platform/net:v1", false}))
+
+	// A package whose name a registry cannot hold is reported, by name.
+	publishRev(t, st, "Legacy", "v1", "old")
+	_, err = oci.MirrorGit(ctx, st, prefix, o)
+	g.Expect(err).To(MatchError(ContainSubstring("Legacy revision 1: " + prefix + "/Legacy:v1 cannot be an OCI reference (repository paths are lower case")))
+}
