@@ -75,8 +75,12 @@ func TestRepoMirror(t *testing.T) {
 	out, err = run("repo", "mirror", "file://"+bare, "oci://"+reg.Host+"/blueprints", "--ca-file", reg.CAFile)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(HaveSuffix("1 published revisions, 0 copied\n"))
-	_, err = run("repo", "mirror", "oci://"+reg.Host+"/blueprints", "file://"+bare)
-	g.Expect(err).To(MatchError(ContainSubstring("copying from a registry into git is not built yet")))
+	// And back, into another git repository.
+	other := gitserver.InitBare(t, t.TempDir(), "site.git")
+	out, err = run("repo", "mirror", "oci://"+reg.Host+"/blueprints", "file://"+other, "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(HaveSuffix("1 published revisions, 1 copied\n"))
+	g.Expect(gitserver.Git(t, other, "tag", "--list")).To(ContainSubstring("app/v1"))
 	_, err = run("repo", "mirror", "file://"+bare, reg.Host+"/blueprints")
 	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI prefix: write oci://REGISTRY/PREFIX")))
 }

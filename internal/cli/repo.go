@@ -24,8 +24,8 @@ func NewCmdRepoMirror(streams Streams) *cobra.Command {
 	var f ociFlags
 	var branch, directory string
 	cmd := &cobra.Command{
-		Use:   "mirror GIT-URL oci://REGISTRY/PREFIX",
-		Short: "Copy every published revision of a git repository into an OCI registry",
+		Use:   "mirror (GIT-URL oci://REGISTRY/PREFIX | oci://REGISTRY/PREFIX GIT-URL)",
+		Short: "Copy every published revision of a git repository into an OCI registry, or back",
 		Long: `Copy every published revision of a git repository into an OCI registry, for
 sites that have a registry and no git: package P's revision N goes to
 oci://REGISTRY/PREFIX/P:vN, as the artifact docs/oci-layout.md describes.
@@ -35,18 +35,33 @@ that holds other content is never moved (published revisions are immutable):
 it is reported, the other revisions are still copied, and the command exits
 non-zero. Git is read with your own credentials (SCION_GIT_USERNAME and
 SCION_GIT_PASSWORD, or SCION_GIT_TOKEN); the registry's come from the Docker
-config file. Copying from a registry into git is not built yet.`,
+config file.
+
+The other way round (oci://REGISTRY/PREFIX first), every PREFIX/P:vN tag
+becomes revision N of package P in git, each package's in order, with the
+same files; a revision git has with the same files is left alone. A revision
+git has with other files, or a tag that would not get its number in git
+(git's latest revision of the package is not N-1), is reported, and that
+package's later revisions are not copied.`,
 		Example: `  scion repo mirror https://git.example.com/platform/blueprints.git oci://registry.site-a.example/blueprints
-  scion repo mirror file:///srv/git/blueprints.git oci://registry.local:5000/blueprints --ca-file site-ca.pem`,
+  scion repo mirror file:///srv/git/blueprints.git oci://registry.local:5000/blueprints --ca-file site-ca.pem
+  scion repo mirror oci://registry.site-a.example/blueprints https://git.site-a.example/blueprints.git`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cc *cobra.Command, args []string) error {
 			src, dst := args[0], args[1]
-			if strings.HasPrefix(src, oci.Scheme) {
-				return errors.New("copying from a registry into git is not built yet: give a git URL first, then oci://REGISTRY/PREFIX")
-			}
-			prefix, ok := strings.CutPrefix(dst, oci.Scheme)
-			if !ok || prefix == "" {
+			gitURL, prefix, toGit := src, dst, false
+			if p, ok := strings.CutPrefix(src, oci.Scheme); ok {
+				gitURL, prefix, toGit = dst, p, true
+				if strings.HasPrefix(dst, oci.Scheme) {
+					return errors.New("one side is a git URL, the other oci://REGISTRY/PREFIX")
+				}
+			} else if p, ok := strings.CutPrefix(dst, oci.Scheme); ok {
+				prefix = p
+			} else {
 				return fmt.Errorf("%q is not an OCI prefix: write oci://REGISTRY/PREFIX", dst)
+			}
+			if prefix == "" {
+				return errors.New("the OCI prefix is empty: write oci://REGISTRY/PREFIX")
 			}
 			o, err := f.options()
 			if err != nil {
@@ -58,20 +73,25 @@ config file. Copying from a registry into git is not built yet.`,
 			}
 			defer func() { _ = os.RemoveAll(cache) }()
 			ctx := cmdContext(cc)
-			st, err := store.Open(ctx, store.Options{URL: src, Branch: branch, Directory: directory, Credentials: gitCredentials(), CacheDir: cache})
+			st, err := store.Open(ctx, store.Options{URL: gitURL, Branch: branch, Directory: directory, Credentials: gitCredentials(), CacheDir: cache, CreateBranch: toGit})
 			if err != nil {
 				return err
 			}
-			done, err := oci.MirrorGit(ctx, st, prefix, o)
-			pushed := 0
+			var done []oci.Mirrored
+			if toGit {
+				done, err = oci.MirrorToGit(ctx, prefix, st, o)
+			} else {
+				done, err = oci.MirrorGit(ctx, st, prefix, o)
+			}
+			copied := 0
 			for _, m := range done {
 				what := "there already"
-				if m.Pushed {
-					what, pushed = "copied", pushed+1
+				if m.Copied {
+					what, copied = "copied", copied+1
 				}
 				_, _ = fmt.Fprintf(streams.Out, "%s revision %d: %s %s (%s)\n", m.Package, m.Revision, what, m.Ref, m.Digest)
 			}
-			_, _ = fmt.Fprintf(streams.Out, "%d published revisions, %d copied\n", len(done), pushed)
+			_, _ = fmt.Fprintf(streams.Out, "%d published revisions, %d copied\n", len(done), copied)
 			return err
 		},
 	}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -12,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -23,8 +27,8 @@ type Mirrored struct {
 	Revision int
 	Ref      string
 	Digest   string
-	// Pushed is false when the registry had it already.
-	Pushed bool
+	// Copied is false when the destination had it already.
+	Copied bool
 }
 
 // ErrTagTaken is returned when a published revision's tag in the registry
@@ -95,6 +99,114 @@ func mirrorRevision(ctx context.Context, st *store.Repository, rev store.Revisio
 	if err := a.push(ref, opts); err != nil {
 		return Mirrored{}, err
 	}
-	m.Pushed = true
+	m.Copied = true
 	return m, nil
+}
+
+// revisionTag matches the tags a mirror writes: vN.
+var revisionTag = regexp.MustCompile(`^v([1-9][0-9]{0,8})$`)
+
+// MirrorToGit copies every package revision under prefix (REGISTRY/PATH;
+// package P's revision N at PREFIX/P:vN, as MirrorGit writes them) into
+// the git repository st as published revisions, each package's in order.
+// It is idempotent: a revision git has with the same files is left alone.
+// A revision git has with other files, or one that would not get its
+// number (git's latest revision of the package is not N-1), is reported
+// and that package's later revisions are not copied; an artifact that is
+// not a package is reported; the other packages are still copied.
+func MirrorToGit(ctx context.Context, prefix string, st *store.Repository, o Options) ([]Mirrored, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	host, path, _ := strings.Cut(prefix, "/")
+	reg, err := name.NewRegistry(host, name.StrictValidation)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", Scheme, prefix, err)
+	}
+	if err := st.Fetch(ctx); err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
+	}
+	cctx, cancel := o.context(ctx)
+	defer cancel()
+	opts := o.remote(cctx)
+	repos, err := remote.Catalog(cctx, reg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the repositories of %s: %w", reg, describe(err))
+	}
+	var out []Mirrored
+	var errs []error
+	for _, repo := range repos {
+		pkgPath, ok := strings.CutPrefix(repo, path+"/")
+		if path == "" {
+			pkgPath, ok = repo, true
+		}
+		if !ok {
+			continue
+		}
+		done, err := mirrorPackageToGit(ctx, reg.Repo(repo), pkgPath, st, o, opts)
+		out = append(out, done...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// mirrorPackageToGit copies one package's vN tags into git, in order.
+func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath string, st *store.Repository, o Options, opts []remote.Option) ([]Mirrored, error) {
+	tags, err := remote.List(repo, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the tags of %s: %w", repo, describe(err))
+	}
+	var numbers []int
+	for _, t := range tags {
+		if m := revisionTag.FindStringSubmatch(t); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			numbers = append(numbers, n)
+		}
+	}
+	slices.Sort(numbers)
+	revs, err := st.ListPackage(ctx, pkgPath)
+	if err != nil {
+		return nil, err
+	}
+	inGit, latest := map[int]store.Revision{}, 0
+	for _, r := range revs {
+		if r.Lifecycle == porchv1alpha1.LifecyclePublished || r.Lifecycle == porchv1alpha1.LifecycleDeletionProposed {
+			inGit[r.Revision] = r
+			latest = max(latest, r.Revision)
+		}
+	}
+	var out []Mirrored
+	for _, n := range numbers {
+		ref := repo.Tag(fmt.Sprintf("v%d", n))
+		p, _, digest, err := Pull(ctx, ref, o)
+		if err != nil {
+			return out, fmt.Errorf("%s revision %d: %w", pkgPath, n, err)
+		}
+		m := Mirrored{Package: pkgPath, Revision: n, Ref: Scheme + ref.String(), Digest: digest}
+		if have, ok := inGit[n]; ok {
+			cur, err := st.Read(ctx, have)
+			if err != nil {
+				return out, err
+			}
+			if !cur.Equal(p) {
+				return out, fmt.Errorf("%s revision %d: %w: git's revision %d has other files than %s; published revisions are immutable, so neither is changed", pkgPath, n, ErrTagTaken, n, m.Ref)
+			}
+			out = append(out, m)
+			continue
+		}
+		if latest != n-1 {
+			return out, fmt.Errorf("%s revision %d: git's latest revision of %s is %d, so %s would not be revision %d there; nothing more of %s is copied", pkgPath, n, pkgPath, latest, m.Ref, n, pkgPath)
+		}
+		rev, err := (&pkgservice.Service{}).PublishDirect(ctx, st, pkgPath, fmt.Sprintf("v%d", n), p, "Mirrored from "+m.Ref, "scion repo mirror")
+		if err != nil {
+			return out, fmt.Errorf("%s revision %d: %w", pkgPath, n, err)
+		}
+		if rev.Revision != n {
+			return out, fmt.Errorf("%s revision %d: git published it as revision %d (someone published meanwhile)", pkgPath, n, rev.Revision)
+		}
+		latest = n
+		m.Copied = true
+		out = append(out, m)
+	}
+	return out, nil
 }

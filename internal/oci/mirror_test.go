@@ -60,12 +60,12 @@ func TestMirrorGit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	type row struct {
 		Ref    string
-		Pushed bool
+		Copied bool
 	}
 	rows := func(ms []oci.Mirrored) []row {
 		var out []row
 		for _, m := range ms {
-			out = append(out, row{m.Ref, m.Pushed})
+			out = append(out, row{m.Ref, m.Copied})
 		}
 		return out
 	}
@@ -82,7 +82,7 @@ func TestMirrorGit(t *testing.T) {
 
 	again, err := oci.MirrorGit(ctx, st, prefix, o)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rows(again)).To(HaveEach(HaveField("Pushed", false)), "idempotent")
+	g.Expect(rows(again)).To(HaveEach(HaveField("Copied", false)), "idempotent")
 
 	publishRev(t, st, "app", "v3", "three")
 	// Someone pushes other content at app:v1.
@@ -97,4 +97,57 @@ func TestMirrorGit(t *testing.T) {
 	publishRev(t, st, "Legacy", "v1", "old")
 	_, err = oci.MirrorGit(ctx, st, prefix, o)
 	g.Expect(err).To(MatchError(ContainSubstring("Legacy revision 1: " + prefix + "/Legacy:v1 cannot be an OCI reference (repository paths are lower case")))
+}
+
+// The way back, for a site whose git is fed from its registry: every vN
+// tag under the prefix becomes revision N in git, with the same files;
+// again, nothing is copied; a tag that would skip a number is reported
+// and its package stops there.
+func TestMirrorToGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	o := oci.Options{Transport: reg.Transport}
+	src, err := store.Open(ctx, store.Options{URL: "file://" + gitserver.InitBare(t, t.TempDir(), "src.git"), CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	publishRev(t, src, "app", "v1", "one")
+	publishRev(t, src, "app", "v2", "two")
+	publishRev(t, src, "platform/net", "v1", "net")
+	prefix := reg.Host + "/site"
+	_, err = oci.MirrorGit(ctx, src, prefix, o)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	dstBare := gitserver.InitBare(t, t.TempDir(), "dst.git")
+	dst, err := store.Open(ctx, store.Options{URL: "file://" + dstBare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := oci.MirrorToGit(ctx, prefix, dst, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(HaveLen(3))
+	g.Expect(got).To(HaveEach(HaveField("Copied", true)))
+	for _, r := range []struct {
+		pkg string
+		n   int
+	}{{"app", 1}, {"app", 2}, {"platform/net", 1}} {
+		want, err := src.Get(ctx, r.pkg, "", r.n)
+		g.Expect(err).NotTo(HaveOccurred())
+		have, err := dst.Get(ctx, r.pkg, "", r.n)
+		g.Expect(err).NotTo(HaveOccurred(), "%s revision %d in git", r.pkg, r.n)
+		a, err := src.Read(ctx, want)
+		g.Expect(err).NotTo(HaveOccurred())
+		b, err := dst.Read(ctx, have)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b.Files()).To(Equal(a.Files()))
+	}
+	again, err := oci.MirrorToGit(ctx, prefix, dst, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(HaveEach(HaveField("Copied", false)), "idempotent")
+
+	// v5 of app while git has 2: refused for app, nothing published.
+	_, err = oci.Push(ctx, ref(t, "oci://"+prefix+"/app:v5"), "app", testPackage(), o)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = oci.MirrorToGit(ctx, prefix, dst, o)
+	g.Expect(err).To(MatchError(ContainSubstring("app revision 5: git's latest revision of app is 2, so oci://" + prefix + "/app:v5 would not be revision 5 there")))
+	_, err = dst.Get(ctx, "app", "", 3)
+	g.Expect(err).To(HaveOccurred(), "nothing published")
 }
