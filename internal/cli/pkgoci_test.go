@@ -71,15 +71,15 @@ func TestRepoMirror(t *testing.T) {
 
 	out, err := run("repo", "mirror", "file://"+bare, "oci://"+reg.Host+"/blueprints", "--ca-file", reg.CAFile)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`^app revision 1: copied oci://` + reg.Host + `/blueprints/app:v1 \(sha256:[0-9a-f]{64}\)\n1 published revisions, 1 copied\n$`))
+	g.Expect(out).To(MatchRegexp(`^app revision 1: copied oci://` + reg.Host + `/blueprints/app:v1 \(sha256:[0-9a-f]{64}\)\n1 published revisions, 1 copied; 0 floating tags, 0 moved\n$`))
 	out, err = run("repo", "mirror", "file://"+bare, "oci://"+reg.Host+"/blueprints", "--ca-file", reg.CAFile)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(HaveSuffix("1 published revisions, 0 copied\n"))
+	g.Expect(out).To(HaveSuffix("1 published revisions, 0 copied; 0 floating tags, 0 moved\n"))
 	// And back, into another git repository.
 	other := gitserver.InitBare(t, t.TempDir(), "site.git")
 	out, err = run("repo", "mirror", "oci://"+reg.Host+"/blueprints", "file://"+other, "--ca-file", reg.CAFile)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(HaveSuffix("1 published revisions, 1 copied\n"))
+	g.Expect(out).To(HaveSuffix("1 published revisions, 1 copied; 0 floating tags, 0 moved\n"))
 	g.Expect(gitserver.Git(t, other, "tag", "--list")).To(ContainSubstring("app/v1"))
 	_, err = run("repo", "mirror", "file://"+bare, reg.Host+"/blueprints")
 	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI prefix: write oci://REGISTRY/PREFIX")))

@@ -28,8 +28,9 @@ func NewCmdRepoMirror(streams Streams) *cobra.Command {
 		Short: "Copy every published revision of a git repository into an OCI registry, or back",
 		Long: `Copy every published revision of a git repository into an OCI registry, for
 sites that have a registry and no git: package P's revision N goes to
-oci://REGISTRY/PREFIX/P:vN, as the artifact docs/oci-layout.md describes.
-Drafts and proposals are not copied. It is idempotent: a revision already
+oci://REGISTRY/PREFIX/P:vN, as the artifact docs/oci-layout.md describes, and
+its floating tags (stable, v1.4.0, ...) to PREFIX/P:TAG, moved to where git
+has them. Drafts and proposals are not copied. It is idempotent: a revision already
 there is left alone, so run it again to copy what was published since. A tag
 that holds other content is never moved (published revisions are immutable):
 it is reported, the other revisions are still copied, and the command exits
@@ -39,7 +40,8 @@ config file.
 
 The other way round (oci://REGISTRY/PREFIX first), every PREFIX/P:vN tag
 becomes revision N of package P in git, each package's in order, with the
-same files; a revision git has with the same files is left alone. A revision
+same files, and every other tag that names one of those artifacts becomes a
+floating tag in git; a revision git has with the same files is left alone. A revision
 git has with other files, or a tag that would not get its number in git
 (git's latest revision of the package is not N-1), is reported, and that
 package's later revisions are not copied.`,
@@ -83,15 +85,24 @@ package's later revisions are not copied.`,
 			} else {
 				done, err = oci.MirrorGit(ctx, st, prefix, o)
 			}
-			copied := 0
+			revisions, copied, tags, moved := 0, 0, 0, 0
 			for _, m := range done {
 				what := "there already"
+				if m.Tag != "" {
+					tags++
+					if m.Copied {
+						what, moved = "moved", moved+1
+					}
+					_, _ = fmt.Fprintf(streams.Out, "%s tag %s (revision %d): %s %s\n", m.Package, m.Tag, m.Revision, what, m.Ref)
+					continue
+				}
+				revisions++
 				if m.Copied {
 					what, copied = "copied", copied+1
 				}
 				_, _ = fmt.Fprintf(streams.Out, "%s revision %d: %s %s (%s)\n", m.Package, m.Revision, what, m.Ref, m.Digest)
 			}
-			_, _ = fmt.Fprintf(streams.Out, "%d published revisions, %d copied\n", len(done), copied)
+			_, _ = fmt.Fprintf(streams.Out, "%d published revisions, %d copied; %d floating tags, %d moved\n", revisions, copied, tags, moved)
 			return err
 		},
 	}

@@ -19,14 +19,18 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// Mirrored is what a mirror did with one published revision.
+// Mirrored is what a mirror did with one published revision, or one
+// floating tag.
 type Mirrored struct {
 	// Package and Revision name the revision; Ref is where it is in the
 	// registry, Digest its artifact's digest.
 	Package  string
 	Revision int
-	Ref      string
-	Digest   string
+	// Tag is the floating tag (stable, v1.4.0, ...) for an entry of a
+	// floating tag, pointing at Revision; "" for a revision.
+	Tag    string
+	Ref    string
+	Digest string
 	// Copied is false when the destination had it already.
 	Copied bool
 }
@@ -55,6 +59,7 @@ func MirrorGit(ctx context.Context, st *store.Repository, prefix string, o Optio
 	opts := o.remote(ctx)
 	var out []Mirrored
 	var errs []error
+	digests := map[string]map[int]string{} // package -> revision -> digest
 	for _, rev := range revs {
 		if rev.Lifecycle != porchv1alpha1.LifecyclePublished && rev.Lifecycle != porchv1alpha1.LifecycleDeletionProposed {
 			continue
@@ -65,8 +70,65 @@ func MirrorGit(ctx context.Context, st *store.Repository, prefix string, o Optio
 			continue
 		}
 		out = append(out, m)
+		if digests[m.Package] == nil {
+			digests[m.Package] = map[int]string{}
+		}
+		digests[m.Package][m.Revision] = m.Digest
+	}
+	// Floating tags follow their revisions: moved in the registry to
+	// where git has them (they are tags Scion moves).
+	for _, pkgPath := range sortedKeys(digests) {
+		tags, err := st.FloatingTags(ctx, pkgPath)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, tag := range sortedKeys(tags) {
+			digest, ok := digests[pkgPath][tags[tag]]
+			if !ok {
+				continue // on no revision copied
+			}
+			m, err := moveRegistryTag(prefix, pkgPath, tag, tags[tag], digest, opts)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s tag %s: %w", pkgPath, tag, err))
+				continue
+			}
+			out = append(out, m)
+		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// moveRegistryTag points PREFIX/P:TAG at the artifact of revision n
+// (digest), unless it is there.
+func moveRegistryTag(prefix, pkgPath, tag string, n int, digest string, opts []remote.Option) (Mirrored, error) {
+	ref, err := name.NewTag(fmt.Sprintf("%s/%s:%s", strings.TrimSuffix(prefix, "/"), pkgPath, tag), name.StrictValidation)
+	if err != nil {
+		return Mirrored{}, err
+	}
+	m := Mirrored{Package: pkgPath, Revision: n, Tag: tag, Ref: Scheme + ref.String(), Digest: digest}
+	if d, err := remote.Head(ref, opts...); err == nil && d.Digest.String() == digest {
+		return m, nil
+	}
+	d, err := remote.Get(ref.Context().Digest(digest), opts...)
+	if err != nil {
+		return Mirrored{}, fmt.Errorf("reading %s@%s: %w", ref.Context(), digest, describe(err))
+	}
+	if err := remote.Tag(ref, d, opts...); err != nil {
+		return Mirrored{}, fmt.Errorf("moving %s: %w", m.Ref, describe(err))
+	}
+	m.Copied = true
+	return m, nil
+}
+
+// sortedKeys are a map's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // mirrorRevision copies one published revision unless it is there.
@@ -157,12 +219,16 @@ func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath strin
 		return nil, fmt.Errorf("listing the tags of %s: %w", repo, describe(err))
 	}
 	var numbers []int
+	var floating []string
 	for _, t := range tags {
 		if m := revisionTag.FindStringSubmatch(t); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			numbers = append(numbers, n)
+		} else if store.ValidateFloatingTag(t) == nil {
+			floating = append(floating, t)
 		}
 	}
+	slices.Sort(floating)
 	slices.Sort(numbers)
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {
@@ -176,6 +242,7 @@ func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath strin
 		}
 	}
 	var out []Mirrored
+	byDigest := map[string]int{}
 	for _, n := range numbers {
 		ref := repo.Tag(fmt.Sprintf("v%d", n))
 		p, _, digest, err := Pull(ctx, ref, o)
@@ -183,6 +250,7 @@ func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath strin
 			return out, fmt.Errorf("%s revision %d: %w", pkgPath, n, err)
 		}
 		m := Mirrored{Package: pkgPath, Revision: n, Ref: Scheme + ref.String(), Digest: digest}
+		byDigest[digest] = n
 		if have, ok := inGit[n]; ok {
 			cur, err := st.Read(ctx, have)
 			if err != nil {
@@ -206,6 +274,31 @@ func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath strin
 		}
 		latest = n
 		m.Copied = true
+		out = append(out, m)
+	}
+	// Floating tags follow: pointed in git at the revision whose artifact
+	// the registry's tag names.
+	inGitTags, err := st.FloatingTags(ctx, pkgPath)
+	if err != nil {
+		return out, err
+	}
+	for _, tag := range floating {
+		ref := repo.Tag(tag)
+		d, err := remote.Head(ref, opts...)
+		if err != nil {
+			return out, fmt.Errorf("%s tag %s: reading %s: %w", pkgPath, tag, ref, describe(err))
+		}
+		n, ok := byDigest[d.Digest.String()]
+		if !ok {
+			return out, fmt.Errorf("%s tag %s: %s%s is %s, the artifact of no vN tag copied: not copied", pkgPath, tag, Scheme, ref, d.Digest)
+		}
+		m := Mirrored{Package: pkgPath, Revision: n, Tag: tag, Ref: Scheme + ref.String(), Digest: d.Digest.String()}
+		if inGitTags[tag] != n {
+			if _, err := (&pkgservice.Service{}).SetFloatingTag(ctx, st, pkgPath, tag, n); err != nil {
+				return out, fmt.Errorf("%s tag %s: %w", pkgPath, tag, err)
+			}
+			m.Copied = true
+		}
 		out = append(out, m)
 	}
 	return out, nil

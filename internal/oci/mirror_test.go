@@ -54,6 +54,8 @@ func TestMirrorGit(t *testing.T) {
 	publishRev(t, st, "platform/net", "v1", "net")
 	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "wip", Contents: testPackage()})
 	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.SetFloatingTag(ctx, "app", "stable", 2)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	prefix := reg.Host + "/mirror"
 	got, err := oci.MirrorGit(ctx, st, prefix, o)
@@ -69,11 +71,16 @@ func TestMirrorGit(t *testing.T) {
 		}
 		return out
 	}
-	g.Expect(rows(got)).To(ConsistOf(row{"oci://" + prefix + "/app:v1", true}, row{"oci://" + prefix + "/app:v2", true}, row{"oci://" + prefix + "/platform/net:v1", true}))
+	g.Expect(rows(got)).To(ConsistOf(row{"oci://" + prefix + "/app:v1", true}, row{"oci://" + prefix + "/app:v2", true}, row{"oci://" + prefix + "/platform/net:v1", true},
+		row{"oci://" + prefix + "/app:stable", true}))
+	// The floating tag names the same artifact as the revision it is on.
+	_, _, stable, err := oci.Pull(ctx, ref(t, "oci://"+prefix+"/app:stable"), o)
+	g.Expect(err).NotTo(HaveOccurred())
 	p, name, digest, err := oci.Pull(ctx, ref(t, "oci://"+prefix+"/app:v2"), o)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(name).To(Equal("app"))
 	g.Expect(string(p.Files()["cm.yaml"])).To(ContainSubstring("v: two"))
+	g.Expect(stable).To(Equal(digest))
 	for _, m := range got {
 		if m.Ref == "oci://"+prefix+"/app:v2" {
 			g.Expect(m.Digest).To(Equal(digest))
@@ -85,13 +92,16 @@ func TestMirrorGit(t *testing.T) {
 	g.Expect(rows(again)).To(HaveEach(HaveField("Copied", false)), "idempotent")
 
 	publishRev(t, st, "app", "v3", "three")
+	_, err = st.SetFloatingTag(ctx, "app", "stable", 3)
+	g.Expect(err).NotTo(HaveOccurred())
 	// Someone pushes other content at app:v1.
 	_, err = oci.Push(ctx, ref(t, "oci://"+prefix+"/app:v1"), "app", testPackage(), o)
 	g.Expect(err).NotTo(HaveOccurred())
 	third, err := oci.MirrorGit(ctx, st, prefix, o)
 	g.Expect(errors.Is(err, oci.ErrTagTaken)).To(BeTrue(), "%v", err)
 	g.Expect(err).To(MatchError(ContainSubstring("app revision 1: the tag holds other content: oci://" + prefix + "/app:v1 is sha256:")))
-	g.Expect(rows(third)).To(ConsistOf(row{"oci://" + prefix + "/app:v2", false}, row{"oci://" + prefix + "/app:v3", true}, row{"oci://" + prefix + "/platform/net:v1", false}))
+	g.Expect(rows(third)).To(ConsistOf(row{"oci://" + prefix + "/app:v2", false}, row{"oci://" + prefix + "/app:v3", true}, row{"oci://" + prefix + "/platform/net:v1", false},
+		row{"oci://" + prefix + "/app:stable", true}))
 
 	// A package whose name a registry cannot hold is reported, by name.
 	publishRev(t, st, "Legacy", "v1", "old")
@@ -114,6 +124,8 @@ func TestMirrorToGit(t *testing.T) {
 	publishRev(t, src, "app", "v1", "one")
 	publishRev(t, src, "app", "v2", "two")
 	publishRev(t, src, "platform/net", "v1", "net")
+	_, err = src.SetFloatingTag(ctx, "app", "stable", 1)
+	g.Expect(err).NotTo(HaveOccurred())
 	prefix := reg.Host + "/site"
 	_, err = oci.MirrorGit(ctx, src, prefix, o)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -123,8 +135,11 @@ func TestMirrorToGit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	got, err := oci.MirrorToGit(ctx, prefix, dst, o)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(HaveLen(3))
+	g.Expect(got).To(HaveLen(4), "three revisions and the tag")
 	g.Expect(got).To(HaveEach(HaveField("Copied", true)))
+	tags, err := dst.FloatingTags(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(Equal(map[string]int{"stable": 1}))
 	for _, r := range []struct {
 		pkg string
 		n   int
