@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/scion-dev/scion/internal/deps"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
 
@@ -28,6 +29,8 @@ type DepsResolveOptions struct {
 	Catalog, Installed, Output string
 	AllowDowngrade, Prerelease bool
 	Requests                   []deps.Request
+	// OCI configures reading a catalog in a registry.
+	OCI ociFlags
 }
 
 // NewCmdDepsResolve returns `scion deps resolve`.
@@ -44,6 +47,9 @@ where it can.
 --catalog DIR holds the published revisions: every folder
 DIR/<package path>/<version>/ with a Kptfile is one revision, <version>
 being semver with or without a leading v (1.4.0, v1.4.0) or vN (N.0.0).
+--catalog oci://REGISTRY/PREFIX reads them from a registry (as scion repo
+mirror writes them): every PREFIX/<package path>:vN artifact is a revision,
+its version a semver tag on the same artifact (v1.4.0), else vN.
 --installed DIR is a checkout of the deployment repository: every folder
 with a Kptfile is an installed package, identified by its Kptfile's
 upstreamLock (git.directory and the version at the end of git.ref).
@@ -62,7 +68,8 @@ document for yaml and json).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Catalog, "catalog", "", "folder of published revisions, <package path>/<version>/ (required)")
+	f.StringVar(&o.Catalog, "catalog", "", "folder of published revisions, <package path>/<version>/, or oci://REGISTRY/PREFIX (required)")
+	o.OCI.add(cmd)
 	f.StringVar(&o.Installed, "installed", "", "checkout of the deployment repository")
 	f.BoolVar(&o.AllowDowngrade, "allow-downgrade", false, "let an installed package move to a lower version")
 	f.BoolVar(&o.Prerelease, "prerelease", false, "let pre-release versions be chosen where a range does not name one")
@@ -88,6 +95,31 @@ func (o *DepsResolveOptions) Complete(args []string) error {
 	return nil
 }
 
+// loadCatalog reads --catalog: a folder, or oci://REGISTRY/PREFIX (every
+// PREFIX/P:vN artifact a revision of P, its version a semver tag on it or
+// vN).
+func (o *DepsResolveOptions) loadCatalog() (*deps.Catalog, error) {
+	prefix, ok := strings.CutPrefix(o.Catalog, oci.Scheme)
+	if !ok {
+		return deps.LoadCatalog(o.Catalog)
+	}
+	opts, err := o.OCI.options()
+	if err != nil {
+		return nil, err
+	}
+	revs, err := oci.ListRevisions(context.Background(), prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := deps.NewCatalog()
+	for _, r := range revs {
+		if err := c.AddPackage(r.Package, r.Version, r.Files); err != nil {
+			return nil, fmt.Errorf("%s revision %d: %w", r.Package, r.Revision, err)
+		}
+	}
+	return c, nil
+}
+
 // depsDocument is the yaml and json output.
 type depsDocument struct {
 	Resolved    bool              `json:"resolved"`
@@ -98,7 +130,7 @@ type depsDocument struct {
 
 // Run resolves and prints.
 func (o *DepsResolveOptions) Run() error {
-	catalog, err := deps.LoadCatalog(o.Catalog)
+	catalog, err := o.loadCatalog()
 	if err != nil {
 		return fmt.Errorf("--catalog: %w", err)
 	}

@@ -2,12 +2,17 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/scion-dev/scion/internal/deps"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
@@ -83,4 +88,50 @@ func TestRepoMirror(t *testing.T) {
 	g.Expect(gitserver.Git(t, other, "tag", "--list")).To(ContainSubstring("app/v1"))
 	_, err = run("repo", "mirror", "file://"+bare, reg.Host+"/blueprints")
 	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI prefix: write oci://REGISTRY/PREFIX")))
+}
+
+// scion deps resolve with a catalog in a registry: examples/deps/catalog
+// pushed as PREFIX/P:vN with its semver tags resolves exactly as the folder
+// does.
+func TestDepsResolve_ociCatalog(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	o := oci.Options{Transport: reg.Transport}
+	root := filepath.Join("..", "..", "examples", "deps", "catalog")
+	pkgs, err := os.ReadDir(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range pkgs {
+		versions, err := os.ReadDir(filepath.Join(root, p.Name()))
+		g.Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, v := range versions {
+			names = append(names, v.Name())
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			va, _ := deps.ParseVersion(a)
+			vb, _ := deps.ParseVersion(b)
+			return va.Compare(vb)
+		})
+		for i, v := range names {
+			files, err := pkg.ReadDir(filepath.Join(root, p.Name(), v))
+			g.Expect(err).NotTo(HaveOccurred())
+			r, err := oci.ParseReference(fmt.Sprintf("oci://%s/catalog/%s:v%d", reg.Host, p.Name(), i+1))
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = oci.Push(ctx, r, p.Name(), files, o)
+			g.Expect(err).NotTo(HaveOccurred())
+			if strings.Contains(v, ".") { // a semver tag on the revision, as a release would set
+				tag := "v" + strings.TrimPrefix(v, "v")
+				_, err = oci.Push(ctx, r.Context().Tag(tag), p.Name(), files, o)
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+		}
+	}
+	want, stderr, err := runStreams("deps", "resolve", "--catalog", root, "app")
+	g.Expect(err).NotTo(HaveOccurred(), stderr)
+	got, stderr, err := runStreams("deps", "resolve", "--catalog", "oci://"+reg.Host+"/catalog", "app", "--ca-file", reg.CAFile)
+	g.Expect(err).NotTo(HaveOccurred(), stderr)
+	g.Expect(got).To(Equal(want))
+	g.Expect(got).To(ContainSubstring("app 2.1.0 (install): requested"))
 }

@@ -27,18 +27,29 @@ func LoadCatalog(dir string) (*Catalog, error) {
 		if name == "" {
 			return fmt.Errorf("%s: a catalog revision is a folder <package path>/<version>/ holding a Kptfile", filepath.Join(dir, rel))
 		}
-		v, err := ParseVersion(ver)
-		if err != nil {
+		if err := c.AddPackage(name, ver, p); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
 		}
-		r := &Revision{Package: name, Version: v}
-		r.Decl, r.Err = ParsePackage(p)
-		return c.Add(r)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// AddPackage adds the published revision of package name at version ver
+// (semver with or without a leading v, or vN for N.0.0) with files p: its
+// declaration read from them, or why it cannot be (then it is never
+// chosen).
+func (c *Catalog) AddPackage(name, ver string, p *pkg.Package) error {
+	v, err := ParseVersion(ver)
+	if err != nil {
+		return err
+	}
+	r := &Revision{Package: name, Version: v}
+	r.Decl, r.Err = ParsePackage(p)
+	return c.Add(r)
 }
 
 // LoadInstalled reads a deployment repository's checkout: every folder

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -177,33 +180,20 @@ var revisionTag = regexp.MustCompile(`^v([1-9][0-9]{0,8})$`)
 // and that package's later revisions are not copied; an artifact that is
 // not a package is reported; the other packages are still copied.
 func MirrorToGit(ctx context.Context, prefix string, st *store.Repository, o Options) ([]Mirrored, error) {
-	prefix = strings.TrimSuffix(prefix, "/")
-	host, path, _ := strings.Cut(prefix, "/")
-	reg, err := name.NewRegistry(host, name.StrictValidation)
-	if err != nil {
-		return nil, fmt.Errorf("%s%s: %w", Scheme, prefix, err)
-	}
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
 	cctx, cancel := o.context(ctx)
 	defer cancel()
 	opts := o.remote(cctx)
-	repos, err := remote.Catalog(cctx, reg, opts...)
+	pkgs, err := packagesUnder(cctx, prefix, opts)
 	if err != nil {
-		return nil, fmt.Errorf("listing the repositories of %s: %w", reg, describe(err))
+		return nil, err
 	}
 	var out []Mirrored
 	var errs []error
-	for _, repo := range repos {
-		pkgPath, ok := strings.CutPrefix(repo, path+"/")
-		if path == "" {
-			pkgPath, ok = repo, true
-		}
-		if !ok {
-			continue
-		}
-		done, err := mirrorPackageToGit(ctx, reg.Repo(repo), pkgPath, st, o, opts)
+	for _, p := range pkgs {
+		done, err := mirrorPackageToGit(ctx, p, st, o, opts)
 		out = append(out, done...)
 		if err != nil {
 			errs = append(errs, err)
@@ -212,24 +202,60 @@ func MirrorToGit(ctx context.Context, prefix string, st *store.Repository, o Opt
 	return out, errors.Join(errs...)
 }
 
-// mirrorPackageToGit copies one package's vN tags into git, in order.
-func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath string, st *store.Repository, o Options, opts []remote.Option) ([]Mirrored, error) {
-	tags, err := remote.List(repo, opts...)
+// registryPackage is a package under a prefix: its repository and its
+// tags, the vN ones (sorted by N) and the floating ones (sorted).
+type registryPackage struct {
+	repo     name.Repository
+	path     string
+	numbers  []int
+	floating []string
+}
+
+// packagesUnder lists the packages under prefix (REGISTRY/PATH): every
+// repository of the registry's catalog below PATH, with its tags.
+func packagesUnder(ctx context.Context, prefix string, opts []remote.Option) ([]registryPackage, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	host, path, _ := strings.Cut(prefix, "/")
+	reg, err := name.NewRegistry(host, name.StrictValidation)
 	if err != nil {
-		return nil, fmt.Errorf("listing the tags of %s: %w", repo, describe(err))
+		return nil, fmt.Errorf("%s%s: %w", Scheme, prefix, err)
 	}
-	var numbers []int
-	var floating []string
-	for _, t := range tags {
-		if m := revisionTag.FindStringSubmatch(t); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			numbers = append(numbers, n)
-		} else if store.ValidateFloatingTag(t) == nil {
-			floating = append(floating, t)
+	repos, err := remote.Catalog(ctx, reg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the repositories of %s: %w", reg, describe(err))
+	}
+	var out []registryPackage
+	for _, repo := range repos {
+		pkgPath, ok := strings.CutPrefix(repo, path+"/")
+		if path == "" {
+			pkgPath, ok = repo, true
 		}
+		if !ok {
+			continue
+		}
+		p := registryPackage{repo: reg.Repo(repo), path: pkgPath}
+		tags, err := remote.List(p.repo, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("listing the tags of %s: %w", p.repo, describe(err))
+		}
+		for _, t := range tags {
+			if m := revisionTag.FindStringSubmatch(t); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				p.numbers = append(p.numbers, n)
+			} else if store.ValidateFloatingTag(t) == nil {
+				p.floating = append(p.floating, t)
+			}
+		}
+		slices.Sort(p.numbers)
+		slices.Sort(p.floating)
+		out = append(out, p)
 	}
-	slices.Sort(floating)
-	slices.Sort(numbers)
+	return out, nil
+}
+
+// mirrorPackageToGit copies one package's vN tags into git, in order.
+func mirrorPackageToGit(ctx context.Context, rp registryPackage, st *store.Repository, o Options, opts []remote.Option) ([]Mirrored, error) {
+	repo, pkgPath, numbers, floating := rp.repo, rp.path, rp.numbers, rp.floating
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {
 		return nil, err
@@ -300,6 +326,54 @@ func mirrorPackageToGit(ctx context.Context, repo name.Repository, pkgPath strin
 			m.Copied = true
 		}
 		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Listed is one published revision in a registry.
+type Listed struct {
+	// Package is its package's path, Revision its number (the vN tag).
+	Package  string
+	Revision int
+	// Version is the semantic version it has: a floating tag on it that
+	// is a version (v1.4.0), else vN.
+	Version string
+	// Files are its files.
+	Files *pkg.Package
+}
+
+// ListRevisions reads every published revision under prefix (PREFIX/P:vN,
+// as MirrorGit writes them): what a dependency catalog in a registry
+// holds. A revision's version is a semver floating tag on the same
+// artifact, else vN (N.0.0), as for git.
+func ListRevisions(ctx context.Context, prefix string, o Options) ([]Listed, error) {
+	cctx, cancel := o.context(ctx)
+	defer cancel()
+	opts := o.remote(cctx)
+	pkgs, err := packagesUnder(cctx, prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Listed
+	for _, rp := range pkgs {
+		versions := map[string]string{} // digest -> semver tag
+		for _, t := range rp.floating {
+			if _, err := semver.StrictNewVersion(strings.TrimPrefix(t, "v")); err != nil {
+				continue
+			}
+			d, err := remote.Head(rp.repo.Tag(t), opts...)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", rp.repo.Tag(t), describe(err))
+			}
+			versions[d.Digest.String()] = t
+		}
+		for _, n := range rp.numbers {
+			p, _, digest, err := Pull(ctx, rp.repo.Tag(fmt.Sprintf("v%d", n)), o)
+			if err != nil {
+				return nil, fmt.Errorf("%s revision %d: %w", rp.path, n, err)
+			}
+			out = append(out, Listed{Package: rp.path, Revision: n, Version: cmp.Or(versions[digest], fmt.Sprintf("v%d", n)), Files: p})
+		}
 	}
 	return out, nil
 }
