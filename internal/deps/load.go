@@ -27,10 +27,10 @@ func LoadCatalog(dir string) (*Catalog, error) {
 		if name == "" {
 			return fmt.Errorf("%s: a catalog revision is a folder <package path>/<version>/ holding a Kptfile", filepath.Join(dir, rel))
 		}
-		if err := c.AddPackage(name, ver, p); err != nil {
+		if _, err := ParseVersion(ver); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
 		}
-		return nil
+		return c.AddPackage(name, ver, p)
 	})
 	if err != nil {
 		return nil, err
