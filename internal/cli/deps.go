@@ -64,7 +64,7 @@ document for yaml and json).`,
 			if err := o.Complete(args); err != nil {
 				return err
 			}
-			return o.Run()
+			return o.Run(cmdContext(cmd))
 		},
 	}
 	f := cmd.Flags()
@@ -98,7 +98,7 @@ func (o *DepsResolveOptions) Complete(args []string) error {
 // loadCatalog reads --catalog: a folder, or oci://REGISTRY/PREFIX (every
 // PREFIX/P:vN artifact a revision of P, its version a semver tag on it or
 // vN).
-func (o *DepsResolveOptions) loadCatalog() (*deps.Catalog, error) {
+func (o *DepsResolveOptions) loadCatalog(ctx context.Context) (*deps.Catalog, error) {
 	prefix, ok := strings.CutPrefix(o.Catalog, oci.Scheme)
 	if !ok {
 		return deps.LoadCatalog(o.Catalog)
@@ -107,7 +107,7 @@ func (o *DepsResolveOptions) loadCatalog() (*deps.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	revs, err := oci.ListRevisions(context.Background(), prefix, opts)
+	revs, err := oci.ListRevisions(ctx, prefix, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +129,8 @@ type depsDocument struct {
 }
 
 // Run resolves and prints.
-func (o *DepsResolveOptions) Run() error {
-	catalog, err := o.loadCatalog()
+func (o *DepsResolveOptions) Run(ctx context.Context) error {
+	catalog, err := o.loadCatalog(ctx)
 	if err != nil {
 		return fmt.Errorf("--catalog: %w", err)
 	}

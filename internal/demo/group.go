@@ -116,13 +116,7 @@ func (o *Options) releaseGroup(ctx context.Context, f *Fleet) error {
 	if _, err := rc.Propose(ctx, held); err != nil {
 		return err
 	}
-	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
-		return configv1alpha1.ReadyAt(ro.Status.Conditions, ro.Generation, ro.Status.ObservedGeneration)
-	}); err != nil {
-		return err
-	}
-	o.say("==> %s rollout status %s", o.scion(), name)
-	return o.printRollout(ctx, ro)
+	return o.finishRollout(ctx, ro)
 }
 
 func packagesOf(set *configv1alpha2.PackageVariantSet) string {

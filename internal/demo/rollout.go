@@ -198,12 +198,18 @@ func (o *Options) rollOut(ctx context.Context, ns string) error {
 	if err := (&rolloutctl.Client{Client: o.Client, Namespace: ns}).Resume(ctx, name); err != nil {
 		return err
 	}
+	return o.finishRollout(ctx, ro)
+}
+
+// finishRollout waits until the rollout is Ready, and shows it as scion
+// rollout status does.
+func (o *Options) finishRollout(ctx context.Context, ro *configv1alpha1.PackageRollout) error {
 	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
 		return configv1alpha1.ReadyAt(ro.Status.Conditions, ro.Generation, ro.Status.ObservedGeneration)
 	}); err != nil {
 		return err
 	}
-	o.say("==> %s rollout status %s", o.scion(), name)
+	o.say("==> %s rollout status %s", o.scion(), ro.Name)
 	return o.printRollout(ctx, ro)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -57,9 +58,8 @@ func MirrorGit(ctx context.Context, st *store.Repository, prefix string, o Optio
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := o.context(ctx)
+	ctx, opts, cancel := o.session(ctx)
 	defer cancel()
-	opts := o.remote(ctx)
 	var out []Mirrored
 	var errs []error
 	digests := map[string]map[int]string{} // package -> revision -> digest
@@ -80,13 +80,13 @@ func MirrorGit(ctx context.Context, st *store.Repository, prefix string, o Optio
 	}
 	// Floating tags follow their revisions: moved in the registry to
 	// where git has them (they are tags Scion moves).
-	for _, pkgPath := range sortedKeys(digests) {
+	for _, pkgPath := range slices.Sorted(maps.Keys(digests)) {
 		tags, err := st.FloatingTags(ctx, pkgPath)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, tag := range sortedKeys(tags) {
+		for _, tag := range slices.Sorted(maps.Keys(tags)) {
 			digest, ok := digests[pkgPath][tags[tag]]
 			if !ok {
 				continue // on no revision copied
@@ -122,16 +122,6 @@ func moveRegistryTag(prefix, pkgPath, tag string, n int, digest string, opts []r
 	}
 	m.Copied = true
 	return m, nil
-}
-
-// sortedKeys are a map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // mirrorRevision copies one published revision unless it is there.
@@ -183,9 +173,8 @@ func MirrorToGit(ctx context.Context, prefix string, st *store.Repository, o Opt
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
-	cctx, cancel := o.context(ctx)
+	cctx, opts, cancel := o.session(ctx)
 	defer cancel()
-	opts := o.remote(cctx)
 	pkgs, err := packagesUnder(cctx, prefix, opts)
 	if err != nil {
 		return nil, err
@@ -347,9 +336,8 @@ type Listed struct {
 // holds. A revision's version is a semver floating tag on the same
 // artifact, else vN (N.0.0), as for git.
 func ListRevisions(ctx context.Context, prefix string, o Options) ([]Listed, error) {
-	cctx, cancel := o.context(ctx)
+	cctx, opts, cancel := o.session(ctx)
 	defer cancel()
-	opts := o.remote(cctx)
 	pkgs, err := packagesUnder(cctx, prefix, opts)
 	if err != nil {
 		return nil, err

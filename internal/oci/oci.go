@@ -93,12 +93,15 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 	return opts
 }
 
-func (o Options) context(ctx context.Context) (context.Context, context.CancelFunc) {
+// session bounds one push, pull or mirror by the timeout, and returns
+// the registry client's options for it.
+func (o Options) session(ctx context.Context) (context.Context, []remote.Option, context.CancelFunc) {
 	t := o.Timeout
 	if t == 0 {
 		t = time.Minute
 	}
-	return context.WithTimeout(ctx, t)
+	ctx, cancel := context.WithTimeout(ctx, t)
+	return ctx, o.remote(ctx), cancel
 }
 
 func (o Options) maxLayer() int64 {
@@ -169,7 +172,7 @@ func build(packageName string, p *pkg.Package) (*artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType, Config: cd, Layers: []v1.Descriptor{ld},
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType, Config: cd, Layers: []v1.Descriptor{ld},
 		Annotations: map[string]string{PackageAnnotation: packageName, KptfileAnnotation: string(kf)}}
 	if a.manifest, err = json.Marshal(m); err != nil {
 		return nil, err
@@ -188,9 +191,9 @@ func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Pa
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := o.context(ctx)
+	_, opts, cancel := o.session(ctx)
 	defer cancel()
-	return a.digest, a.push(ref, o.remote(ctx))
+	return a.digest, a.push(ref, opts)
 }
 
 // push uploads the artifact's blobs, then its manifest at ref.
@@ -212,16 +215,6 @@ func packageTitle(packageName string) string {
 	return strings.ReplaceAll(packageName, "/", "-") + ".tar.gz"
 }
 
-// manifest is an OCI image manifest with the artifactType field.
-type manifest struct {
-	SchemaVersion int64             `json:"schemaVersion"`
-	MediaType     types.MediaType   `json:"mediaType"`
-	ArtifactType  string            `json:"artifactType,omitempty"`
-	Config        v1.Descriptor     `json:"config"`
-	Layers        []v1.Descriptor   `json:"layers"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
-}
-
 // rawManifest is a manifest as bytes, for remote.Put.
 type rawManifest struct{ raw []byte }
 
@@ -237,9 +230,8 @@ var ErrNotPackage = errors.New("not a Scion package")
 // than the limit, a path that escapes the package, a layer without a
 // Kptfile are refused with ErrNotPackage, naming the reference.
 func Pull(ctx context.Context, ref name.Reference, o Options) (*pkg.Package, string, string, error) {
-	ctx, cancel := o.context(ctx)
+	_, opts, cancel := o.session(ctx)
 	defer cancel()
-	opts := o.remote(ctx)
 	d, err := remote.Get(ref, opts...)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, describe(err))
@@ -250,7 +242,7 @@ func Pull(ctx context.Context, ref name.Reference, o Options) (*pkg.Package, str
 	if d.MediaType != types.OCIManifestSchema1 {
 		return nil, "", "", notPkg("its manifest is %s, not an OCI image manifest", d.MediaType)
 	}
-	m := &manifest{}
+	m := &v1.Manifest{}
 	if err := json.Unmarshal(d.Manifest, m); err != nil {
 		return nil, "", "", notPkg("its manifest cannot be read: %v", err)
 	}

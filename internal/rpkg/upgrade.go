@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,11 +81,12 @@ func (c *Client) UpgradeVariants(ctx context.Context, sel Selection, to configv1
 			continue
 		}
 		upstreams[u.Repo+"/"+u.Package] = true
-		ref := pvOwner(pv)
-		if ref == "" {
+		owner := metav1.GetControllerOf(pv)
+		if owner == nil || owner.Kind != "PackageVariantSet" {
 			own[pv.Name] = pv
 			continue
 		}
+		ref := owner.Name
 		if sets[ref] == nil {
 			sets[ref], setVariants[ref] = map[string]bool{}, map[string]bool{}
 		}
@@ -102,14 +105,14 @@ func (c *Client) UpgradeVariants(ctx context.Context, sel Selection, to configv1
 		}
 	}
 	var out []Upgraded
-	for _, name := range sortedKeys(sets) {
+	for _, name := range slices.Sorted(maps.Keys(sets)) {
 		changes, err := c.upgradeSet(ctx, name, sets[name], to)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, Upgraded{Kind: "PackageVariantSet", Name: name, Changes: changes, Variants: len(setVariants[name])})
 	}
-	for _, name := range sortedKeys(own) {
+	for _, name := range slices.Sorted(maps.Keys(own)) {
 		changes, err := c.upgradeVariant(ctx, name, to)
 		if err != nil {
 			return out, err
@@ -126,26 +129,6 @@ func packagesNote(packages []string) string {
 	return " of upstream package " + strings.Join(packages, ", ")
 }
 
-// pvOwner is the name of the PackageVariantSet that controls pv, "" when
-// none does.
-func pvOwner(pv *configv1alpha1.PackageVariant) string {
-	for _, ref := range pv.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "PackageVariantSet" {
-			return ref.Name
-		}
-	}
-	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // checkPublished says which upstream package (repo/package) has no
 // published revision n.
 func (c *Client) checkPublished(ctx context.Context, upstreams map[string]bool, n int, to configv1alpha1.RevisionNumber) error {
@@ -160,7 +143,7 @@ func (c *Client) checkPublished(ctx context.Context, upstreams map[string]bool, 
 		}
 	}
 	var missing []string
-	for _, u := range sortedKeys(upstreams) {
+	for _, u := range slices.Sorted(maps.Keys(upstreams)) {
 		if !have[u] {
 			missing = append(missing, u)
 		}
