@@ -85,7 +85,7 @@ func (r *resources) List(ctx context.Context, opts *metainternalversion.ListOpti
 	// and refs), not once per revision.
 	type opening struct {
 		repo *configv1alpha1.Repository
-		st   *store.Repository
+		st   store.Store
 		err  error
 	}
 	repos := map[string]opening{}
@@ -141,7 +141,7 @@ func (r *resources) ConvertToTable(ctx context.Context, obj, opts runtime.Object
 type opened struct {
 	pr   *porchv1alpha1.PackageRevision
 	repo *configv1alpha1.Repository
-	st   *store.Repository
+	st   store.Store
 	rev  store.Revision
 }
 
@@ -166,7 +166,7 @@ func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageR
 
 // openRepository opens a Repository's git store, fresh within
 // contentMaxAge.
-func (r *resources) openRepository(ctx context.Context, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
+func (r *resources) openRepository(ctx context.Context, ns, name string) (*configv1alpha1.Repository, store.Store, error) {
 	repo, st, err := r.repos.OpenNamed(ctx, r.client, ns, name)
 	if err != nil {
 		return nil, nil, err
@@ -184,7 +184,7 @@ func unavailable(pr *porchv1alpha1.PackageRevision, err error) error {
 }
 
 // find finds a PackageRevision's revision in its opened Repository.
-func find(pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st *store.Repository) (*opened, error) {
+func find(pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st store.Store) (*opened, error) {
 	rev, err := st.Get(context.Background(), pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierrors.NewNotFound(resourcesGR, pr.Name)

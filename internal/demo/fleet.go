@@ -97,7 +97,7 @@ func (o *Options) repoURL(name string) string {
 
 // openStore opens a fleet repository with a private cache (the demo
 // writes as a person would, not through the controller's mirrors).
-func (o *Options) openStore(ctx context.Context, name string) (*store.Repository, error) {
+func (o *Options) openStore(ctx context.Context, name string) (store.Store, error) {
 	return store.Open(ctx, store.Options{URL: o.repoURL(name), CreateBranch: true, CacheDir: filepath.Join(o.GitDir, ".cache", name), Author: "demo", Email: "demo@example.com"})
 }
 
@@ -197,7 +197,7 @@ func (o *Options) publishBlueprints(ctx context.Context, f *Fleet) error {
 
 // publish writes p as a draft of workspace ws, proposes and publishes it,
 // as a blueprint author does.
-func publish(ctx context.Context, st *store.Repository, name, ws string, p *pkg.Package) (store.Revision, error) {
+func publish(ctx context.Context, st store.Store, name, ws string, p *pkg.Package) (store.Revision, error) {
 	return (&pkgservice.Service{}).PublishDirect(ctx, st, name, ws, p, "Blueprint "+name+" "+ws, "platform-team")
 }
 

@@ -50,7 +50,7 @@ var ErrTagTaken = errors.New("the tag holds other content")
 // is left alone; a tag holding other content is an ErrTagTaken error for
 // that revision, and the others are still copied. Run it again to copy
 // what was published since.
-func MirrorGit(ctx context.Context, st *store.Repository, prefix string, o Options) ([]Mirrored, error) {
+func MirrorGit(ctx context.Context, st store.Store, prefix string, o Options) ([]Mirrored, error) {
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
@@ -125,7 +125,7 @@ func moveRegistryTag(prefix, pkgPath, tag string, n int, digest string, opts []r
 }
 
 // mirrorRevision copies one published revision unless it is there.
-func mirrorRevision(ctx context.Context, st *store.Repository, rev store.Revision, prefix string, opts []remote.Option) (Mirrored, error) {
+func mirrorRevision(ctx context.Context, st store.Store, rev store.Revision, prefix string, opts []remote.Option) (Mirrored, error) {
 	tag := fmt.Sprintf("%s/%s:v%d", strings.TrimSuffix(prefix, "/"), rev.Package, rev.Revision)
 	ref, err := name.ParseReference(tag, name.StrictValidation)
 	if err != nil {
@@ -169,7 +169,7 @@ var revisionTag = regexp.MustCompile(`^v([1-9][0-9]{0,8})$`)
 // number (git's latest revision of the package is not N-1), is reported
 // and that package's later revisions are not copied; an artifact that is
 // not a package is reported; the other packages are still copied.
-func MirrorToGit(ctx context.Context, prefix string, st *store.Repository, o Options) ([]Mirrored, error) {
+func MirrorToGit(ctx context.Context, prefix string, st store.Store, o Options) ([]Mirrored, error) {
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
@@ -243,7 +243,7 @@ func packagesUnder(ctx context.Context, prefix string, opts []remote.Option) ([]
 }
 
 // mirrorPackageToGit copies one package's vN tags into git, in order.
-func mirrorPackageToGit(ctx context.Context, rp registryPackage, st *store.Repository, o Options, opts []remote.Option) ([]Mirrored, error) {
+func mirrorPackageToGit(ctx context.Context, rp registryPackage, st store.Store, o Options, opts []remote.Option) ([]Mirrored, error) {
 	repo, pkgPath, numbers, floating := rp.repo, rp.path, rp.numbers, rp.floating
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {

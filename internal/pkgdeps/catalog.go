@@ -26,7 +26,7 @@ import (
 type Source struct {
 	// Name is the Repository's name.
 	Name  string
-	Store *store.Repository
+	Store store.Store
 }
 
 // Location is where a catalog revision is: a Repository and a published
@@ -86,7 +86,7 @@ func NewReader() *Reader { return &Reader{decls: map[string]declared{}} }
 
 // declaration reads (or recalls) the declaration of a revision and the
 // upstream commit it records.
-func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev store.Revision) (declared, error) {
+func (r *Reader) declaration(ctx context.Context, st store.Store, rev store.Revision) (declared, error) {
 	key := declKey(st, rev)
 	r.mu.Lock()
 	d, ok := r.decls[key]
@@ -107,14 +107,14 @@ func (r *Reader) declaration(ctx context.Context, st *store.Repository, rev stor
 // content p, so that reading it (the lock's reconcile after a variant's
 // write) does not read and parse the package from git again: a package
 // written in process still holds its parse.
-func (r *Reader) Remember(st *store.Repository, rev store.Revision, p *pkg.Package) {
+func (r *Reader) Remember(st store.Store, rev store.Revision, p *pkg.Package) {
 	r.remember(declKey(st, rev), declare(rev, p))
 }
 
 // declKey names a revision, not a commit: the cache keeps the declaration
 // of each revision's latest commit only, so a draft written again and
 // again holds one entry, not one per commit it ever had.
-func declKey(st *store.Repository, rev store.Revision) string {
+func declKey(st store.Store, rev store.Revision) string {
 	return st.URL() + "\x00" + rev.Package + "\x00" + rev.Workspace + "\x00" + strconv.Itoa(rev.Revision)
 }
 

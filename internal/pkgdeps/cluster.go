@@ -80,7 +80,7 @@ func (c *Catalog) Identify(commit string) *deps.Revision {
 
 // Declaration reads the declaration of a package revision (cached by
 // commit).
-func (r *Reader) Declaration(ctx context.Context, st *store.Repository, rev store.Revision) (*deps.Declaration, error) {
+func (r *Reader) Declaration(ctx context.Context, st store.Store, rev store.Revision) (*deps.Declaration, error) {
 	d, err := r.declaration(ctx, st, rev)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ type Package struct {
 }
 
 // Installed reads every package of a deployment repository.
-func (r *Reader) Installed(ctx context.Context, st *store.Repository, cat *Catalog) ([]Package, error) {
+func (r *Reader) Installed(ctx context.Context, st store.Store, cat *Catalog) ([]Package, error) {
 	revs, err := st.List(ctx)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (r *Reader) Installed(ctx context.Context, st *store.Repository, cat *Catal
 
 // identity reads a deployment repository's revision: its upstream package
 // and version, and its declaration.
-func (r *Reader) identity(ctx context.Context, st *store.Repository, rev store.Revision, cat *Catalog) (*deps.Revision, error) {
+func (r *Reader) identity(ctx context.Context, st store.Store, rev store.Revision, cat *Catalog) (*deps.Revision, error) {
 	d, err := r.declaration(ctx, st, rev)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rev.Package, err)

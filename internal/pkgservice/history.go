@@ -42,7 +42,7 @@ func HistoryBeyond(revs []store.Revision, limit int, keep func(store.Revision) b
 // tags are read only for packages with revisions beyond the limit, so a
 // sync with nothing to prune costs one list of the revisions. It returns
 // what it deleted.
-func (s *Service) PruneHistory(ctx context.Context, st *store.Repository, limit int, referenced func(store.Revision) bool) ([]store.Revision, error) {
+func (s *Service) PruneHistory(ctx context.Context, st store.Store, limit int, referenced func(store.Revision) bool) ([]store.Revision, error) {
 	revs, err := st.List(ctx)
 	if err != nil {
 		return nil, err

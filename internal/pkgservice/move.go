@@ -29,7 +29,7 @@ func (e *GatesError) Error() string {
 // a deployment repository while a readiness gate is unmet), Published and
 // DeletionProposed both ways, and Draft to Published through Proposed
 // (the spec moved twice before git followed). Other moves are invalid.
-func (s *Service) Move(ctx context.Context, repo *store.Repository, repoName string, deployment bool, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
+func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, deployment bool, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	want, have := pr.Spec.Lifecycle, rev.Lifecycle
 	if want == "" {
 		want = porchv1alpha1.LifecycleDraft

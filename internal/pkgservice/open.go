@@ -57,7 +57,7 @@ const upstreamMaxAge = time.Second
 // (WaitForRepository); a revision git does not have stalls the caller
 // with reason and a message naming the field and what the package has
 // instead (at path: spec.upstream, or one of a set's spec.upstreams).
-func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, path *field.Path, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, *store.Repository, store.Revision, error) {
+func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, path *field.Path, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, store.Store, store.Revision, error) {
 	repoObj, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
 	if err != nil {
 		return nil, nil, store.Revision{}, WaitForRepository(u.Repo, err)
@@ -79,7 +79,7 @@ func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Rea
 // fetched less than maxAge ago, so a burst of reconciles shares one fetch;
 // a revision not found there is looked for in the remote before
 // store.ErrNotFound is returned.
-func ResolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream, maxAge time.Duration) (store.Revision, error) {
+func ResolveUpstream(ctx context.Context, st store.Store, u *configv1alpha1.Upstream, maxAge time.Duration) (store.Revision, error) {
 	if err := st.FetchIfOlder(ctx, maxAge); err != nil {
 		return store.Revision{}, fmt.Errorf("repository %s: %w", u.Repo, err)
 	}
@@ -97,7 +97,7 @@ func ResolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 // latestPublished is the package's highest Published revision (one whose
 // deletion is proposed is passed over; store.ErrNotFound when it has
 // none).
-func latestPublished(ctx context.Context, st *store.Repository, pkgPath string) (store.Revision, error) {
+func latestPublished(ctx context.Context, st store.Store, pkgPath string) (store.Revision, error) {
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {
 		return store.Revision{}, err
@@ -114,7 +114,7 @@ func latestPublished(ctx context.Context, st *store.Repository, pkgPath string) 
 	return *latest, nil
 }
 
-func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha1.Upstream) (store.Revision, error) {
+func resolveUpstream(ctx context.Context, st store.Store, u *configv1alpha1.Upstream) (store.Revision, error) {
 	switch {
 	case u.Tag != "":
 		return st.ResolveFloatingTag(ctx, u.Package, u.Tag)
@@ -137,7 +137,7 @@ func resolveUpstream(ctx context.Context, st *store.Repository, u *configv1alpha
 // UpstreamNotFound is the message of an upstream ResolveUpstream did not
 // find (err), the same for sets and variants: for a tag, the tag's error;
 // otherwise what the package has instead.
-func UpstreamNotFound(ctx context.Context, st *store.Repository, path *field.Path, u *configv1alpha1.Upstream, err error) (string, error) {
+func UpstreamNotFound(ctx context.Context, st store.Store, path *field.Path, u *configv1alpha1.Upstream, err error) (string, error) {
 	if u.Tag != "" {
 		return path.Child("tag").String() + ": " + err.Error(), nil
 	}

@@ -22,7 +22,7 @@ var ErrNothingToRevertTo = errors.New("no revision was published before it")
 // returns the revert (zero when nothing was done), and whether this call
 // published it (false when it was published before: a caller announces a
 // rollback once).
-func (s *Service) Revert(ctx context.Context, st *store.Repository, rev store.Revision, workspace, by string, trailers store.Trailers) (store.Revision, bool, error) {
+func (s *Service) Revert(ctx context.Context, st store.Store, rev store.Revision, workspace, by string, trailers store.Trailers) (store.Revision, bool, error) {
 	revs, err := st.ListPackage(ctx, rev.Package)
 	if err != nil {
 		return store.Revision{}, false, err

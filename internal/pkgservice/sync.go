@@ -64,7 +64,7 @@ type kptFacts struct {
 	lock       *kptfilev1.UpstreamLock
 }
 
-func (s *Service) kptfileFacts(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision) (kptFacts, error) {
+func (s *Service) kptfileFacts(ctx context.Context, repoObj *configv1alpha1.Repository, repo store.Store, rev store.Revision) (kptFacts, error) {
 	key := factsKey{repo: repoObj.UID, pkg: rev.Package, ws: rev.Workspace, revision: rev.Revision}
 	s.mu.Lock()
 	f, ok := s.facts[key]
@@ -133,7 +133,7 @@ func IndexRevisions(ctx context.Context, indexer client.FieldIndexer) error {
 // and the PackageRevision controller has not handled yet (generation ahead
 // of status.observedGeneration) are left alone, and objects not yet
 // written to git (no status.commit) are never deleted.
-func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository) (SyncResult, error) {
+func (s *Service) Sync(ctx context.Context, repoObj *configv1alpha1.Repository, repo store.Store) (SyncResult, error) {
 	logger := log.FromContext(ctx)
 	// Objects first, git second: what is written then comes from a git
 	// state at least as new as the object it patches (whose
@@ -246,7 +246,7 @@ type ShowOptions struct {
 
 // Show makes the PackageRevision cur (nil: create one) show the git
 // revision rev. It reports whether it wrote anything.
-func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo *store.Repository, rev store.Revision, cur *porchv1alpha1.PackageRevision, o ShowOptions) (bool, error) {
+func (s *Service) Show(ctx context.Context, repoObj *configv1alpha1.Repository, repo store.Store, rev store.Revision, cur *porchv1alpha1.PackageRevision, o ShowOptions) (bool, error) {
 	if cur != nil && !o.Handled && cur.Spec.Lifecycle != rev.Lifecycle {
 		// The caller's view of git may be older than the object (read
 		// before the PackageRevision controller moved the revision and

@@ -32,7 +32,7 @@ type VariantRevisions struct {
 
 // FindVariantRevisions finds the variant's revisions among the
 // downstream package's.
-func FindVariantRevisions(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant) (VariantRevisions, error) {
+func FindVariantRevisions(ctx context.Context, st store.Store, pv *configv1alpha1.PackageVariant) (VariantRevisions, error) {
 	revs, err := st.ListPackage(ctx, pv.Spec.Downstream.Package)
 	if err != nil {
 		return VariantRevisions{}, err
@@ -63,7 +63,7 @@ func FindVariantRevisions(ctx context.Context, st *store.Repository, pv *configv
 // creates one in the first free workspace packagevariant-N. The commit
 // records the variant in trailers, which is how its draft is found again
 // (after a crash too).
-func (s *Service) WriteVariantDraft(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, revs VariantRevisions, p *pkg.Package) (store.Revision, error) {
+func (s *Service) WriteVariantDraft(ctx context.Context, st store.Store, pv *configv1alpha1.PackageVariant, revs VariantRevisions, p *pkg.Package) (store.Revision, error) {
 	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
 	if d := revs.Draft; d != nil {
 		return st.WriteDraft(ctx, store.DraftWrite{Package: d.Package, Workspace: d.Workspace, Expected: d.Commit, Contents: p,
@@ -90,7 +90,7 @@ func (s *Service) WriteVariantDraft(ctx context.Context, st *store.Repository, p
 // ForeignCommits lists the commits of a variant's draft (or proposal)
 // that neither the variant nor the PackageRevision controller wrote: a
 // person's push, with scion rpkg push or plain git.
-func ForeignCommits(ctx context.Context, st *store.Repository, pv *configv1alpha1.PackageVariant, pkgPath, workspace string) ([]string, error) {
+func ForeignCommits(ctx context.Context, st store.Store, pv *configv1alpha1.PackageVariant, pkgPath, workspace string) ([]string, error) {
 	rev, err := st.Get(ctx, pkgPath, workspace, 0)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -135,7 +135,7 @@ func variantOrController(c store.Commit, pv *configv1alpha1.PackageVariant) bool
 // (someone published another revision meanwhile): the draft then keeps
 // what was published, and publishing it reverts nothing. It returns the
 // draft's contents, merged when needed, and whether they were.
-func OntoPublished(ctx context.Context, st *store.Repository, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, bool, error) {
+func OntoPublished(ctx context.Context, st store.Store, draft store.Revision, contents *pkg.Package, published store.Revision) (*pkg.Package, bool, error) {
 	fork, err := st.DraftFork(ctx, draft)
 	if err != nil || fork == "" {
 		return contents, false, err

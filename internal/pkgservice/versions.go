@@ -23,7 +23,7 @@ type Versioned struct {
 // highest semver floating tag pointing at it ("v1.4.0" or "1.4.0": three
 // numbers), else its revision number N as N.0.0. When two revisions have
 // one version, the newer revision keeps it.
-func PublishedVersions(ctx context.Context, st *store.Repository, pkgPath string) ([]Versioned, error) {
+func PublishedVersions(ctx context.Context, st store.Store, pkgPath string) ([]Versioned, error) {
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func PublishedVersions(ctx context.Context, st *store.Repository, pkgPath string
 // NewestInRange returns the published revision of a package with the
 // highest version in a semver range (pre-releases only when the range
 // names one), or store.ErrNotFound.
-func NewestInRange(ctx context.Context, st *store.Repository, pkgPath, rng string) (Versioned, error) {
+func NewestInRange(ctx context.Context, st store.Store, pkgPath, rng string) (Versioned, error) {
 	c, err := semver.NewConstraint(rng)
 	if err != nil {
 		return Versioned{}, fmt.Errorf("spec.upstream.versionRange %q: %w", rng, err)

@@ -28,7 +28,7 @@ func invalid(format string, args ...any) error {
 // Source is a package revision a task reads from.
 type Source struct {
 	Repository *configv1alpha1.Repository
-	Store      *store.Repository
+	Store      store.Store
 	Revision   store.Revision
 }
 
@@ -161,7 +161,7 @@ func cloneSource(ctx context.Context, up porchv1alpha1.UpstreamPackage, resolve 
 // records the object's UID. When a draft of the same package and workspace
 // already exists and records this object, it is returned: the write
 // happened before a crash or restart.
-func (s *Service) CreateDraft(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
+func (s *Service) CreateDraft(ctx context.Context, repo store.Store, pr *porchv1alpha1.PackageRevision, contents *pkg.Package, message string) (store.Revision, error) {
 	rev, err := repo.WriteDraft(ctx, store.DraftWrite{
 		Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName, Contents: contents, Message: message,
 		Writer: store.WriterPackageRevision, Trailers: store.Trailers{store.TrailerObject: pr.Namespace + "/" + pr.Name, store.TrailerObjectUID: string(pr.UID)},
@@ -207,7 +207,7 @@ const ConditionsSubject = "Set conditions and readiness gates"
 // object of a draft or a proposal into its Kptfile, so git keeps them (and
 // their history) and publishing records them. It returns the new
 // revision, or rev when the Kptfile already says so.
-func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
+func (s *Service) MirrorToKptfile(ctx context.Context, repo store.Store, pr *porchv1alpha1.PackageRevision, rev store.Revision) (store.Revision, error) {
 	p, err := repo.Read(ctx, rev)
 	if err != nil {
 		return rev, err
@@ -254,12 +254,12 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo *store.Repository, p
 // on. The draft's trailers (its object, its PackageVariant) carry over;
 // author, when set, is the commit's author (the person), instead of the
 // repository's.
-func (s *Service) PushDraft(ctx context.Context, st *store.Repository, rev store.Revision, expected string, contents *pkg.Package, message, author string) (store.Revision, error) {
+func (s *Service) PushDraft(ctx context.Context, st store.Store, rev store.Revision, expected string, contents *pkg.Package, message, author string) (store.Revision, error) {
 	return st.WriteDraft(ctx, store.DraftWrite{Package: rev.Package, Workspace: rev.Workspace, Expected: expected, Contents: contents, Message: message, Author: author, Writer: store.WriterPerson})
 }
 
 // Delete removes a revision from git; one already gone is not an error.
-func (s *Service) Delete(ctx context.Context, st *store.Repository, rev store.Revision) error {
+func (s *Service) Delete(ctx context.Context, st store.Store, rev store.Revision) error {
 	if err := st.Delete(ctx, rev, store.WriterPackageRevision); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -270,7 +270,7 @@ func (s *Service) Delete(ctx context.Context, st *store.Repository, rev store.Re
 // published revision, with a compare-and-swap against the tag as read: it
 // fails with store.ErrConflict when someone moved the tag meanwhile. It
 // returns the revision the tag pointed at before (0: it did not exist).
-func (s *Service) SetFloatingTag(ctx context.Context, st *store.Repository, pkgPath, tag string, revision int) (int, error) {
+func (s *Service) SetFloatingTag(ctx context.Context, st store.Store, pkgPath, tag string, revision int) (int, error) {
 	return st.SetFloatingTag(ctx, pkgPath, tag, revision)
 }
 
@@ -278,7 +278,7 @@ func (s *Service) SetFloatingTag(ctx context.Context, st *store.Repository, pkgP
 // Published (a draft, proposed, then published by publishedBy), outside
 // any PackageRevision's lifecycle: how a platform team's release tooling
 // (and the demo, seeding its catalog) publishes a blueprint.
-func (s *Service) PublishDirect(ctx context.Context, st *store.Repository, pkgPath, workspace string, contents *pkg.Package, message, publishedBy string) (store.Revision, error) {
+func (s *Service) PublishDirect(ctx context.Context, st store.Store, pkgPath, workspace string, contents *pkg.Package, message, publishedBy string) (store.Revision, error) {
 	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: pkgPath, Workspace: workspace, Contents: contents, Message: message, Writer: store.WriterRelease})
 	if err != nil {
 		return store.Revision{}, err
@@ -292,7 +292,7 @@ func (s *Service) PublishDirect(ctx context.Context, st *store.Repository, pkgPa
 // CommittedSince describes, in a line, the commits made on a draft (now)
 // after commit: at most five, newest first ("" when none are found).
 // What a person who wrote against commit is told changed meanwhile.
-func CommittedSince(ctx context.Context, st *store.Repository, now store.Revision, commit string) string {
+func CommittedSince(ctx context.Context, st store.Store, now store.Revision, commit string) string {
 	var since []string
 	history, _ := st.DraftHistory(ctx, now)
 	for _, c := range history {

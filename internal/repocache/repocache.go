@@ -87,7 +87,7 @@ type entry struct {
 	lock chan struct{} // holds a token while the entry is being opened
 	held time.Time     // when lock was taken (guarded by Cache.mu)
 	hash string        // of the settings the store was opened with
-	repo *store.Repository
+	repo store.Store
 	// gate admits the exchanges with the remote, across reopenings with
 	// the same URL (see store.Gate).
 	gate    *store.Gate
@@ -96,7 +96,7 @@ type entry struct {
 
 // Open returns the store of a Repository, opening (and fetching) it when it
 // is not open yet or its settings or credentials changed.
-func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (*store.Repository, error) {
+func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.Store, error) {
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
 	}
@@ -174,7 +174,7 @@ var ErrDeleting = errors.New("the Repository is being deleted")
 // the one way a reconciler goes from a Repository's name to its git.
 // Errors name the Repository; a missing one is apierrors.IsNotFound, one
 // being deleted ErrDeleting.
-func (c *Cache) OpenNamed(ctx context.Context, reader client.Reader, ns, name string) (*configv1alpha1.Repository, *store.Repository, error) {
+func (c *Cache) OpenNamed(ctx context.Context, reader client.Reader, ns, name string) (*configv1alpha1.Repository, store.Store, error) {
 	repo := &configv1alpha1.Repository{}
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, repo); err != nil {
 		return nil, nil, fmt.Errorf("repository %s: %w", name, err)
@@ -260,7 +260,7 @@ const TrimPeriod = 30 * time.Second
 // since the last Trim (store.Repository.Trim) and returns how many did.
 func (c *Cache) Trim() int {
 	c.mu.Lock()
-	repos := make([]*store.Repository, 0, len(c.repos))
+	repos := make([]store.Store, 0, len(c.repos))
 	for _, e := range c.repos {
 		// e.repo is written under e.lock, not c.mu: a store being
 		// opened is skipped this time.

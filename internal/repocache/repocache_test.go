@@ -203,7 +203,7 @@ func TestCache_trim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := &Cache{Dir: t.TempDir(), AllowFileRepositories: true}
-	var repos []*store.Repository
+	var repos []store.Store
 	for _, name := range []string{"a", "b"} {
 		r := repository("file://" + gitserver.InitBare(t, t.TempDir(), name+".git"))
 		r.Name = name

@@ -22,7 +22,7 @@ func (c *Client) Resolve(ctx context.Context, repository string, p deps.Problem,
 	if err := c.Client.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, err
 	}
-	var target *store.Repository
+	var target store.Store
 	var targetObj *configv1alpha1.Repository
 	var sources []pkgdeps.Source
 	for i := range list.Items {

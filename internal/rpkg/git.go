@@ -17,7 +17,7 @@ import (
 
 // openGit opens the git repository of a revision with the user's own
 // credentials, in a throwaway cache, and finds the revision in it.
-func (c *Client) openGit(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, *store.Repository, store.Revision, func(), error) {
+func (c *Client) openGit(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, store.Store, store.Revision, func(), error) {
 	var none store.Revision
 	pr, err := c.Get(ctx, name)
 	if err != nil {
@@ -37,7 +37,7 @@ func (c *Client) openGit(ctx context.Context, name string, creds store.Credentia
 
 // openRepository opens the git repository of a Repository with the user's
 // own credentials, in a throwaway cache.
-func (c *Client) openRepository(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, *store.Repository, func(), error) {
+func (c *Client) openRepository(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, store.Store, func(), error) {
 	repoObj := &configv1alpha1.Repository{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, repoObj); err != nil {
 		return nil, nil, nil, err
@@ -186,7 +186,7 @@ var ErrChangedSincePull = errors.New("the draft changed since it was pulled")
 
 // changedSincePull says what was committed on the draft since the pull,
 // and how to merge.
-func (c *Client) changedSincePull(ctx context.Context, st *store.Repository, name, dir, pulledCommit string, now store.Revision) error {
+func (c *Client) changedSincePull(ctx context.Context, st store.Store, name, dir, pulledCommit string, now store.Revision) error {
 	what := pkgservice.CommittedSince(ctx, st, now, pulledCommit)
 	if what != "" {
 		what = ": " + what

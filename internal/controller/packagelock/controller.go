@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 type scope struct {
 	repo *configv1alpha1.Repository
 	// store is the repository's git, opened by reconcileOpen.
-	store *store.Repository
+	store store.Store
 	// catalog is the namespace's package catalog and installed what the
 	// repository has of it (reconcileInstalled).
 	catalog   *pkgdeps.Catalog

@@ -133,7 +133,7 @@ func actorConditions(pr *porchv1alpha1.PackageRevision) map[string]porchv1alpha1
 type scope struct {
 	pr      *porchv1alpha1.PackageRevision
 	repoObj *configv1alpha1.Repository
-	store   *store.Repository
+	store   store.Store
 	// rev is the git revision the object shows, once git has it (found).
 	rev   store.Revision
 	found bool
@@ -183,7 +183,7 @@ func (r *Reconciler) reconcileRepository(ctx context.Context, s *scope) (ctrl.Re
 		}
 		return ctrl.Result{}, gerr
 	}
-	var st *store.Repository
+	var st store.Store
 	if err == nil {
 		st, err = r.Cache.Open(ctx, repoObj)
 	}
@@ -399,7 +399,7 @@ func invalid(err error) error {
 // autoPropose proposes a draft annotated for it once pkgservice.AutoPropose
 // says so: the proposal is the object's spec, moved as a person would,
 // recorded in an annotation and an event.
-func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *store.Repository, rev store.Revision) (ctrl.Result, error) {
+func (r *Reconciler) autoPropose(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo store.Store, rev store.Revision) (ctrl.Result, error) {
 	cur := &porchv1alpha1.PackageRevision{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pr), cur); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -236,7 +236,7 @@ type scope struct {
 	// Recorded by reconcileUpstream: the upstream store and revision, and
 	// for a versionRange the package's published versions and the
 	// revision's.
-	upStore    *store.Repository
+	upStore    store.Store
 	upRev      store.Revision
 	upVersions []pkgservice.Versioned
 	upVersion  string
@@ -252,7 +252,7 @@ type scope struct {
 	conflict string
 	// Recorded by reconcileDownstream.
 	downObj   *configv1alpha1.Repository
-	downStore *store.Repository
+	downStore store.Store
 	down      pkgservice.VariantRevisions
 	// base is the downstream package the variant starts from (its draft,
 	// its proposal or the latest published revision; nil: a new clone).

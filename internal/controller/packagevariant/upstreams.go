@@ -36,7 +36,7 @@ type upstreamPackages struct {
 // upstreamKey names a package revision of one opened repository (a
 // reopened repository is another store, so nothing stale is served).
 type upstreamKey struct {
-	store  *store.Repository
+	store  store.Store
 	pkg    string
 	commit string
 }
@@ -48,7 +48,7 @@ type upstreamPackage struct {
 }
 
 // read returns a copy of the package of rev in st.
-func (u *upstreamPackages) read(ctx context.Context, st *store.Repository, rev store.Revision) (*pkg.Package, error) {
+func (u *upstreamPackages) read(ctx context.Context, st store.Store, rev store.Revision) (*pkg.Package, error) {
 	k := upstreamKey{store: st, pkg: rev.Package, commit: rev.Commit}
 	u.mu.Lock()
 	if u.entries == nil {

@@ -93,7 +93,7 @@ var syncRequested = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 // scope holds what the steps of one reconcile learn.
 type scope struct {
 	repo   *configv1alpha1.Repository
-	store  *store.Repository
+	store  store.Store
 	result pkgservice.SyncResult
 	// busy is set when another reconcile is opening or fetching the
 	// repository: nothing was learned, the status stays as it is.
