@@ -139,6 +139,12 @@ type artifact struct {
 // build makes p into an artifact: the same files always make the same
 // manifest and digest.
 func build(packageName string, p *pkg.Package) (*artifact, error) {
+	return buildAnnotated(packageName, p, nil)
+}
+
+// buildAnnotated is build with more manifest annotations (a Store's
+// revision metadata; empty values are left out).
+func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string) (*artifact, error) {
 	kf, ok := p.File("Kptfile")
 	if !ok {
 		return nil, fmt.Errorf("the package has no Kptfile: not a package")
@@ -174,6 +180,11 @@ func build(packageName string, p *pkg.Package) (*artifact, error) {
 	}
 	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType, Config: cd, Layers: []v1.Descriptor{ld},
 		Annotations: map[string]string{PackageAnnotation: packageName, KptfileAnnotation: string(kf)}}
+	for k, v := range extra {
+		if v != "" {
+			m.Annotations[k] = v
+		}
+	}
 	if a.manifest, err = json.Marshal(m); err != nil {
 		return nil, err
 	}
@@ -236,43 +247,63 @@ func Pull(ctx context.Context, ref name.Reference, o Options) (*pkg.Package, str
 	if err != nil {
 		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, describe(err))
 	}
-	notPkg := func(format string, args ...any) error {
-		return fmt.Errorf("%s (%s): %w: %s", ref, d.Digest, ErrNotPackage, fmt.Sprintf(format, args...))
-	}
-	if d.MediaType != types.OCIManifestSchema1 {
-		return nil, "", "", notPkg("its manifest is %s, not an OCI image manifest", d.MediaType)
-	}
 	m := &v1.Manifest{}
-	if err := json.Unmarshal(d.Manifest, m); err != nil {
-		return nil, "", "", notPkg("its manifest cannot be read: %v", err)
-	}
-	if m.Config.MediaType != ConfigMediaType {
-		return nil, "", "", notPkg("its config is %s, not %s", m.Config.MediaType, ConfigMediaType)
-	}
-	if len(m.Layers) != 1 || m.Layers[0].MediaType != LayerMediaType {
-		return nil, "", "", notPkg("it has %d layers; a package has one, of %s", len(m.Layers), LayerMediaType)
-	}
 	max := o.maxLayer()
-	if m.Layers[0].Size > max {
-		return nil, "", "", notPkg("its layer is %d bytes, over the limit of %d", m.Layers[0].Size, max)
+	if err := checkManifest(d.MediaType, d.Manifest, m, max); err != nil {
+		return nil, "", "", fmt.Errorf("%s (%s): %w: %s", ref, d.Digest, ErrNotPackage, err)
 	}
 	layer, err := remote.Layer(ref.Context().Digest(m.Layers[0].Digest.String()), opts...)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
 	}
+	p, err := readPackageLayer(ref, d.Digest.String(), layer, max)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return p, m.Annotations[PackageAnnotation], d.Digest.String(), nil
+}
+
+// checkManifest reads a manifest into m and says why it is not a
+// package's: another media type, config or number of layers, a layer
+// over max bytes.
+func checkManifest(mt types.MediaType, raw []byte, m *v1.Manifest, max int64) error {
+	if mt != types.OCIManifestSchema1 {
+		return fmt.Errorf("its manifest is %s, not an OCI image manifest", mt)
+	}
+	if err := json.Unmarshal(raw, m); err != nil {
+		return fmt.Errorf("its manifest cannot be read: %v", err)
+	}
+	if m.Config.MediaType != ConfigMediaType {
+		return fmt.Errorf("its config is %s, not %s", m.Config.MediaType, ConfigMediaType)
+	}
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != LayerMediaType {
+		return fmt.Errorf("it has %d layers; a package has one, of %s", len(m.Layers), LayerMediaType)
+	}
+	if m.Layers[0].Size > max {
+		return fmt.Errorf("its layer is %d bytes, over the limit of %d", m.Layers[0].Size, max)
+	}
+	return nil
+}
+
+// readPackageLayer reads a package's layer (of the manifest digest at
+// ref): at most max bytes, package paths only, a Kptfile required.
+func readPackageLayer(ref name.Reference, digest string, layer v1.Layer, max int64) (*pkg.Package, error) {
+	notPkg := func(format string, args ...any) error {
+		return fmt.Errorf("%s (%s): %w: %s", ref, digest, ErrNotPackage, fmt.Sprintf(format, args...))
+	}
 	rc, err := layer.Compressed()
 	if err != nil {
-		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
 	}
 	defer func() { _ = rc.Close() }()
 	p, err := untarGz(io.LimitReader(rc, max+1), max)
 	if err != nil {
-		return nil, "", "", notPkg("%v", err)
+		return nil, notPkg("%v", err)
 	}
 	if _, ok := p.File("Kptfile"); !ok {
-		return nil, "", "", notPkg("its layer has no Kptfile")
+		return nil, notPkg("its layer has no Kptfile")
 	}
-	return p, m.Annotations[PackageAnnotation], d.Digest.String(), nil
+	return p, nil
 }
 
 // tarGz writes p's files as a gzipped tar, in path order, with fixed

@@ -112,6 +112,14 @@ func (g *Gate) busyAfter() time.Duration {
 	return DefaultBusyAfter
 }
 
+// Enter waits for the remote, and returns the function that ends the
+// exchange with its result (which starts or ends the backoff): for a
+// store other than git's, such as an OCI registry, that shares the
+// gate's rules. what names the remote in errors.
+func (g *Gate) Enter(ctx context.Context, what string) (func(error), error) {
+	return g.enter(ctx, what)
+}
+
 // enter waits for the remote, and returns the function that ends the
 // exchange with its result. what names the remote in errors.
 func (g *Gate) enter(ctx context.Context, what string) (func(error), error) {

@@ -1,0 +1,1165 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// Annotations of the revision metadata a Store writes on its manifests
+// (docs/oci-layout.md). A published revision's manifest is also a plain
+// package artifact: tools that know only PackageAnnotation and the layer
+// read it.
+const (
+	// LifecycleAnnotation is Draft, Proposed or DeletionProposed; absent
+	// on a published revision.
+	LifecycleAnnotation = "dev.scion.revision.lifecycle"
+	// WorkspaceAnnotation is the workspace the revision was drafted in.
+	WorkspaceAnnotation = "dev.scion.revision.workspace"
+	// RevisionAnnotation is a published revision's number.
+	RevisionAnnotation = "dev.scion.revision.number"
+	// PublishedByAnnotation and PublishedAtAnnotation (RFC 3339) say who
+	// published a revision and when.
+	PublishedByAnnotation = "dev.scion.revision.published-by"
+	PublishedAtAnnotation = "dev.scion.revision.published-at"
+	// TrailersAnnotation holds the revision's metadata as JSON: the keys
+	// and values Scion writes as commit trailers in git.
+	TrailersAnnotation = "dev.scion.revision.trailers"
+	// MessageAnnotation, AuthorAnnotation and WrittenAtAnnotation
+	// describe the last write of a draft or proposal.
+	MessageAnnotation   = "dev.scion.revision.message"
+	AuthorAnnotation    = "dev.scion.revision.author"
+	WrittenAtAnnotation = "dev.scion.revision.written-at"
+)
+
+// Tags of the lifecycle in a package's OCI repository: published
+// revisions are vN; the others are named after the workspace or revision.
+const (
+	draftTagPrefix            = "draft."
+	proposedTagPrefix         = "proposed."
+	deletionProposedTagPrefix = "deletion-proposed."
+)
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Prefix is REGISTRY/PATH (without oci://): each package is the OCI
+	// repository PREFIX/PACKAGE.
+	Prefix string
+	// Options of the registry client (credentials, transport, timeout
+	// of each exchange, layer limit).
+	Options
+	// Gate admits the exchanges with the registry (store.Gate: one at a
+	// time, backoff after the registry did not answer); a gate of its
+	// own when nil.
+	Gate *store.Gate
+	// Author names the writer of drafts ("scion" when empty).
+	Author string
+}
+
+// Store keeps a Repository's package revisions in an OCI registry; it
+// implements store.Store. Every package is an OCI repository under the
+// prefix; every revision a manifest (the package artifact of this
+// package, plus the revision's metadata as annotations), and the
+// lifecycle is in tags:
+//
+//	Draft             draft.<workspace>
+//	Proposed          proposed.<workspace>
+//	Published         v<N> (immutable), plus the package's declared
+//	                  semantic version when it has one
+//	DeletionProposed  deletion-proposed.v<N> beside v<N>
+//	floating tag      any other tag on a published revision's manifest
+//
+// Registries have no compare-and-swap on tags: a write reads the tag
+// (HEAD), compares it with the digest the writer read, puts the manifest,
+// then reads the tag again. Writes of one process are serialized per
+// Repository, so the window in which two writers can both win is that
+// between another process's read and put (docs/oci-layout.md); the read
+// after the put reports a loss as store.ErrConflict.
+type Store struct {
+	opts   StoreOptions
+	reg    name.Registry
+	path   string // under the registry, no trailing slash
+	gate   *store.Gate
+	writes sync.Mutex // one write (or fetch) of this process at a time
+
+	mu        sync.Mutex
+	pkgs      map[string]map[string]string // package -> tag -> digest
+	manifests map[string]*manifest         // by digest: immutable
+	bad       map[string]string            // "package:tag" -> why it is not a package
+	fetched   time.Time
+	head      string
+	version   uint64
+	contents  map[string]*pkg.Package // by digest, bounded (maxContents)
+}
+
+// manifest is what a Store keeps of one manifest.
+type manifest struct {
+	raw    []byte
+	digest string
+	m      v1.Manifest
+}
+
+func (m *manifest) ann(key string) string { return m.m.Annotations[key] }
+
+// maxContents bounds the packages a Store keeps read.
+const maxContents = 256
+
+var _ store.Store = (*Store)(nil)
+
+// OpenStore opens the OCI store at opts.Prefix and reads it.
+func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
+	prefix := strings.Trim(strings.TrimPrefix(opts.Prefix, Scheme), "/")
+	host, path, _ := strings.Cut(prefix, "/")
+	reg, err := name.NewRegistry(host, name.StrictValidation)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s is not an OCI registry address: %w", Scheme, prefix, err)
+	}
+	if path != "" {
+		if _, err := name.NewRepository(prefix, name.StrictValidation); err != nil {
+			return nil, fmt.Errorf("%s%s is not an OCI repository prefix (lowercase letters, digits and . _ - /): %w", Scheme, prefix, err)
+		}
+	}
+	opts.Prefix = prefix
+	s := &Store{opts: opts, reg: reg, path: path, gate: opts.Gate,
+		pkgs: map[string]map[string]string{}, manifests: map[string]*manifest{}, bad: map[string]string{}, contents: map[string]*pkg.Package{}}
+	if s.gate == nil {
+		s.gate = &store.Gate{}
+	}
+	if err := s.Fetch(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// URL is oci://PREFIX.
+func (s *Store) URL() string { return Scheme + s.opts.Prefix }
+
+// Directory is "": each package is an OCI repository of its own.
+func (s *Store) Directory() string { return "" }
+
+// Image is the OCI repository of a package: PREFIX/PACKAGE.
+func (s *Store) Image(p string) string { return s.opts.Prefix + "/" + p }
+
+// RefName is the tag that holds rev.
+func (s *Store) RefName(rev store.Revision) string {
+	switch rev.Lifecycle {
+	case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
+		return revisionTagName(rev.Revision)
+	case porchv1alpha1.LifecycleProposed:
+		return proposedTagPrefix + rev.Workspace
+	}
+	return draftTagPrefix + rev.Workspace
+}
+
+func revisionTagName(n int) string { return "v" + strconv.Itoa(n) }
+
+// Head is a digest of every tag read at the last fetch.
+func (s *Store) Head() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.head
+}
+
+// RefsVersion changes whenever a fetch or write changed a tag.
+func (s *Store) RefsVersion() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Trim drops the packages kept read.
+func (s *Store) Trim() bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	n := len(s.contents)
+	clear(s.contents)
+	return n > 0
+}
+
+// NotPackages lists the tags found at the last fetch that are not Scion
+// packages (another media type, a manifest that cannot be read), each
+// with why: they are not revisions, and the Repository's status says so.
+func (s *Store) NotPackages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.bad))
+	for ref, why := range s.bad {
+		out = append(out, s.opts.Prefix+"/"+ref+": "+why)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exchange runs fn through the gate, bounded by the timeout, with the
+// registry client's options.
+func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote.Option) error) error {
+	exit, err := s.gate.Enter(ctx, s.URL())
+	if err != nil {
+		return err
+	}
+	ctx, opts, cancel := s.opts.session(ctx)
+	defer cancel()
+	err = s.registryError(what, ctx, fn(opts))
+	exit(err)
+	return err
+}
+
+// registryError gives registry errors the store's meaning: a timeout is
+// store.ErrTimeout (the gate backs off), a refusal of the credentials
+// store.ErrAuthentication, each naming the registry.
+func (s *Store) registryError(what string, ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var terr *transport.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%s %s: the registry did not answer within %s: %w", what, s.URL(), s.opts.timeout(), store.ErrTimeout)
+	case errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%s %s: %w: %w", what, s.URL(), store.ErrAuthentication, describe(err))
+	}
+	var already interface{ RaceLost() bool }
+	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %s: %w", what, s.URL(), store.Shorten(err.Error(), 512), err)
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return time.Minute
+	}
+	return o.Timeout
+}
+
+// Fetch reads every package's tags from the registry, and the manifests
+// it has not read before.
+func (s *Store) Fetch(ctx context.Context) error {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	return s.fetchLocked(ctx)
+}
+
+// FetchIfOlder fetches when the last fetch is older than maxAge.
+func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
+	s.mu.Lock()
+	fresh := time.Since(s.fetched) < maxAge
+	s.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	s.mu.Lock()
+	fresh = time.Since(s.fetched) < maxAge
+	s.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	return s.fetchLocked(ctx)
+}
+
+func (s *Store) fetchLocked(ctx context.Context) error {
+	pkgs := map[string]map[string]string{}
+	bad := map[string]string{}
+	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		repos, err := remote.Catalog(ctx, s.reg, opts...)
+		if err != nil {
+			return fmt.Errorf("listing the repositories (the registry must serve its catalog): %w", err)
+		}
+		for _, repo := range repos {
+			p, ok := repo, s.path == ""
+			if !ok {
+				p, ok = strings.CutPrefix(repo, s.path+"/")
+			}
+			if !ok || p == "" {
+				continue
+			}
+			tags, err := s.readTags(ctx, p, opts, bad)
+			if err != nil {
+				return err
+			}
+			if len(tags) > 0 {
+				pkgs[p] = tags
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pkgs, s.bad, s.fetched = pkgs, bad, time.Now()
+	s.rehashLocked()
+	return nil
+}
+
+// readTags reads one package's tags and their digests, and the
+// manifests not read before; tags that are not packages go to bad.
+func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, bad map[string]string) (map[string]string, error) {
+	repo := s.reg.Repo(s.path, p)
+	if s.path == "" {
+		repo = s.reg.Repo(p)
+	}
+	names, err := remote.List(repo, opts...)
+	if err != nil {
+		var terr *transport.Error
+		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+			return nil, nil // every tag deleted
+		}
+		return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
+	}
+	tags := map[string]string{}
+	for _, t := range names {
+		d, err := remote.Head(repo.Tag(t), opts...)
+		if err != nil {
+			var terr *transport.Error
+			if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+				continue // deleted since listed
+			}
+			return nil, fmt.Errorf("reading %s:%s: %w", repo, t, err)
+		}
+		digest := d.Digest.String()
+		if _, err := s.manifestFor(ctx, p, digest, opts); err != nil {
+			if errors.Is(err, ErrNotPackage) {
+				bad[p+":"+t] = err.Error()
+				continue
+			}
+			return nil, err
+		}
+		tags[t] = digest
+	}
+	return tags, nil
+}
+
+// manifestFor returns a manifest by digest, reading it when not known.
+func (s *Store) manifestFor(ctx context.Context, p, digest string, opts []remote.Option) (*manifest, error) {
+	s.mu.Lock()
+	m, ok := s.manifests[digest]
+	s.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	ref := s.reference(p, "@"+digest)
+	d, err := remote.Get(ref, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	m = &manifest{raw: d.Manifest, digest: digest}
+	if err := checkManifest(d.MediaType, d.Manifest, &m.m, s.opts.maxLayer()); err != nil {
+		return nil, fmt.Errorf("%s (%s): %w: %s", ref, digest, ErrNotPackage, err)
+	}
+	s.mu.Lock()
+	s.manifests[digest] = m
+	s.mu.Unlock()
+	return m, nil
+}
+
+// reference is PREFIX/P followed by :TAG or @DIGEST.
+func (s *Store) reference(p, suffix string) name.Reference {
+	ref, err := name.ParseReference(s.Image(p)+suffix, name.StrictValidation)
+	if err != nil {
+		// Package paths and tags are validated before they get here.
+		panic(fmt.Sprintf("oci: invalid reference %s%s: %v", s.Image(p), suffix, err))
+	}
+	return ref
+}
+
+// rehashLocked recomputes Head, and moves RefsVersion when it changed.
+func (s *Store) rehashLocked() {
+	h := sha256.New()
+	for _, p := range slices.Sorted(maps.Keys(s.pkgs)) {
+		tags := s.pkgs[p]
+		for _, t := range slices.Sorted(maps.Keys(tags)) {
+			fmt.Fprintf(h, "%s\x00%s\x00%s\n", p, t, tags[t])
+		}
+	}
+	head := ""
+	if len(s.pkgs) > 0 {
+		head = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
+	if head != s.head {
+		s.head = head
+		s.version++
+	}
+}
+
+// List returns every revision.
+func (s *Store) List(ctx context.Context) ([]store.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listLocked(""), nil
+}
+
+// ListPackage returns the revisions of one package.
+func (s *Store) ListPackage(ctx context.Context, p string) ([]store.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listLocked(p), nil
+}
+
+func (s *Store) listLocked(only string) []store.Revision {
+	var out []store.Revision
+	for p, tags := range s.pkgs {
+		if only != "" && p != only {
+			continue
+		}
+		out = append(out, s.packageRevisionsLocked(p, tags)...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Package != b.Package {
+			return a.Package < b.Package
+		}
+		if a.Revision != b.Revision {
+			return a.Revision < b.Revision
+		}
+		return a.Workspace < b.Workspace
+	})
+	return out
+}
+
+// packageRevisionsLocked reads a package's revisions from its tags. What
+// a write that died half-way leaves (a draft beside its proposal, a
+// proposal beside its published revision) shows as the later stage only.
+func (s *Store) packageRevisionsLocked(p string, tags map[string]string) []store.Revision {
+	var out []store.Revision
+	published := map[string]bool{} // workspaces published
+	latest := 0
+	for t := range tags {
+		if n, ok := revisionNumber(t); ok {
+			latest = max(latest, n)
+		}
+	}
+	for t, d := range tags {
+		n, ok := revisionNumber(t)
+		if !ok {
+			continue
+		}
+		m := s.manifests[d]
+		ws := m.ann(WorkspaceAnnotation)
+		if ws == "" || m.ann(RevisionAnnotation) != strconv.Itoa(n) {
+			ws = t
+		}
+		published[ws] = true
+		lc := porchv1alpha1.LifecyclePublished
+		if _, ok := tags[deletionProposedTagPrefix+t]; ok {
+			lc = porchv1alpha1.LifecycleDeletionProposed
+		}
+		at, _ := time.Parse(time.RFC3339, m.ann(PublishedAtAnnotation))
+		out = append(out, store.Revision{Package: p, Workspace: ws, Revision: n, Lifecycle: lc, Commit: d, Latest: n == latest,
+			Trailers: trailersOf(m), PublishedBy: m.ann(PublishedByAnnotation), PublishedAt: at})
+	}
+	for t, d := range tags {
+		ws, ok := strings.CutPrefix(t, proposedTagPrefix)
+		lc := porchv1alpha1.LifecycleProposed
+		if !ok {
+			if ws, ok = strings.CutPrefix(t, draftTagPrefix); !ok {
+				continue
+			}
+			lc = porchv1alpha1.LifecycleDraft
+			if _, proposed := tags[proposedTagPrefix+ws]; proposed {
+				continue
+			}
+		}
+		if published[ws] || store.ValidateWorkspace(ws) != nil {
+			continue
+		}
+		out = append(out, store.Revision{Package: p, Workspace: ws, Lifecycle: lc, Commit: d, Trailers: trailersOf(s.manifests[d])})
+	}
+	return out
+}
+
+// revisionNumber reads vN.
+func revisionNumber(tag string) (int, bool) {
+	m := revisionTag.FindStringSubmatch(tag)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+func trailersOf(m *manifest) store.Trailers {
+	t := store.Trailers{}
+	if raw := m.ann(TrailersAnnotation); raw != "" {
+		_ = json.Unmarshal([]byte(raw), &t)
+	}
+	return t
+}
+
+// Get finds one revision: by workspace (revision 0) or by number.
+func (s *Store) Get(ctx context.Context, p, workspace string, revision int) (store.Revision, error) {
+	revs, _ := s.ListPackage(ctx, p)
+	for _, rev := range revs {
+		if (revision > 0 && rev.Revision == revision) || (revision == 0 && rev.Workspace == workspace) {
+			return rev, nil
+		}
+	}
+	what := "workspace " + workspace
+	if revision > 0 {
+		what = "revision v" + strconv.Itoa(revision)
+	}
+	return store.Revision{}, fmt.Errorf("package %s %s in %s: %w", p, what, s.URL(), store.ErrNotFound)
+}
+
+// Read returns the files of a revision (its layer, read once per digest).
+func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, error) {
+	s.mu.Lock()
+	p, ok := s.contents[rev.Commit]
+	m := s.manifests[rev.Commit]
+	s.mu.Unlock()
+	if ok {
+		return p.DeepCopy(), nil
+	}
+	var err error
+	err = s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		if m == nil {
+			if m, err = s.manifestFor(ctx, rev.Package, rev.Commit, opts); err != nil {
+				return err
+			}
+		}
+		p, err = s.readLayer(rev.Package, m, opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.contents) >= maxContents {
+		clear(s.contents)
+	}
+	s.contents[rev.Commit] = p
+	s.mu.Unlock()
+	return p.DeepCopy(), nil
+}
+
+// readLayer reads and checks a manifest's layer.
+func (s *Store) readLayer(p string, m *manifest, opts []remote.Option) (*pkg.Package, error) {
+	ref := s.reference(p, "@"+m.digest)
+	max := s.opts.maxLayer()
+	layer, err := remote.Layer(ref.Context().Digest(m.m.Layers[0].Digest.String()), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	return readPackageLayer(ref, m.digest, layer, max)
+}
+
+// ReadFile returns one file of a revision; the Kptfile comes from the
+// manifest's annotation, without reading the layer.
+func (s *Store) ReadFile(ctx context.Context, rev store.Revision, file string) ([]byte, error) {
+	s.mu.Lock()
+	m := s.manifests[rev.Commit]
+	s.mu.Unlock()
+	if m != nil && file == kptfileName {
+		if kf := m.ann(KptfileAnnotation); kf != "" {
+			return []byte(kf), nil
+		}
+	}
+	p, err := s.Read(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := p.File(file)
+	if !ok {
+		return nil, fmt.Errorf("%s of %s: %w", file, rev.Package, store.ErrNotFound)
+	}
+	return data, nil
+}
+
+const kptfileName = "Kptfile"
+
+// DraftHistory is the last write of a draft or proposal: a registry keeps
+// no history of a tag.
+func (s *Store) DraftHistory(ctx context.Context, rev store.Revision) ([]store.Commit, error) {
+	s.mu.Lock()
+	m := s.manifests[rev.Commit]
+	s.mu.Unlock()
+	if m == nil {
+		return nil, fmt.Errorf("%s of %s: %w", rev.Commit, rev.Package, store.ErrNotFound)
+	}
+	at, _ := time.Parse(time.RFC3339, m.ann(WrittenAtAnnotation))
+	return []store.Commit{{Hash: m.digest, Author: m.ann(AuthorAnnotation), Subject: m.ann(MessageAnnotation), Trailers: trailersOf(m), When: at}}, nil
+}
+
+// DraftFork is not known in a registry: "".
+func (s *Store) DraftFork(ctx context.Context, rev store.Revision) (string, error) { return "", nil }
+
+// SamePackage compares the layers of two manifests: the same files make
+// the same layer.
+func (s *Store) SamePackage(ctx context.Context, p, a, b string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ma, mb := s.manifests[a], s.manifests[b]
+	if ma == nil || mb == nil {
+		return ma == mb, nil
+	}
+	return ma.m.Layers[0].Digest == mb.m.Layers[0].Digest, nil
+}
+
+// current reads the digest a tag holds in the registry now ("" when
+// absent).
+func (s *Store) current(p, tag string, opts []remote.Option) (string, error) {
+	d, err := remote.Head(s.reference(p, ":"+tag), opts...)
+	if err != nil {
+		var terr *transport.Error
+		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading %s:%s: %w", s.Image(p), tag, err)
+	}
+	return d.Digest.String(), nil
+}
+
+// expect fails with a ConflictError unless the tag holds want.
+func (s *Store) expect(p, tag, want string, opts []remote.Option) error {
+	got, err := s.current(p, tag, opts)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return &store.ConflictError{Ref: s.Image(p) + ":" + tag, Expected: want, Actual: got}
+	}
+	return nil
+}
+
+// put uploads an artifact's blobs (once) and puts its manifest at tag,
+// then reads the tag back: another writer's put in between is a conflict.
+func (s *Store) put(p, tag string, a *artifact, opts []remote.Option) error {
+	ref := s.reference(p, ":"+tag)
+	if err := a.push(ref, opts); err != nil {
+		return err
+	}
+	return s.expect(p, tag, a.digest, opts)
+}
+
+// remove deletes a manifest (and every tag on it).
+func (s *Store) remove(p, digest string, opts []remote.Option) error {
+	ref := s.reference(p, "@"+digest)
+	if err := remote.Delete(ref, opts...); err != nil {
+		var terr *transport.Error
+		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+			return nil
+		}
+		return fmt.Errorf("deleting %s (the registry must allow deletes): %w", ref, err)
+	}
+	return nil
+}
+
+// write runs one write: under the process's write lock, through the
+// gate, then updates what the store knows of the package from the
+// registry (success or not), so the next reader sees the outcome.
+func (s *Store) write(ctx context.Context, p, what string, fn func(opts []remote.Option) error) error {
+	if err := pkg.ValidPath(p); err != nil {
+		return fmt.Errorf("package %q: %w", p, err)
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	err := s.exchange(ctx, what+" "+p+" in", fn)
+	if rerr := s.refreshPackage(ctx, p); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// refreshPackage reads one package's tags again.
+func (s *Store) refreshPackage(ctx context.Context, p string) error {
+	bad := map[string]string{}
+	var tags map[string]string
+	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		var err error
+		tags, err = s.readTags(ctx, p, opts, bad)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(tags) == 0 {
+		delete(s.pkgs, p)
+	} else {
+		s.pkgs[p] = tags
+	}
+	for k := range s.bad {
+		if strings.HasPrefix(k, p+":") {
+			delete(s.bad, k)
+		}
+	}
+	for k, v := range bad {
+		s.bad[k] = v
+	}
+	s.rehashLocked()
+	return nil
+}
+
+// tagsOf is what the store read of a package's tags.
+func (s *Store) tagsOf(p string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for t, d := range s.pkgs[p] {
+		out[t] = d
+	}
+	return out
+}
+
+// revisionArtifact builds a revision's manifest: the package artifact
+// with the revision's annotations.
+func (s *Store) revisionArtifact(p string, files *pkg.Package, ann map[string]string) (*artifact, error) {
+	return buildAnnotated(p, files, ann)
+}
+
+// relabel builds a manifest over the blobs of an existing one with other
+// revision annotations: a move through the lifecycle uploads no blob.
+func (s *Store) relabel(p string, from *manifest, ann map[string]string) (*artifact, error) {
+	m := from.m
+	m.Annotations = map[string]string{}
+	for k, v := range from.m.Annotations {
+		if !strings.HasPrefix(k, "dev.scion.revision.") {
+			m.Annotations[k] = v
+		}
+	}
+	for k, v := range ann {
+		if v != "" {
+			m.Annotations[k] = v
+		}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	return &artifact{manifest: raw, digest: h.String()}, nil
+}
+
+// WriteDraft creates or updates a draft (w.Proposed: a proposal) as one
+// manifest at draft.<workspace> (proposed.<workspace>).
+func (s *Store) WriteDraft(ctx context.Context, w store.DraftWrite) (store.Revision, error) {
+	if err := store.ValidateWorkspace(w.Workspace); err != nil {
+		return store.Revision{}, err
+	}
+	if w.Contents == nil {
+		return store.Revision{}, fmt.Errorf("draft %s/%s: no contents", w.Package, w.Workspace)
+	}
+	lc, tag := porchv1alpha1.LifecycleDraft, draftTagPrefix+w.Workspace
+	if w.Proposed {
+		lc, tag = porchv1alpha1.LifecycleProposed, proposedTagPrefix+w.Workspace
+		if w.Expected == "" {
+			return store.Revision{}, fmt.Errorf("writing the proposal %s/%s: an update only (no expected digest given)", w.Package, w.Workspace)
+		}
+	}
+	var out store.Revision
+	err := s.write(ctx, w.Package, "writing "+tag+" of", func(opts []remote.Option) error {
+		known := s.tagsOf(w.Package)
+		trailers := store.Trailers{}
+		if w.Expected != "" {
+			if err := s.expect(w.Package, tag, w.Expected, opts); err != nil {
+				return err
+			}
+			if prev, err := s.manifestFor(ctx, w.Package, w.Expected, opts); err == nil {
+				for k, v := range trailersOf(prev) {
+					trailers[k] = v
+				}
+			}
+		} else {
+			if err := s.workspaceFree(ctx, w.Package, w.Workspace, known, w.CheckRemote, opts); err != nil {
+				return err
+			}
+		}
+		delete(trailers, store.TrailerWriter)
+		for k, v := range w.Trailers {
+			trailers[k] = v
+		}
+		trailers[store.TrailerPackage], trailers[store.TrailerWorkspace] = w.Package, w.Workspace
+		if w.Writer != "" {
+			trailers[store.TrailerWriter] = w.Writer
+		}
+		author := w.Author
+		if author == "" {
+			author = s.author()
+		}
+		a, err := s.revisionArtifact(w.Package, w.Contents, map[string]string{
+			LifecycleAnnotation: string(lc), WorkspaceAnnotation: w.Workspace, TrailersAnnotation: marshalTrailers(trailers),
+			MessageAnnotation: w.Message, AuthorAnnotation: author, WrittenAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.put(w.Package, tag, a, opts); err != nil {
+			return err
+		}
+		if w.Expected != "" && w.Expected != a.digest {
+			if err := s.remove(w.Package, w.Expected, opts); err != nil {
+				return err
+			}
+		}
+		out = store.Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: lc, Commit: a.digest, Trailers: trailers}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) author() string {
+	if s.opts.Author != "" {
+		return s.opts.Author
+	}
+	return "scion"
+}
+
+func marshalTrailers(t store.Trailers) string {
+	data, _ := json.Marshal(t)
+	return string(data)
+}
+
+// workspaceFree fails with a ConflictError when the workspace has a
+// draft, a proposal or a published revision in the registry; with
+// checkRemote, also when the registry has any tag of the package the
+// store had not read.
+func (s *Store) workspaceFree(ctx context.Context, p, ws string, known map[string]string, checkRemote bool, opts []remote.Option) error {
+	bad := map[string]string{}
+	tags, err := s.readTags(ctx, p, opts, bad)
+	if err != nil {
+		return err
+	}
+	for _, t := range []string{draftTagPrefix + ws, proposedTagPrefix + ws} {
+		if d, ok := tags[t]; ok {
+			return &store.ConflictError{Ref: s.Image(p) + ":" + t, Actual: d, Detail: "workspace " + ws + " is taken"}
+		}
+	}
+	for t, d := range tags {
+		if _, ok := revisionNumber(t); ok && s.manifests[d] != nil && s.manifests[d].ann(WorkspaceAnnotation) == ws {
+			return &store.ConflictError{Ref: s.Image(p) + ":" + t, Actual: d, Detail: "workspace " + ws + " is published"}
+		}
+	}
+	if checkRemote {
+		for t, d := range tags {
+			if known[t] != d {
+				return &store.ConflictError{Ref: s.Image(p) + ":" + t, Expected: known[t], Actual: d, Detail: "the registry has a revision of the package this store had not read"}
+			}
+		}
+	}
+	return nil
+}
+
+// move relabels the manifest at from (which must hold expected) with ann
+// and puts it at to (which must be absent), then deletes the old one.
+func (s *Store) move(ctx context.Context, p, from, to, expected string, ann func(*manifest) map[string]string, opts []remote.Option) (*artifact, error) {
+	if err := s.expect(p, from, expected, opts); err != nil {
+		return nil, err
+	}
+	if err := s.expect(p, to, "", opts); err != nil {
+		return nil, err
+	}
+	m, err := s.manifestFor(ctx, p, expected, opts)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.relabel(p, m, ann(m))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.put(p, to, a, opts); err != nil {
+		return nil, err
+	}
+	return a, s.remove(p, expected, opts)
+}
+
+// keep returns the revision annotations of m with some replaced.
+func keep(m *manifest, set map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m.m.Annotations {
+		if strings.HasPrefix(k, "dev.scion.revision.") {
+			out[k] = v
+		}
+	}
+	for k, v := range set {
+		out[k] = v
+	}
+	return out
+}
+
+// Propose moves a draft to proposed.<workspace>.
+func (s *Store) Propose(ctx context.Context, p, ws, expected string) (store.Revision, error) {
+	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed)
+}
+
+// RejectProposal moves a proposal back to draft.<workspace>.
+func (s *Store) RejectProposal(ctx context.Context, p, ws, expected string) (store.Revision, error) {
+	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft)
+}
+
+func (s *Store) moveStage(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (store.Revision, error) {
+	tag := func(lc porchv1alpha1.Lifecycle) string {
+		return s.RefName(store.Revision{Workspace: ws, Lifecycle: lc})
+	}
+	var out store.Revision
+	err := s.write(ctx, p, "moving "+tag(from)+" of", func(opts []remote.Option) error {
+		a, err := s.move(ctx, p, tag(from), tag(to), expected, func(m *manifest) map[string]string {
+			return keep(m, map[string]string{LifecycleAnnotation: string(to)})
+		}, opts)
+		if err != nil {
+			return err
+		}
+		m, err := s.manifestFor(ctx, p, a.digest, opts)
+		if err != nil {
+			return err
+		}
+		out = store.Revision{Package: p, Workspace: ws, Lifecycle: to, Commit: a.digest, Trailers: trailersOf(m)}
+		return nil
+	})
+	return out, err
+}
+
+// Publish gives a proposal the next revision number: its manifest at vN,
+// then the proposal deleted. A crash in between leaves
+// the proposal, which lists hide (its workspace is published) and the
+// next publish of the package removes.
+func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, writer string) (store.Revision, error) {
+	var out store.Revision
+	err := s.write(ctx, p, "publishing", func(opts []remote.Option) error {
+		tags, err := s.readTags(ctx, p, opts, map[string]string{})
+		if err != nil {
+			return err
+		}
+		ptag := proposedTagPrefix + ws
+		if tags[ptag] != expected {
+			return &store.ConflictError{Ref: s.Image(p) + ":" + ptag, Expected: expected, Actual: tags[ptag]}
+		}
+		next := 1
+		for t := range tags {
+			if n, ok := revisionNumber(t); ok {
+				next = max(next, n+1)
+			}
+		}
+		m, err := s.manifestFor(ctx, p, expected, opts)
+		if err != nil {
+			return err
+		}
+		trailers := trailersOf(m)
+		trailers[store.TrailerRevision] = strconv.Itoa(next)
+		if writer != "" {
+			trailers[store.TrailerWriter] = writer
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		a, err := s.move(ctx, p, ptag, revisionTagName(next), expected, func(m *manifest) map[string]string {
+			return map[string]string{WorkspaceAnnotation: ws, RevisionAnnotation: strconv.Itoa(next), TrailersAnnotation: marshalTrailers(trailers),
+				PublishedByAnnotation: publishedBy, PublishedAtAnnotation: now.Format(time.RFC3339)}
+		}, opts)
+		if err != nil {
+			return err
+		}
+		out = store.Revision{Package: p, Workspace: ws, Revision: next, Lifecycle: porchv1alpha1.LifecyclePublished, Commit: a.digest,
+			Latest: true, Trailers: trailers, PublishedBy: publishedBy, PublishedAt: now}
+		return nil
+	})
+	return out, err
+}
+
+// ProposeDeletion tags deletion-proposed.vN beside vN.
+func (s *Store) ProposeDeletion(ctx context.Context, p string, revision int) (store.Revision, error) {
+	return s.markDeletion(ctx, p, revision, true)
+}
+
+// RejectDeletion removes deletion-proposed.vN.
+func (s *Store) RejectDeletion(ctx context.Context, p string, revision int) (store.Revision, error) {
+	return s.markDeletion(ctx, p, revision, false)
+}
+
+func (s *Store) markDeletion(ctx context.Context, p string, revision int, propose bool) (store.Revision, error) {
+	vtag := revisionTagName(revision)
+	mark := deletionProposedTagPrefix + vtag
+	var out store.Revision
+	err := s.write(ctx, p, "marking "+vtag+" of", func(opts []remote.Option) error {
+		d, err := s.current(p, vtag, opts)
+		if err != nil {
+			return err
+		}
+		if d == "" {
+			return fmt.Errorf("package %s revision %s in %s: %w", p, vtag, s.URL(), store.ErrNotFound)
+		}
+		current, err := s.current(p, mark, opts)
+		if err != nil {
+			return err
+		}
+		lc := porchv1alpha1.LifecyclePublished
+		switch {
+		case propose && current == "":
+			m, err := s.manifestFor(ctx, p, d, opts)
+			if err != nil {
+				return err
+			}
+			a, err := s.relabel(p, m, keep(m, map[string]string{LifecycleAnnotation: string(porchv1alpha1.LifecycleDeletionProposed)}))
+			if err != nil {
+				return err
+			}
+			if err := s.put(p, mark, a, opts); err != nil {
+				return err
+			}
+			lc = porchv1alpha1.LifecycleDeletionProposed
+		case propose:
+			lc = porchv1alpha1.LifecycleDeletionProposed
+		case current != "":
+			if err := s.remove(p, current, opts); err != nil {
+				return err
+			}
+		}
+		out = store.Revision{Package: p, Revision: revision, Lifecycle: lc, Commit: d}
+		return nil
+	})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	if rev, err := s.Get(ctx, p, "", revision); err == nil {
+		return rev, nil
+	}
+	return out, nil
+}
+
+// Delete removes a revision: a draft's or proposal's manifest, or a
+// published revision's (with the tags on it) and its deletion mark. A
+// published manifest another vN tag shares (revisions with the same
+// files copied by scion repo mirror) cannot be deleted alone.
+func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) error {
+	return s.write(ctx, rev.Package, "deleting", func(opts []remote.Option) error {
+		tag := s.RefName(rev)
+		if err := s.expect(rev.Package, tag, rev.Commit, opts); err != nil {
+			return err
+		}
+		if rev.Revision > 0 {
+			tags, err := s.readTags(ctx, rev.Package, opts, map[string]string{})
+			if err != nil {
+				return err
+			}
+			for t, d := range tags {
+				if n, ok := revisionNumber(t); ok && n != rev.Revision && d == rev.Commit {
+					return fmt.Errorf("revision %s of %s shares its manifest %s with %s: a registry deletes a manifest with every tag on it; delete both, or re-publish one: %w", tag, rev.Package, rev.Commit, t, pkgInvalid)
+				}
+			}
+			if d := tags[deletionProposedTagPrefix+tag]; d != "" {
+				if err := s.remove(rev.Package, d, opts); err != nil {
+					return err
+				}
+			}
+		}
+		return s.remove(rev.Package, rev.Commit, opts)
+	})
+}
+
+// pkgInvalid marks errors a retry cannot fix.
+var pkgInvalid = errors.New("not possible in an OCI registry")
+
+// SetFloatingTag points a floating tag at a published revision's
+// manifest, after reading where it points now: a move by someone else in
+// between is a store.ErrConflict (the same read-put-read as every write).
+func (s *Store) SetFloatingTag(ctx context.Context, p, tag string, revision int) (int, error) {
+	if err := store.ValidateFloatingTag(tag); err != nil {
+		return 0, err
+	}
+	if isLifecycleTag(tag) {
+		return 0, fmt.Errorf("invalid floating tag %q: draft., proposed. and deletion-proposed. name the lifecycle in a registry", tag)
+	}
+	from := 0
+	err := s.write(ctx, p, "tagging", func(opts []remote.Option) error {
+		d, err := s.current(p, revisionTagName(revision), opts)
+		if err != nil {
+			return err
+		}
+		if d == "" {
+			return fmt.Errorf("package %s revision v%d in %s: %w", p, revision, s.URL(), store.ErrNotFound)
+		}
+		current, err := s.current(p, tag, opts)
+		if err != nil {
+			return err
+		}
+		if current != "" {
+			if m, err := s.manifestFor(ctx, p, current, opts); err == nil {
+				from, _ = strconv.Atoi(m.ann(RevisionAnnotation))
+			}
+		}
+		if current == d {
+			return nil
+		}
+		m, err := s.manifestFor(ctx, p, d, opts)
+		if err != nil {
+			return err
+		}
+		if err := s.expect(p, tag, current, opts); err != nil {
+			return err
+		}
+		if err := remote.Put(s.reference(p, ":"+tag), rawManifest{m.raw}, opts...); err != nil {
+			return fmt.Errorf("tagging %s:%s: %w", s.Image(p), tag, err)
+		}
+		return s.expect(p, tag, d, opts)
+	})
+	return from, err
+}
+
+func isLifecycleTag(t string) bool {
+	return strings.HasPrefix(t, draftTagPrefix) || strings.HasPrefix(t, proposedTagPrefix) || strings.HasPrefix(t, deletionProposedTagPrefix)
+}
+
+// FloatingTags returns a package's tags that are not vN nor lifecycle
+// tags (semantic versions such as 1.4.0 included, as in git), with the
+// revision each points at (0: none).
+func (s *Store) FloatingTags(ctx context.Context, p string) (map[string]int, error) {
+	tags := s.tagsOf(p)
+	byDigest := map[string]int{}
+	for t, d := range tags {
+		if n, ok := revisionNumber(t); ok {
+			byDigest[d] = n
+		}
+	}
+	out := map[string]int{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, d := range tags {
+		if _, ok := revisionNumber(t); ok || isLifecycleTag(t) || store.ValidateFloatingTag(t) != nil {
+			continue
+		}
+		out[t] = byDigest[d]
+	}
+	return out, nil
+}
+
+// ResolveFloatingTag finds the published revision a tag points at.
+func (s *Store) ResolveFloatingTag(ctx context.Context, p, tag string) (store.Revision, error) {
+	d, ok := s.tagsOf(p)[tag]
+	if !ok {
+		return store.Revision{}, fmt.Errorf("package %s has no tag %s in %s: %w", p, tag, s.URL(), store.ErrNotFound)
+	}
+	revs, _ := s.ListPackage(ctx, p)
+	for _, rev := range revs {
+		if rev.Revision > 0 && rev.Commit == d {
+			return rev, nil
+		}
+	}
+	return store.Revision{}, fmt.Errorf("the tag %s of package %s in %s is on no published revision: %w", tag, p, s.URL(), store.ErrNotFound)
+}
