@@ -30,8 +30,7 @@ type upstreamNames struct {
 }
 
 type upstreamKey struct {
-	ns string
-	kptfilev1.GitLock
+	ns, source, directory, ref, commit string
 }
 
 type upstreamName struct {
@@ -63,7 +62,7 @@ func (u *upstreamNames) show(ctx context.Context, pr *porchv1alpha1.PackageRevis
 		return
 	}
 	lock := pr.Status.UpstreamLock
-	if lock == nil || lock.Git == nil || lock.Git.Repo == "" {
+	if lock.Source() == "" {
 		pr.Spec.Tasks = []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}
 		return
 	}
@@ -75,7 +74,10 @@ func (u *upstreamNames) show(ctx context.Context, pr *porchv1alpha1.PackageRevis
 }
 
 func (u *upstreamNames) lookup(ctx context.Context, ns string, lock *kptfilev1.UpstreamLock) string {
-	key := upstreamKey{ns: ns, GitLock: *lock.Git}
+	key := upstreamKey{ns: ns, source: lock.Source(), ref: lock.Ref(), commit: lock.Commit()}
+	if lock.Git != nil {
+		key.directory = lock.Git.Directory
+	}
 	u.mu.Lock()
 	got, ok := u.names[key]
 	u.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-dev/scion/internal/oci"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -81,7 +82,7 @@ package's later revisions are not copied.`,
 			}
 			var done []oci.Mirrored
 			if toGit {
-				done, err = oci.MirrorToGit(ctx, prefix, st, o)
+				done, err = oci.MirrorToGit(ctx, prefix, st, &pkgservice.Service{}, o)
 			} else {
 				done, err = oci.MirrorGit(ctx, st, prefix, o)
 			}

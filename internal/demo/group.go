@@ -156,7 +156,7 @@ func (o *Options) groupDrafts(ctx context.Context, ns, version string, n int) ([
 		}
 		drafts = drafts[:0]
 		for _, pr := range revs {
-			if lock := pr.Status.UpstreamLock; pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft && lock != nil && lock.Git != nil && strings.HasSuffix(lock.Git.Ref, "/"+version) {
+			if lock := pr.Status.UpstreamLock; pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft && strings.HasSuffix("/"+lock.Ref(), "/"+version) {
 				drafts = append(drafts, pr)
 			}
 		}

@@ -71,11 +71,14 @@ func LoadInstalled(dir string) ([]Installed, error) {
 		if rel == "." {
 			r.Package = filepath.Base(dir)
 		}
-		if l := kf.UpstreamLock; l != nil && l.Git != nil {
-			if d := strings.Trim(path.Clean("/"+l.Git.Directory), "/"); d != "" {
-				r.Package = d
+		if l := kf.UpstreamLock; l != nil && (l.Git != nil || l.OCI != nil) {
+			if l.Git != nil {
+				if d := strings.Trim(path.Clean("/"+l.Git.Directory), "/"); d != "" {
+					r.Package = d
+				}
 			}
-			ref := l.Git.Ref[strings.LastIndex(l.Git.Ref, "/")+1:]
+			ref := l.Ref()
+			ref = ref[strings.LastIndex(ref, "/")+1:]
 			if v, err := ParseVersion(ref); err == nil && ref != "" {
 				r.Version = v
 			}

@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
-// Origin identifies a package revision in git: what a downstream's Kptfile
-// records in upstream and upstreamLock.
+// Origin identifies a package revision in git or in an OCI registry:
+// what a downstream's Kptfile records in upstream and upstreamLock.
 type Origin struct {
-	// Repo is the repository URL.
+	// Repo is the repository URL, or oci://REGISTRY/PREFIX for a package
+	// in an OCI registry (whose Directory is then the package, Ref its
+	// tag and Commit its manifest's digest).
 	Repo string
 	// Directory is the package folder inside the repository.
 	Directory string
@@ -23,14 +26,33 @@ type Origin struct {
 	Commit string
 }
 
+// ociScheme starts the Repo of an origin in an OCI registry.
+const ociScheme = "oci://"
+
+// image is REGISTRY/PREFIX/PACKAGE:TAG for an origin in an OCI registry;
+// ok is false for git.
+func (o Origin) image() (string, bool) {
+	prefix, ok := strings.CutPrefix(o.Repo, ociScheme)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimSuffix(prefix, "/") + "/" + o.Directory + ":" + o.Ref, true
+}
+
 func (o Origin) upstream(strategy kptfilev1.UpdateStrategy) *kptfilev1.Upstream {
 	if strategy == "" {
 		strategy = kptfilev1.ResourceMerge
+	}
+	if image, ok := o.image(); ok {
+		return &kptfilev1.Upstream{Type: kptfilev1.OCIOrigin, OCI: &kptfilev1.OCI{Image: image}, UpdateStrategy: strategy}
 	}
 	return &kptfilev1.Upstream{Type: kptfilev1.GitOrigin, Git: &kptfilev1.Git{Repo: o.Repo, Directory: o.Directory, Ref: o.Ref}, UpdateStrategy: strategy}
 }
 
 func (o Origin) lock() *kptfilev1.UpstreamLock {
+	if image, ok := o.image(); ok {
+		return &kptfilev1.UpstreamLock{Type: kptfilev1.OCIOrigin, OCI: &kptfilev1.OCILock{Image: image, Digest: o.Commit}}
+	}
 	return &kptfilev1.UpstreamLock{Type: kptfilev1.GitOrigin, Git: &kptfilev1.GitLock{Repo: o.Repo, Directory: o.Directory, Ref: o.Ref, Commit: o.Commit}}
 }
 

@@ -19,7 +19,6 @@ import (
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
-	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -169,7 +168,7 @@ var revisionTag = regexp.MustCompile(`^v([1-9][0-9]{0,8})$`)
 // number (git's latest revision of the package is not N-1), is reported
 // and that package's later revisions are not copied; an artifact that is
 // not a package is reported; the other packages are still copied.
-func MirrorToGit(ctx context.Context, prefix string, st store.Store, o Options) ([]Mirrored, error) {
+func MirrorToGit(ctx context.Context, prefix string, st store.Store, w Publisher, o Options) ([]Mirrored, error) {
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
@@ -182,13 +181,21 @@ func MirrorToGit(ctx context.Context, prefix string, st store.Store, o Options) 
 	var out []Mirrored
 	var errs []error
 	for _, p := range pkgs {
-		done, err := mirrorPackageToGit(ctx, p, st, o, opts)
+		done, err := mirrorPackageToGit(ctx, p, st, w, o, opts)
 		out = append(out, done...)
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// Publisher writes published revisions and floating tags into a store:
+// pkgservice.Service, Scion's one write path (which imports this package
+// for Repositories of type oci, so it is passed in).
+type Publisher interface {
+	PublishDirect(ctx context.Context, st store.Store, pkgPath, workspace string, contents *pkg.Package, message, publishedBy string) (store.Revision, error)
+	SetFloatingTag(ctx context.Context, st store.Store, pkgPath, tag string, revision int) (int, error)
 }
 
 // registryPackage is a package under a prefix: its repository and its
@@ -243,7 +250,7 @@ func packagesUnder(ctx context.Context, prefix string, opts []remote.Option) ([]
 }
 
 // mirrorPackageToGit copies one package's vN tags into git, in order.
-func mirrorPackageToGit(ctx context.Context, rp registryPackage, st store.Store, o Options, opts []remote.Option) ([]Mirrored, error) {
+func mirrorPackageToGit(ctx context.Context, rp registryPackage, st store.Store, w Publisher, o Options, opts []remote.Option) ([]Mirrored, error) {
 	repo, pkgPath, numbers, floating := rp.repo, rp.path, rp.numbers, rp.floating
 	revs, err := st.ListPackage(ctx, pkgPath)
 	if err != nil {
@@ -280,7 +287,7 @@ func mirrorPackageToGit(ctx context.Context, rp registryPackage, st store.Store,
 		if latest != n-1 {
 			return out, fmt.Errorf("%s revision %d: git's latest revision of %s is %d, so %s would not be revision %d there; nothing more of %s is copied", pkgPath, n, pkgPath, latest, m.Ref, n, pkgPath)
 		}
-		rev, err := (&pkgservice.Service{}).PublishDirect(ctx, st, pkgPath, fmt.Sprintf("v%d", n), p, "Mirrored from "+m.Ref, "scion repo mirror")
+		rev, err := w.PublishDirect(ctx, st, pkgPath, fmt.Sprintf("v%d", n), p, "Mirrored from "+m.Ref, "scion repo mirror")
 		if err != nil {
 			return out, fmt.Errorf("%s revision %d: %w", pkgPath, n, err)
 		}
@@ -309,7 +316,7 @@ func mirrorPackageToGit(ctx context.Context, rp registryPackage, st store.Store,
 		}
 		m := Mirrored{Package: pkgPath, Revision: n, Tag: tag, Ref: Scheme + ref.String(), Digest: d.Digest.String()}
 		if inGitTags[tag] != n {
-			if _, err := (&pkgservice.Service{}).SetFloatingTag(ctx, st, pkgPath, tag, n); err != nil {
+			if _, err := w.SetFloatingTag(ctx, st, pkgPath, tag, n); err != nil {
 				return out, fmt.Errorf("%s tag %s: %w", pkgPath, tag, err)
 			}
 			m.Copied = true

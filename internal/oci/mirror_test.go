@@ -9,6 +9,7 @@ import (
 
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/registry"
@@ -133,7 +134,7 @@ func TestMirrorToGit(t *testing.T) {
 	dstBare := gitserver.InitBare(t, t.TempDir(), "dst.git")
 	dst, err := store.Open(ctx, store.Options{URL: "file://" + dstBare, CreateBranch: true, CacheDir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
-	got, err := oci.MirrorToGit(ctx, prefix, dst, o)
+	got, err := oci.MirrorToGit(ctx, prefix, dst, &pkgservice.Service{}, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(HaveLen(4), "three revisions and the tag")
 	g.Expect(got).To(HaveEach(HaveField("Copied", true)))
@@ -154,14 +155,14 @@ func TestMirrorToGit(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(b.Files()).To(Equal(a.Files()))
 	}
-	again, err := oci.MirrorToGit(ctx, prefix, dst, o)
+	again, err := oci.MirrorToGit(ctx, prefix, dst, &pkgservice.Service{}, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(HaveEach(HaveField("Copied", false)), "idempotent")
 
 	// v5 of app while git has 2: refused for app, nothing published.
 	_, err = oci.Push(ctx, ref(t, "oci://"+prefix+"/app:v5"), "app", testPackage(), o)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = oci.MirrorToGit(ctx, prefix, dst, o)
+	_, err = oci.MirrorToGit(ctx, prefix, dst, &pkgservice.Service{}, o)
 	g.Expect(err).To(MatchError(ContainSubstring("app revision 5: git's latest revision of app is 2, so oci://" + prefix + "/app:v5 would not be revision 5 there")))
 	_, err = dst.Get(ctx, "app", "", 3)
 	g.Expect(err).To(HaveOccurred(), "nothing published")

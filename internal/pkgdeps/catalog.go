@@ -136,10 +136,10 @@ func (r *Reader) remember(key string, d declared) {
 // upstreamCommit is the upstream commit a package's Kptfile records.
 func upstreamCommit(p *pkg.Package) string {
 	kf, err := p.Kptfile()
-	if err != nil || kf.UpstreamLock == nil || kf.UpstreamLock.Git == nil {
+	if err != nil {
 		return ""
 	}
-	return kf.UpstreamLock.Git.Commit
+	return kf.UpstreamLock.Commit()
 }
 
 // Catalog reads every published revision of the sources' packages, with

@@ -17,24 +17,17 @@ import (
 // LockedRevision names the published PackageRevision of namespace ns that
 // a Kptfile's upstreamLock records: the revision of the Repository whose
 // URL and directory the lock names, at the revision tag of the lock's ref
-// (pkg/vN) and, where both are known, at the lock's commit. It returns ""
+// (pkg/vN) and, where both are known, at the lock's commit; for an OCI
+// lock, the revision of the Repository whose registry prefix holds the
+// image, at its tag vN and digest. It returns ""
 // when there is none: the upstream is not a Repository of ns, the ref is
 // not a published revision's, or that revision is gone. c lists
 // Repositories and PackageRevisions with the field selectors
 // spec.repository, spec.packageName and spec.revision (the storage and
 // Scion's API server both serve them).
 func LockedRevision(ctx context.Context, c client.Reader, ns string, lock *kptfilev1.UpstreamLock) (string, error) {
-	if lock == nil || lock.Git == nil || lock.Git.Repo == "" {
-		return "", nil
-	}
-	l := lock.Git
-	full := strings.Trim(l.Directory, "/")
-	rest, ok := strings.CutPrefix(l.Ref, full+"/v")
-	if !ok || full == "" {
-		return "", nil
-	}
-	revision, err := strconv.Atoi(rest)
-	if err != nil || revision <= 0 {
+	full, revision, ok := lockedPackage(lock)
+	if !ok {
 		return "", nil
 	}
 	repos := &configv1alpha1.RepositoryList{}
@@ -42,14 +35,9 @@ func LockedRevision(ctx context.Context, c client.Reader, ns string, lock *kptfi
 		return "", fmt.Errorf("listing the Repositories of %s: %w", ns, err)
 	}
 	for _, repo := range repos.Items {
-		if repo.Spec.Git == nil || store.Redact(repo.Spec.Git.Repo) != store.Redact(l.Repo) {
+		pkgPath, ok := lockedIn(&repo, lock, full)
+		if !ok {
 			continue
-		}
-		pkgPath := full
-		if dir := strings.Trim(repo.Spec.Git.Directory, "/"); dir != "" {
-			if pkgPath, ok = strings.CutPrefix(full, dir+"/"); !ok {
-				continue
-			}
 		}
 		revs := &porchv1alpha1.PackageRevisionList{}
 		if err := c.List(ctx, revs, client.InNamespace(ns), client.MatchingFields{
@@ -61,11 +49,58 @@ func LockedRevision(ctx context.Context, c client.Reader, ns string, lock *kptfi
 			if pr.Spec.Revision != revision || pr.Spec.PackageName != pkgPath || pr.Spec.Repository != repo.Name {
 				continue // a reader that ignored a selector
 			}
-			if l.Commit != "" && pr.Status.Commit != "" && pr.Status.Commit != l.Commit {
+			if l := lock.Commit(); l != "" && pr.Status.Commit != "" && pr.Status.Commit != l {
 				continue
 			}
 			return pr.Name, nil
 		}
 	}
 	return "", nil
+}
+
+// lockedPackage reads the package (its full path in the git repository,
+// or its OCI repository REGISTRY/PATH) and the published revision number
+// a lock records; ok is false when the lock is not at a published
+// revision's ref (pkg/vN in git, the tag vN in a registry).
+func lockedPackage(lock *kptfilev1.UpstreamLock) (full string, revision int, ok bool) {
+	var rest string
+	switch {
+	case lock == nil:
+		return "", 0, false
+	case lock.Git != nil && lock.Git.Repo != "":
+		full = strings.Trim(lock.Git.Directory, "/")
+		rest, ok = strings.CutPrefix(lock.Git.Ref, full+"/v")
+	case lock.OCI != nil && lock.OCI.Image != "":
+		tag := lock.Ref()
+		full = strings.TrimSuffix(lock.OCI.Image, ":"+tag)
+		rest, ok = strings.CutPrefix(tag, "v")
+	}
+	if !ok || full == "" {
+		return "", 0, false
+	}
+	revision, err := strconv.Atoi(rest)
+	if err != nil || revision <= 0 {
+		return "", 0, false
+	}
+	return full, revision, true
+}
+
+// lockedIn says whether repo holds the package a lock names (full, from
+// lockedPackage), and its path there.
+func lockedIn(repo *configv1alpha1.Repository, lock *kptfilev1.UpstreamLock, full string) (string, bool) {
+	switch {
+	case lock.OCI != nil:
+		if repo.Spec.OCI == nil {
+			return "", false
+		}
+		p, ok := strings.CutPrefix(full, strings.TrimSuffix(repo.Spec.OCI.Registry, "/")+"/")
+		return p, ok && p != ""
+	case repo.Spec.Git == nil || store.Redact(repo.Spec.Git.Repo) != store.Redact(lock.Git.Repo):
+		return "", false
+	}
+	if dir := strings.Trim(repo.Spec.Git.Directory, "/"); dir != "" {
+		p, ok := strings.CutPrefix(full, dir+"/")
+		return p, ok
+	}
+	return full, true
 }

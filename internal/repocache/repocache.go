@@ -1,6 +1,7 @@
-// Package repocache keeps one opened git store per Repository object,
-// with credentials read from the Repository's Secret, and reopens it when
-// the Repository's git settings or the Secret change.
+// Package repocache keeps one opened store per Repository object (its git
+// repository, or its prefix in an OCI registry), with credentials read
+// from the Repository's Secret, and reopens it when the Repository's
+// settings or the Secret change.
 package repocache
 
 import (
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,6 +75,10 @@ type Cache struct {
 	// the controller's file system, which is for development and tests
 	// (scion dev turns it on). Even then, no URL may point into Dir.
 	AllowFileRepositories bool
+	// OCITransport carries the requests to OCI registries
+	// (http.DefaultTransport when nil): where a test trusts its
+	// registry's CA.
+	OCITransport http.RoundTripper
 	// Objects keeps recent git objects in memory within one bound for
 	// every repository (store.Options.Objects); one of
 	// store.DefaultObjectCacheSize when nil.
@@ -95,8 +101,12 @@ type entry struct {
 }
 
 // Open returns the store of a Repository, opening (and fetching) it when it
-// is not open yet or its settings or credentials changed.
+// is not open yet or its settings or credentials changed: its git
+// repository, or its prefix in an OCI registry (spec.type oci).
 func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.Store, error) {
+	if r.Spec.Type == configv1alpha1.OCIRepositoryType || r.Spec.OCI != nil {
+		return c.openOCI(ctx, r)
+	}
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
 	}
@@ -108,17 +118,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	if err != nil {
 		return nil, err
 	}
-	key := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-	c.mu.Lock()
-	if c.repos == nil {
-		c.repos = map[types.NamespacedName]*entry{}
-	}
-	e, ok := c.repos[key]
-	if !ok {
-		e = &entry{lock: make(chan struct{}, 1)}
-		c.repos[key] = e
-	}
-	c.mu.Unlock()
+	e := c.entry(types.NamespacedName{Namespace: r.Namespace, Name: r.Name})
 	objects := c.objects()
 
 	g := r.Spec.Git
@@ -379,7 +379,7 @@ func (c *Cache) credentials(ctx context.Context, namespace, name, field string) 
 // a Repository's Secret holds in memory.
 func TrimSecret(s *corev1.Secret) {
 	data := map[string][]byte{}
-	for _, k := range []string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey} {
+	for _, k := range []string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey, corev1.DockerConfigJsonKey} {
 		if v, ok := s.Data[k]; ok {
 			data[k] = v
 		}

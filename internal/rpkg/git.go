@@ -10,6 +10,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
@@ -35,12 +36,20 @@ func (c *Client) openGit(ctx context.Context, name string, creds store.Credentia
 	return repoObj, st, rev, cleanup, nil
 }
 
-// openRepository opens the git repository of a Repository with the user's
-// own credentials, in a throwaway cache.
+// openRepository opens the store of a Repository with the user's own
+// credentials: its git repository in a throwaway cache, or its registry
+// prefix with the user's Docker credentials (docker login, DOCKER_CONFIG).
 func (c *Client) openRepository(ctx context.Context, name string, creds store.Credentials) (*configv1alpha1.Repository, store.Store, func(), error) {
 	repoObj := &configv1alpha1.Repository{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, repoObj); err != nil {
 		return nil, nil, nil, err
+	}
+	if o := repoObj.Spec.OCI; o != nil {
+		st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: o.Registry, Options: c.OCI})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return repoObj, st, func() {}, nil
 	}
 	if repoObj.Spec.Git == nil {
 		return nil, nil, nil, fmt.Errorf("repository %s has no spec.git", repoObj.Name)

@@ -23,6 +23,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkgservice"
 )
 
@@ -34,6 +35,10 @@ type Client struct {
 	Timeout time.Duration
 	// Poll is the interval of waits.
 	Poll time.Duration
+	// OCI configures the registry client for Repositories of type oci
+	// (credentials from the Docker config file when its Keychain is
+	// nil).
+	OCI oci.Options
 
 	// whoami is the user the API server authenticates this client as,
 	// once it has said (Whoami).
@@ -170,7 +175,7 @@ func (c *Client) Upgrade(ctx context.Context, local, newUpstream, workspace stri
 func (c *Client) lockedUpstream(ctx context.Context, lpr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 	local := lpr.Name
 	lock := lpr.Status.UpstreamLock
-	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
+	if lock.Commit() == "" {
 		return nil, fmt.Errorf("%s records no upstream commit (status.upstreamLock); it was not cloned from a package revision", local)
 	}
 	name, err := pkgservice.LockedRevision(ctx, c.Client, c.Namespace, lock)
@@ -179,7 +184,7 @@ func (c *Client) lockedUpstream(ctx context.Context, lpr *porchv1alpha1.PackageR
 	}
 	if name == "" {
 		return nil, fmt.Errorf("%s was cloned from %s at %s (commit %.12s), which is no published revision of a Repository of this namespace: name the new upstream with --upstream, or register that repository",
-			local, lock.Git.Repo, lock.Git.Ref, lock.Git.Commit)
+			local, lock.Source(), lock.Ref(), lock.Commit())
 	}
 	return c.Get(ctx, name)
 }

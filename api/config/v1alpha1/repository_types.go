@@ -7,11 +7,18 @@ import (
 )
 
 // RepositoryType is the kind of storage behind a Repository.
-// +kubebuilder:validation:Enum=git
+// +kubebuilder:validation:Enum=git;oci
 type RepositoryType string
 
-// GitRepositoryType is a git repository.
-const GitRepositoryType RepositoryType = "git"
+// The kinds of storage.
+const (
+	// GitRepositoryType is a git repository (spec.git).
+	GitRepositoryType RepositoryType = "git"
+	// OCIRepositoryType is a prefix in an OCI registry (spec.oci): each
+	// package an OCI repository under it, each revision an artifact
+	// (docs/oci-layout.md).
+	OCIRepositoryType RepositoryType = "oci"
+)
 
 // SyncRequestedAnnotation, when its value changes, makes the controller
 // sync the Repository at once (scion rpkg push sets it).
@@ -21,14 +28,17 @@ const SyncRequestedAnnotation = "config.porch.kpt.dev/sync-requested"
 // spec.sync.period is not set (the controller's --sync-period).
 const DefaultSyncPeriod = 5 * time.Minute
 
-// RepositorySpec describes a git repository holding packages.
+// RepositorySpec describes a git repository or OCI registry holding
+// packages.
 // +kubebuilder:validation:XValidation:rule="self.type != 'git' || has(self.git)",message="spec.git is required when spec.type is git"
+// +kubebuilder:validation:XValidation:rule="self.type != 'oci' || has(self.oci)",message="spec.oci is required when spec.type is oci"
+// +kubebuilder:validation:XValidation:rule="!has(self.git) || !has(self.oci)",message="spec.git and spec.oci are exclusive: set the one spec.type names"
 type RepositorySpec struct {
 	// Description is a human-readable description of the repository.
 	// +optional
 	Description string `json:"description,omitempty"`
 
-	// Type of the repository. Only git is supported.
+	// Type of the repository: git (spec.git) or oci (spec.oci).
 	// +kubebuilder:default=git
 	// +optional
 	Type RepositoryType `json:"type,omitempty"`
@@ -36,6 +46,10 @@ type RepositorySpec struct {
 	// Git locates the git repository.
 	// +optional
 	Git *GitRepository `json:"git,omitempty"`
+
+	// OCI locates the packages in an OCI registry.
+	// +optional
+	OCI *OCIRepository `json:"oci,omitempty"`
 
 	// Deployment marks a repository whose packages are deployed to a
 	// cluster. Publishing into a deployment repository requires every
@@ -95,6 +109,28 @@ type GitRepository struct {
 	// Email is the commit author e-mail for commits Scion writes.
 	// +optional
 	Email string `json:"email,omitempty"`
+}
+
+// OCIRepository locates packages in an OCI registry: package P is the
+// OCI repository REGISTRY/P, its revisions tags there (vN published,
+// draft.WS, proposed.WS, deletion-proposed.vN; docs/oci-layout.md).
+type OCIRepository struct {
+	// Registry is the registry host and the path the packages are under,
+	// without a scheme: registry.example.com/platform/blueprints. The
+	// registry must serve its catalog (GET /v2/_catalog) and allow
+	// deletes (drafts and proposals are deleted as they move on).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="must be REGISTRY[:PORT]/PATH without a scheme, such as registry.example.com/platform/blueprints (lowercase path)"
+	Registry string `json:"registry"`
+
+	// SecretRef names a Secret in the Repository's namespace with the
+	// registry's credentials: a kubernetes.io/dockerconfigjson Secret
+	// (key .dockerconfigjson, the entry for the registry's host), or keys
+	// username and password. Without one, the registry is read and
+	// written anonymously.
+	// +optional
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
 }
 
 // SecretRef names a Secret in the same namespace.
@@ -160,7 +196,8 @@ type RepositoryStatus struct {
 	PackageVariants int `json:"packageVariants,omitempty"`
 }
 
-// Repository registers a git repository of packages.
+// Repository registers a git repository, or a prefix in an OCI registry,
+// of packages.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -172,6 +209,7 @@ type RepositoryStatus struct {
 // +kubebuilder:printcolumn:name="Variants",type=integer,JSONPath=`.status.packageVariants`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.git.repo`,priority=1
+// +kubebuilder:printcolumn:name="Registry",type=string,JSONPath=`.spec.oci.registry`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Repository struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -203,6 +241,7 @@ const (
 	BranchNotFoundReason       = "BranchNotFound"
 	SecretErrorReason          = "SecretError"
 	GitErrorReason             = "GitError"
+	RegistryErrorReason        = "RegistryError"
 	SyncFailedReason           = "SyncFailed"
 	URLNotAllowedReason        = "URLNotAllowed"
 )

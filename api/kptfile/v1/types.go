@@ -1,5 +1,7 @@
 package v1
 
+import "strings"
+
 const (
 	// KptFileName is the file name of the Kptfile inside a package.
 	KptFileName = "Kptfile"
@@ -45,8 +47,13 @@ type ObjectMeta struct {
 // OriginType is the kind of source a package was cloned from.
 type OriginType string
 
-// GitOrigin is the only origin type Scion writes.
-const GitOrigin OriginType = "git"
+// The origin types Scion writes.
+const (
+	// GitOrigin is a package in a git repository.
+	GitOrigin OriginType = "git"
+	// OCIOrigin is a package stored as an OCI artifact.
+	OCIOrigin OriginType = "oci"
+)
 
 // UpdateStrategy is how a package is updated from its upstream.
 // +kubebuilder:validation:Enum=resource-merge;fast-forward;force-delete-replace;copy-merge
@@ -64,7 +71,14 @@ const (
 type Upstream struct {
 	Type           OriginType     `json:"type,omitempty"`
 	Git            *Git           `json:"git,omitempty"`
+	OCI            *OCI           `json:"oci,omitempty"`
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// OCI locates a package stored as an OCI artifact.
+type OCI struct {
+	// Image is REGISTRY/REPOSITORY:TAG.
+	Image string `json:"image,omitempty"`
 }
 
 // Git locates a package in a git repository.
@@ -78,6 +92,57 @@ type Git struct {
 type UpstreamLock struct {
 	Type OriginType `json:"type,omitempty"`
 	Git  *GitLock   `json:"git,omitempty"`
+	OCI  *OCILock   `json:"oci,omitempty"`
+}
+
+// OCILock is an OCI artifact resolved to its manifest's digest.
+type OCILock struct {
+	// Image is REGISTRY/REPOSITORY:TAG, the tag read.
+	Image string `json:"image,omitempty"`
+	// Digest is the manifest's digest (sha256:...) at the time.
+	Digest string `json:"digest,omitempty"`
+}
+
+// Commit is what the lock pins: the git commit, or the OCI manifest's
+// digest ("" when neither is recorded).
+func (l *UpstreamLock) Commit() string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Git != nil:
+		return l.Git.Commit
+	case l.OCI != nil:
+		return l.OCI.Digest
+	}
+	return ""
+}
+
+// Ref is the ref the lock was read at: a git ref, or the OCI tag.
+func (l *UpstreamLock) Ref() string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Git != nil:
+		return l.Git.Ref
+	case l.OCI != nil:
+		if i := strings.LastIndex(l.OCI.Image, ":"); i > strings.LastIndex(l.OCI.Image, "/") {
+			return l.OCI.Image[i+1:]
+		}
+	}
+	return ""
+}
+
+// Source names where the lock points: the git URL, or oci://IMAGE.
+func (l *UpstreamLock) Source() string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Git != nil:
+		return l.Git.Repo
+	case l.OCI != nil:
+		return "oci://" + l.OCI.Image
+	}
+	return ""
 }
 
 // GitLock is a Git location resolved to a commit.

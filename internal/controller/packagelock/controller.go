@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // locked says whether a Repository has a lock: a deployment repository
 // in git, not being deleted.
 func locked(repo *configv1alpha1.Repository) bool {
-	return repo.Spec.Deployment && repo.DeletionTimestamp.IsZero() && repo.Spec.Git != nil
+	return repo.Spec.Deployment && repo.DeletionTimestamp.IsZero() && (repo.Spec.Git != nil || repo.Spec.OCI != nil)
 }
 
 // reconcileOpen opens the repository's git; one that cannot be opened is

@@ -725,7 +725,8 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 // revision was made from. It returns the variants held.
 func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) ([]string, error) {
 	lock := pr.Status.UpstreamLock
-	if lock == nil || lock.Git == nil || lock.Git.Commit == "" {
+	commit := lock.Commit()
+	if commit == "" {
 		return nil, nil // not made from an upstream: nothing follows it
 	}
 	list := &configv1alpha1.PackageVariantList{}
@@ -735,7 +736,7 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 	var held []string
 	for i := range list.Items {
 		pv := &list.Items[i]
-		if pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] == lock.Git.Commit {
+		if pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] == commit {
 			held = append(held, pv.Name)
 			continue
 		}
@@ -743,7 +744,7 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 		if pv.Annotations == nil {
 			pv.Annotations = map[string]string{}
 		}
-		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] = lock.Git.Commit
+		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] = commit
 		if err := r.Patch(ctx, pv, patch); client.IgnoreNotFound(err) != nil {
 			return held, fmt.Errorf("holding the upstream of PackageVariant %s: %w", pv.Name, err)
 		}

@@ -758,10 +758,10 @@ func revisionKey(repo, pkgPath, ws string) string {
 
 func lockedCommit(p *pkg.Package) string {
 	kf, err := p.Kptfile()
-	if err != nil || kf.UpstreamLock == nil || kf.UpstreamLock.Git == nil {
+	if err != nil {
 		return ""
 	}
-	return kf.UpstreamLock.Git.Commit
+	return kf.UpstreamLock.Commit()
 }
 
 func renderStatus(p *pkg.Package) *kptfilev1.RenderStatus {

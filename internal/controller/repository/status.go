@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,11 @@ func openFailure(repo *configv1alpha1.Repository, err error, retry time.Duration
 // problems.
 func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg string) {
 	switch {
+	case errors.Is(err, store.ErrAuthentication) && repo.Spec.OCI != nil:
+		if ref := repo.Spec.OCI.SecretRef; ref != nil {
+			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, ref.Name)
+		}
+		return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; the registry needs credentials: set spec.oci.secretRef", err)
 	case errors.Is(err, store.ErrAuthentication):
 		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef != nil {
 			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
@@ -55,6 +61,8 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 		return configv1alpha1.SecretErrorReason, err.Error()
 	case errors.Is(err, repocache.ErrURLNotAllowed):
 		return configv1alpha1.URLNotAllowedReason, err.Error()
+	case repo.Spec.OCI != nil:
+		return configv1alpha1.RegistryErrorReason, err.Error()
 	}
 	return configv1alpha1.GitErrorReason, err.Error()
 }
@@ -68,8 +76,15 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 	case s.store == nil:
 		return metav1.Condition{}
 	}
-	return metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason,
-		Message: fmt.Sprintf("%d package revisions at %s", s.result.Revisions, shortCommit(s.store.Head()))}
+	msg := fmt.Sprintf("%d package revisions at %s", s.result.Revisions, shortCommit(s.store.Head()))
+	if np, ok := s.store.(interface{ NotPackages() []string }); ok {
+		if bad := np.NotPackages(); len(bad) > 0 {
+			// Another tool's artifacts under the prefix are not revisions:
+			// said, not fatal.
+			msg += fmt.Sprintf("; %d tag(s) are not Scion packages and are left out: %s", len(bad), store.Shorten(strings.Join(bad, "; "), 1024))
+		}
+	}
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason, Message: msg}
 }
 
 // setStatus sets a Repository's status from the facts and the outcome.
@@ -116,6 +131,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Out
 }
 
 func shortCommit(h string) string {
+	if d, ok := strings.CutPrefix(h, "sha256:"); ok && len(d) > 12 {
+		return "sha256:" + d[:12] // an OCI store's head
+	}
 	if len(h) > 12 {
 		return h[:12]
 	}
