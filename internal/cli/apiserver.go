@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/store"
@@ -26,6 +27,8 @@ type APIServerOptions struct {
 	Cache   repocache.Cache
 	limits  limitFlags
 	address string
+	// registryCAFile is --registry-ca-file.
+	registryCAFile string
 }
 
 // NewCmdAPIServer returns `scion apiserver`, Scion's aggregated API
@@ -59,6 +62,7 @@ user who asked. Uses the in-cluster configuration, or the kubeconfig of
 	f.StringVar(&o.Cache.Dir, "cache-dir", "", "folder of the local git mirrors (default: $XDG_CACHE_HOME/scion/apiserver-repositories)")
 	f.DurationVar(&o.Cache.Timeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote may take before it fails")
 	f.BoolVar(&o.Cache.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs (for development)")
+	f.StringVar(&o.registryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	o.limits.add(f)
 	if kf := flag.CommandLine.Lookup("kubeconfig"); kf != nil {
 		f.AddGoFlag(kf)
@@ -94,6 +98,11 @@ func (o *APIServerOptions) Complete() error {
 		return err
 	}
 	o.Cache.Limits = o.Server.Limits
+	t, err := oci.TransportWithCA(o.registryCAFile)
+	if err != nil {
+		return fmt.Errorf("--registry-ca-file: %w", err)
+	}
+	o.Cache.OCITransport = t
 	return nil
 }
 

@@ -66,6 +66,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.Manager.Shard, "shard", "", "reconcile only objects labelled config.porch.kpt.dev/shard=SHARD, a DNS label (default: only those without the label); each shard elects its own leader")
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
+	f.StringVar(&o.Manager.RegistryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", configv1alpha1.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")

@@ -39,6 +39,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/store"
@@ -90,6 +91,9 @@ type Options struct {
 	// GitTimeout bounds each exchange with a git remote (store.DefaultTimeout
 	// when 0).
 	GitTimeout time.Duration
+	// RegistryCAFile is a PEM file of certificate authorities trusted,
+	// besides the system's, by the registries of Repositories of type oci.
+	RegistryCAFile string
 	// AllowFileRepositories lets Repositories use file:// URLs (paths on
 	// the controller's file system): for development and tests.
 	AllowFileRepositories bool
@@ -273,8 +277,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		st := gitObjects.Stats()
 		return metrics.GitObjectCacheFigures{Bytes: float64(st.Bytes), Max: float64(st.Max), Hits: float64(st.Hits), Misses: float64(st.Misses)}
 	})
+	registryTransport, err := oci.TransportWithCA(o.RegistryCAFile)
+	if err != nil {
+		return nil, err
+	}
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, Limits: o.Limits, AllowFileRepositories: o.AllowFileRepositories,
-		Objects: gitObjects}
+		Objects: gitObjects, OCITransport: registryTransport}
 	// What keeps the memory of a controller with thousands of
 	// repositories to those it works on.
 	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {

@@ -9,12 +9,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/tls"
+	"crypto/x509"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -385,4 +388,28 @@ func describe(err error) error {
 			ErrUnauthorized, terr.StatusCode, http.StatusText(terr.StatusCode), err)
 	}
 	return err
+}
+
+// TransportWithCA is a transport that trusts the system's certificate
+// authorities and those of the PEM file caFile (a registry with a private
+// CA, as air-gapped sites have); http.DefaultTransport's settings
+// otherwise. nil when caFile is empty.
+func TransportWithCA(caFile string) (http.RoundTripper, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the registry CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("the registry CA file %s holds no PEM certificate", caFile)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -37,15 +38,69 @@ type Registry struct {
 	Transport *http.Transport
 }
 
+// harness is what Start needs of a test: testing.TB, or mainHarness in
+// TestMain.
+type harness interface {
+	Helper()
+	TempDir() string
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Start runs a registry until the test ends.
-func Start(t testing.TB) *Registry {
+func Start(t testing.TB) *Registry { return start(t) }
+
+// StartMain runs a registry for a whole test package (from TestMain, to
+// configure the controllers with its CA before they start); stop stops
+// it and removes its files.
+func StartMain() (r *Registry, stop func(), err error) {
+	h := &mainHarness{}
+	stop = func() {
+		for i := len(h.cleanups) - 1; i >= 0; i-- {
+			h.cleanups[i]()
+		}
+	}
+	defer func() {
+		if f, ok := recover().(mainFailure); ok {
+			stop()
+			r, stop, err = nil, nil, errors.New(string(f))
+		}
+	}()
+	return start(h), stop, nil
+}
+
+// mainHarness is a harness outside a test: Fatal panics with a
+// mainFailure, which StartMain returns as an error.
+type mainHarness struct{ cleanups []func() }
+
+type mainFailure string
+
+func (h *mainHarness) Helper()          {}
+func (h *mainHarness) Cleanup(f func()) { h.cleanups = append(h.cleanups, f) }
+func (h *mainHarness) Fatal(args ...any) {
+	panic(mainFailure(fmt.Sprint(args...)))
+}
+func (h *mainHarness) Fatalf(format string, args ...any) {
+	panic(mainFailure(fmt.Sprintf(format, args...)))
+}
+func (h *mainHarness) TempDir() string {
+	dir, err := os.MkdirTemp("", "scion-registry")
+	if err != nil {
+		h.Fatal(err)
+	}
+	h.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func start(t harness) *Registry {
 	t.Helper()
 	bin := os.Getenv("SCION_REGISTRY")
 	if bin == "" {
 		bin = Binary
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no registry at %s: make test installs it (hack/install-test-tools.sh: apt-get install docker-registry), or set SCION_REGISTRY", bin)
+		t.Fatalf("no registry at %s: make test installs it (make registry: hack/install-registry.sh), or set SCION_REGISTRY", bin)
 	}
 	dir := t.TempDir()
 	r := &Registry{Username: "scion", Password: "s3cret-" + fmt.Sprint(time.Now().UnixNano())}
@@ -115,13 +170,24 @@ auth:
 // DOCKER_CONFIG names it) with the given password for the registry's
 // account, and returns the folder.
 func (r *Registry) DockerConfig(t testing.TB, password string) string {
-	dir := t.TempDir()
+	return r.dockerConfig(t, password)
+}
+
+// DockerConfigJSON is the content of a Docker config file with the given
+// password for the registry's account: the .dockerconfigjson of a
+// kubernetes.io/dockerconfigjson Secret.
+func (r *Registry) DockerConfigJSON(password string) []byte {
 	auth := base64.StdEncoding.EncodeToString([]byte(r.Username + ":" + password))
-	write(t, filepath.Join(dir, "config.json"), []byte(fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, r.Host, auth)))
+	return []byte(fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, r.Host, auth))
+}
+
+func (r *Registry) dockerConfig(t harness, password string) string {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "config.json"), r.DockerConfigJSON(password))
 	return dir
 }
 
-func write(t testing.TB, path string, data []byte) {
+func write(t harness, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -129,7 +195,7 @@ func write(t testing.TB, path string, data []byte) {
 }
 
 // certificates makes a CA and a certificate for 127.0.0.1 signed by it.
-func certificates(t testing.TB) (caPEM, certPEM, keyPEM []byte) {
+func certificates(t harness) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	ca, err := localca.New("scion test registry CA")
 	if err != nil {

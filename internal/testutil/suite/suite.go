@@ -35,7 +35,7 @@ func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.R
 		out = io.MultiWriter(Logs, os.Stderr)
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out)))
-	env, err := testenv.Start()
+	env, err := testenv.StartWith(testenv.Options{RegistryCAFile: opts.RegistryCAFile})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -31,6 +31,7 @@ import (
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
 	"github.com/scion-dev/scion/internal/store"
@@ -52,6 +53,8 @@ type Env struct {
 	stop    context.CancelFunc
 	api     *apiserver.Local
 	limits  store.Limits
+	// registryCAFile is Options.RegistryCAFile.
+	registryCAFile string
 }
 
 // Options change how Start sets up the control plane.
@@ -64,6 +67,9 @@ type Options struct {
 	// PackageRevisions, and Scion's API server does not run until
 	// RunAPIServer is called (an upgrade).
 	Earlier bool
+	// RegistryCAFile is trusted by the API server for the registries of
+	// Repositories of type oci (--registry-ca-file).
+	RegistryCAFile string
 }
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
@@ -145,7 +151,7 @@ func StartWith(o Options) (_ *Env, retErr error) {
 	if err := policy.Install(context.Background(), e.Storage); err != nil {
 		return nil, err
 	}
-	e.limits = o.Limits
+	e.limits, e.registryCAFile = o.Limits, o.RegistryCAFile
 	if !o.Earlier {
 		if err := e.RunAPIServer(); err != nil {
 			return nil, err
@@ -167,7 +173,11 @@ func (e *Env) RunAPIServer() error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e.stop = stop
-	repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits}
+	registry, err := oci.TransportWithCA(e.registryCAFile)
+	if err != nil {
+		return err
+	}
+	repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry}
 	api, err := apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits)
 	if err != nil {
 		return err
