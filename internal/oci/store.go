@@ -107,6 +107,7 @@ type Store struct {
 	pkgs      map[string]map[string]string // package -> tag -> digest
 	manifests map[string]*manifest         // by digest: immutable
 	bad       map[string]string            // "package:tag" -> why it is not a package
+	moved     map[string]string            // "package:vN" -> how it moved behind Scion's back
 	fetched   time.Time
 	head      string
 	version   uint64
@@ -142,7 +143,7 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	}
 	opts.Prefix = prefix
 	s := &Store{opts: opts, reg: reg, path: path, gate: opts.Gate,
-		pkgs: map[string]map[string]string{}, manifests: map[string]*manifest{}, bad: map[string]string{}, contents: map[string]*pkg.Package{}}
+		pkgs: map[string]map[string]string{}, manifests: map[string]*manifest{}, bad: map[string]string{}, moved: map[string]string{}, contents: map[string]*pkg.Package{}}
 	if s.gate == nil {
 		s.gate = &store.Gate{}
 	}
@@ -199,18 +200,38 @@ func (s *Store) Trim() bool {
 	return n > 0
 }
 
-// NotPackages lists the tags found at the last fetch that are not Scion
-// packages (another media type, a manifest that cannot be read), each
-// with why: they are not revisions, and the Repository's status says so.
-func (s *Store) NotPackages() []string {
+// Warnings lists what the store found wrong in the registry, each naming
+// the artifact: tags that are not Scion packages (another media type, a
+// manifest that cannot be read), which are not revisions; published
+// revisions (vN) whose tag was moved to another manifest behind Scion's
+// back, which are shown as the registry has them now. The Repository's
+// Ready condition says them.
+func (s *Store) Warnings() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.bad))
+	out := make([]string, 0, len(s.bad)+len(s.moved))
 	for ref, why := range s.bad {
 		out = append(out, s.opts.Prefix+"/"+ref+": "+why)
 	}
+	for ref, how := range s.moved {
+		out = append(out, s.opts.Prefix+"/"+ref+": "+how)
+	}
 	sort.Strings(out)
 	return out
+}
+
+// noteMovedLocked records the published tags of p whose digest changed
+// from what the store had read (a published revision is immutable: a
+// registry that lets a tag move is told in the Repository's status).
+func (s *Store) noteMovedLocked(p string, tags map[string]string) {
+	for t, was := range s.pkgs[p] {
+		if _, ok := revisionNumber(t); !ok {
+			continue
+		}
+		if now, ok := tags[t]; ok && now != was {
+			s.moved[p+":"+t] = fmt.Sprintf("the published revision's tag moved from %s to %s behind Scion's back (published revisions are immutable; it is shown as the registry has it now)", was, now)
+		}
+	}
 }
 
 // exchange runs fn through the gate, bounded by the timeout, with the
@@ -313,6 +334,9 @@ func (s *Store) fetchLocked(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for p, tags := range pkgs {
+		s.noteMovedLocked(p, tags)
+	}
 	s.pkgs, s.bad, s.fetched = pkgs, bad, time.Now()
 	s.rehashLocked()
 	return nil
@@ -700,6 +724,7 @@ func (s *Store) refreshPackage(ctx context.Context, p string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteMovedLocked(p, tags)
 	if len(tags) == 0 {
 		delete(s.pkgs, p)
 	} else {
@@ -869,10 +894,28 @@ func (s *Store) workspaceFree(ctx context.Context, p, ws string, known map[strin
 	return nil
 }
 
-// move relabels the manifest at from (which must hold expected) with ann
-// and puts it at to (which must be absent), then deletes the old one.
+// held reads the digest at tag, which must be there and, unless expected
+// is "" (whatever is there), be expected: what a lifecycle move starts
+// from. what names the stage in the not-found error.
+func (s *Store) held(p, tag, expected, what string, opts []remote.Option) (string, error) {
+	got, err := s.current(p, tag, opts)
+	switch {
+	case err != nil:
+		return "", err
+	case got == "":
+		return "", fmt.Errorf("package %s %s in %s: %w", p, what, s.URL(), store.ErrNotFound)
+	case expected != "" && got != expected:
+		return "", &store.ConflictError{Ref: s.Image(p) + ":" + tag, Expected: expected, Actual: got}
+	}
+	return got, nil
+}
+
+// move relabels the manifest at from (which must hold expected, or
+// anything when expected is "") with ann and puts it at to (which must be
+// absent), then deletes the old one.
 func (s *Store) move(ctx context.Context, p, from, to, expected string, ann func(*manifest) map[string]string, opts []remote.Option) (*artifact, error) {
-	if err := s.expect(p, from, expected, opts); err != nil {
+	expected, err := s.held(p, from, expected, "has no "+from, opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.expect(p, to, "", opts); err != nil {
@@ -950,7 +993,12 @@ func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, write
 			return err
 		}
 		ptag := proposedTagPrefix + ws
-		if tags[ptag] != expected {
+		switch {
+		case tags[ptag] == "":
+			return fmt.Errorf("package %s workspace %s is not Proposed: %w", p, ws, store.ErrNotFound)
+		case expected == "":
+			expected = tags[ptag]
+		case tags[ptag] != expected:
 			return &store.ConflictError{Ref: s.Image(p) + ":" + ptag, Expected: expected, Actual: tags[ptag]}
 		}
 		next := 1

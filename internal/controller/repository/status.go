@@ -77,11 +77,11 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 		return metav1.Condition{}
 	}
 	msg := fmt.Sprintf("%d package revisions at %s", s.result.Revisions, shortCommit(s.store.Head()))
-	if np, ok := s.store.(interface{ NotPackages() []string }); ok {
-		if bad := np.NotPackages(); len(bad) > 0 {
-			// Another tool's artifacts under the prefix are not revisions:
-			// said, not fatal.
-			msg += fmt.Sprintf("; %d tag(s) are not Scion packages and are left out: %s", len(bad), store.Shorten(strings.Join(bad, "; "), 1024))
+	if w, ok := s.store.(interface{ Warnings() []string }); ok {
+		if bad := w.Warnings(); len(bad) > 0 {
+			// Another tool's artifacts under an OCI prefix, a published
+			// tag moved: said, not fatal.
+			msg += fmt.Sprintf("; %d warning(s): %s", len(bad), store.Shorten(strings.Join(bad, "; "), 1024))
 		}
 	}
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason, Message: msg}

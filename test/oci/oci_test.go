@@ -1,0 +1,432 @@
+package oci_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/internal/kptfile"
+	"github.com/scion-dev/scion/internal/oci"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 200 * time.Millisecond
+)
+
+func appPackage(replicas string) *pkg.Package {
+	return pkg.New(map[string][]byte{
+		"Kptfile":  []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"),
+		"app.yaml": []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: " + replicas + "\n"),
+	})
+}
+
+// registryStore opens a prefix of the test registry as its owner would
+// (release tooling, a person with docker login).
+func registryStore(t *testing.T, prefix string) *oci.Store {
+	t.Helper()
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	st, err := oci.OpenStore(context.Background(), oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// release publishes files as the next revision of package p, as a
+// platform team's release tooling does.
+func release(t *testing.T, st store.Store, p, ws string, files *pkg.Package) store.Revision {
+	t.Helper()
+	rev, err := (&pkgservice.Service{}).PublishDirect(context.Background(), st, p, ws, files, "release "+ws, "platform-team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
+// registrySecret creates a kubernetes.io/dockerconfigjson Secret for the
+// test registry with password.
+func registrySecret(t *testing.T, ns, name, password string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON(password)}}
+	if err := storage.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ociRepository(ns, name, prefix, secret string, deployment bool) *configv1alpha1.Repository {
+	r := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.OCIRepositoryType, Deployment: deployment, OCI: &configv1alpha1.OCIRepository{Registry: prefix}}}
+	if secret != "" {
+		r.Spec.OCI.SecretRef = &configv1alpha1.SecretRef{Name: secret}
+	}
+	return r
+}
+
+func gitRepository(ns, name, bare string, deployment bool) *configv1alpha1.Repository {
+	return &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Deployment: deployment, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare, CreateBranch: true}}}
+}
+
+// readyRepository waits for a Repository's Ready=True and returns it.
+func readyRepository(g Gomega, ns, name string) *configv1alpha1.Repository {
+	repo := &configv1alpha1.Repository{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo)).To(Succeed())
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, timeout, interval).Should(Succeed())
+	return repo
+}
+
+// variantRevision waits for the PackageVariant's downstream revision and
+// returns it (through the Porch API).
+func variantRevision(g Gomega, ns, name string) *porchv1alpha1.PackageRevision {
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Eventually(func(g Gomega) {
+		pv := &configv1alpha1.PackageVariant{}
+		g.Expect(storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pv)).To(Succeed())
+		c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(pv.Status.DownstreamTargets).NotTo(BeEmpty())
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pv.Status.DownstreamTargets[0].Name}, pr)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	return pr
+}
+
+func variant(ns, name string, up configv1alpha1.Upstream, downRepo, downPkg string) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configv1alpha1.PackageVariantSpec{Upstream: &up, Downstream: &configv1alpha1.Downstream{Repo: downRepo, Package: downPkg},
+			PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"tenant": name}}}}
+}
+
+// kptfileOf reads a revision's Kptfile through the Porch API
+// (PackageRevisionResources).
+func kptfileOf(g Gomega, ns, name string) *kptfilev1.KptFile {
+	prr := &content.PackageRevisionResources{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, prr)).To(Succeed())
+	kf, err := kptfile.Parse([]byte(prr.Spec.Resources["Kptfile"]))
+	g.Expect(err).NotTo(HaveOccurred())
+	return kf
+}
+
+// Blueprints served from an OCI registry, deployment packages written to
+// one: Repositories of type oci (credentials from a dockerconfigjson
+// Secret) list what the registry holds; PackageVariants clone from OCI
+// into OCI, from git into OCI and from OCI into git, each downstream's
+// Kptfile pinning its OCI upstream by digest; the lifecycle (propose,
+// approve) lands as tags; a new upstream revision updates the variant;
+// a floating tag in the registry is followed.
+func TestOCIRepositories(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "oci")
+	blueprints, deploy := reg.Host+"/"+ns+"/blueprints", reg.Host+"/"+ns+"/deploy"
+	up := registryStore(t, blueprints)
+	v1 := release(t, up, "app", "v1", appPackage("1"))
+	g.Expect(v1.Commit).To(HavePrefix("sha256:"))
+	gitCatalog := gitserver.InitBare(t, t.TempDir(), "catalog.git")
+	gitCluster := gitserver.InitBare(t, t.TempDir(), "cluster.git")
+	gitStore, err := store.Open(ctx, store.Options{URL: "file://" + gitCatalog, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	release(t, gitStore, "app", "v1", appPackage("5"))
+
+	registrySecret(t, ns, "regcred", reg.Password)
+	for _, r := range []*configv1alpha1.Repository{
+		ociRepository(ns, "blueprints", blueprints, "regcred", false),
+		ociRepository(ns, "deploy", deploy, "regcred", true),
+		gitRepository(ns, "catalog", gitCatalog, false),
+		gitRepository(ns, "cluster", gitCluster, true),
+	} {
+		g.Expect(storage.Create(ctx, r)).To(Succeed())
+	}
+	repo := readyRepository(g, ns, "blueprints")
+	g.Expect(repo.Status.PackageCount).To(Equal(1))
+	g.Expect(repo.Status.Commit).To(HavePrefix("sha256:"))
+	readyRepository(g, ns, "deploy")
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blueprints.app.v1"}, pr)).To(Succeed())
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+		g.Expect(pr.Spec.Revision).To(Equal(1))
+	}, timeout, interval).Should(Succeed())
+
+	// Three variants: OCI to OCI, git to OCI, OCI to git.
+	for _, pv := range []*configv1alpha1.PackageVariant{
+		variant(ns, "oci-to-oci", configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: "1"}, "deploy", "tenant-a"),
+		variant(ns, "git-to-oci", configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"}, "deploy", "tenant-b"),
+		variant(ns, "oci-to-git", configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: "1"}, "cluster", "tenant-c"),
+	} {
+		g.Expect(storage.Create(ctx, pv)).To(Succeed())
+	}
+	a := variantRevision(g, ns, "oci-to-oci")
+	g.Expect(a.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+	kf := kptfileOf(g, ns, a.Name)
+	g.Expect(kf.UpstreamLock).NotTo(BeNil())
+	g.Expect(kf.UpstreamLock.Type).To(Equal(kptfilev1.OCIOrigin))
+	g.Expect(kf.UpstreamLock.OCI.Image).To(Equal(blueprints + "/app:v1"))
+	g.Expect(kf.UpstreamLock.OCI.Digest).To(Equal(v1.Commit), "pinned by the digest of the revision cloned")
+	g.Expect(kf.Upstream.OCI.Image).To(Equal(blueprints + "/app:v1"))
+	g.Expect(a.Status.UpstreamLock.Commit()).To(Equal(v1.Commit))
+
+	b := variantRevision(g, ns, "git-to-oci")
+	kf = kptfileOf(g, ns, b.Name)
+	g.Expect(kf.UpstreamLock.Type).To(Equal(kptfilev1.GitOrigin))
+	prr := &content.PackageRevisionResources{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.Name}, prr)).To(Succeed())
+	g.Expect(prr.Spec.Resources["app.yaml"]).To(ContainSubstring("replicas: 5"))
+
+	c := variantRevision(g, ns, "oci-to-git")
+	kf = kptfileOf(g, ns, c.Name)
+	g.Expect(kf.UpstreamLock.OCI.Digest).To(Equal(v1.Commit))
+	g.Expect(gitserver.Git(t, gitCluster, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/")).To(ContainSubstring("drafts/tenant-c/"))
+
+	// The drafts are tags in the registry: draft.<workspace>.
+	down := registryStore(t, deploy)
+	drafts, err := down.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(drafts).To(HaveLen(2))
+	for _, d := range drafts {
+		g.Expect(d.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+		g.Expect(down.RefName(d)).To(HavePrefix("draft."))
+	}
+
+	// Proposed and approved with the CLI, as a person does: published as
+	// deploy/tenant-a:v1.
+	out, err := scion(ns, "rpkg", "propose", a.Name)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = scion(ns, "rpkg", "approve", a.Name)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		g.Expect(down.Fetch(ctx)).To(Succeed())
+		rev, err := down.Get(ctx, "tenant-a", "", 1)
+		g.Expect(err).NotTo(HaveOccurred())
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), pr)).To(Succeed())
+		g.Expect(rev.PublishedBy).NotTo(BeEmpty())
+		g.Expect(rev.PublishedBy).To(Equal(pr.Annotations[porchv1alpha1.ApprovedByAnnotation]), "who approved, in the registry")
+		files, err := down.Read(ctx, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		data, _ := files.File("app.yaml")
+		g.Expect(string(data)).To(ContainSubstring("replicas: 1"))
+	}, timeout, interval).Should(Succeed())
+	// What any OCI client pulls at deploy/tenant-a:v1 is that package.
+	pulled, name, _, err := oci.Pull(ctx, mustRef(t, "oci://"+deploy+"/tenant-a:v1"), oci.Options{Transport: reg.Transport})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(name).To(Equal("tenant-a"))
+	_, hasKptfile := pulled.File("Kptfile")
+	g.Expect(hasKptfile).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), pr)).To(Succeed())
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+	}, timeout, interval).Should(Succeed())
+
+	// A new upstream revision: the variant moved to it gets a draft from
+	// v2, pinned by v2's digest.
+	v2 := release(t, up, "app", "v2", appPackage("2"))
+	pv := &configv1alpha1.PackageVariant{}
+	g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "oci-to-oci"}, pv)).To(Succeed())
+	pv.Spec.Upstream.Revision = "2"
+	g.Expect(storage.Update(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := variantRevision(g, ns, "oci-to-oci")
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+		g.Expect(got.Status.UpstreamLock.Commit()).To(Equal(v2.Commit))
+		prr := &content.PackageRevisionResources{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(got), prr)).To(Succeed())
+		g.Expect(prr.Spec.Resources["app.yaml"]).To(ContainSubstring("replicas: 2"))
+	}, timeout, interval).Should(Succeed())
+
+	// A floating tag in the registry: a variant following stable moves
+	// when the tag does.
+	_, err = up.SetFloatingTag(ctx, "app", "stable", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(storage.Create(ctx, variant(ns, "follows-stable", configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Tag: "stable"}, "deploy", "tenant-d"))).To(Succeed())
+	g.Expect(variantRevision(g, ns, "follows-stable").Status.UpstreamLock.Commit()).To(Equal(v1.Commit))
+	_, err = up.SetFloatingTag(ctx, "app", "stable", 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(variantRevision(g, ns, "follows-stable").Status.UpstreamLock.Commit()).To(Equal(v2.Commit))
+	}, timeout, interval).Should(Succeed())
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := oci.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// pushImage pushes a container image (not a package) at ref.
+func pushImage(t *testing.T, ref string) {
+	t.Helper()
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img, remote.WithTransport(reg.Transport), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What a careless or hostile user gives a Repository of type oci: refused
+// at apply, or reported in its status naming what to fix; another tool's
+// artifact under the prefix and a published tag moved behind Scion's
+// back are said, not fatal.
+func TestOCIRepositories_badInput(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocibad")
+	for _, c := range []struct {
+		name string
+		spec configv1alpha1.RepositorySpec
+		want string
+	}{
+		{"scheme", configv1alpha1.RepositorySpec{Type: "oci", OCI: &configv1alpha1.OCIRepository{Registry: "oci://" + reg.Host + "/x"}}, "spec.oci.registry"},
+		{"upper", configv1alpha1.RepositorySpec{Type: "oci", OCI: &configv1alpha1.OCIRepository{Registry: reg.Host + "/Platform"}}, "lowercase path"},
+		{"missing", configv1alpha1.RepositorySpec{Type: "oci"}, "spec.oci is required when spec.type is oci"},
+		{"both", configv1alpha1.RepositorySpec{Type: "oci", OCI: &configv1alpha1.OCIRepository{Registry: reg.Host + "/x"}, Git: &configv1alpha1.GitRepository{Repo: "https://example.com/x.git"}}, "exclusive"},
+		{"type", configv1alpha1.RepositorySpec{Type: "s3"}, "Unsupported value"},
+	} {
+		err := storage.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns}, Spec: c.spec})
+		g.Expect(err).To(HaveOccurred(), c.name)
+		g.Expect(err.Error()).To(ContainSubstring(c.want), c.name)
+	}
+
+	// A wrong password: AuthenticationFailed naming the Secret.
+	registrySecret(t, ns, "wrong", "not-the-password")
+	g.Expect(storage.Create(ctx, ociRepository(ns, "refused", reg.Host+"/"+ns+"/refused", "wrong", false))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		repo := &configv1alpha1.Repository{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, repo)).To(Succeed())
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.AuthenticationFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("secret " + ns + "/wrong"))
+	}, timeout, interval).Should(Succeed())
+
+	// A Secret without an entry for the registry: SecretError naming it.
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-host", Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths": {"registry.example.com": {"auth": "eDp5"}}}`)}}
+	g.Expect(storage.Create(ctx, s)).To(Succeed())
+	g.Expect(storage.Create(ctx, ociRepository(ns, "no-entry", reg.Host+"/"+ns+"/x", "other-host", false))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		repo := &configv1alpha1.Repository{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "no-entry"}, repo)).To(Succeed())
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(configv1alpha1.SecretErrorReason))
+		g.Expect(c.Message).To(And(ContainSubstring("other-host"), ContainSubstring("no entry for "+reg.Host)))
+	}, timeout, interval).Should(Succeed())
+
+	// A container image under the prefix and a published tag moved behind
+	// Scion's back: the Repository is Ready, and says both.
+	prefix := reg.Host + "/" + ns + "/mixed"
+	st := registryStore(t, prefix)
+	release(t, st, "app", "v1", appPackage("1"))
+	pushImage(t, prefix+"/nginx:latest")
+	registrySecret(t, ns, "regcred", reg.Password)
+	g.Expect(storage.Create(ctx, ociRepository(ns, "mixed", prefix, "regcred", false))).To(Succeed())
+	repo := readyRepository(g, ns, "mixed")
+	g.Expect(repo.Status.PackageCount).To(Equal(1))
+	c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+	g.Expect(c.Message).To(And(ContainSubstring(prefix+"/nginx:latest"), ContainSubstring("not a Scion package")))
+
+	other, err := oci.Push(ctx, mustRef(t, "oci://"+prefix+"/app:v1"), "app", appPackage("666"), oci.Options{Transport: reg.Transport})
+	g.Expect(err).NotTo(HaveOccurred())
+	annotateSync(t, ns, "mixed")
+	g.Eventually(func(g Gomega) {
+		repo := readyRepository(g, ns, "mixed")
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c.Message).To(And(ContainSubstring(prefix+"/app:v1"), ContainSubstring("behind Scion's back"), ContainSubstring(other)))
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mixed.app.v1"}, pr)).To(Succeed())
+		g.Expect(pr.Status.Commit).To(Equal(other), "shown as the registry has it")
+	}, timeout, interval).Should(Succeed())
+}
+
+// annotateSync asks a Repository to sync now.
+func annotateSync(t *testing.T, ns, name string) {
+	t.Helper()
+	repo := &configv1alpha1.Repository{}
+	if err := storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo); err != nil {
+		t.Fatal(err)
+	}
+	if err := pkgservice.RequestSync(context.Background(), storage, repo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A registry that accepts connections and never answers: the Repository
+// waits (RemoteUnavailable) within the timeout instead of hanging a
+// worker, and a variant reading from it waits too, naming it.
+func TestOCIRepositories_hangingRegistry(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocihang")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range held {
+					_ = c.Close()
+				}
+				return
+			}
+			held = append(held, c) // never answered
+		}
+	}()
+	g.Expect(storage.Create(ctx, ociRepository(ns, "hangs", l.Addr().String()+"/blueprints", "", false))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		repo := &configv1alpha1.Repository{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hangs"}, repo)).To(Succeed())
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(configv1alpha1.RemoteUnavailableReason))
+		g.Expect(c.Message).To(ContainSubstring("did not answer within"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(storage.Create(ctx, variant(ns, "waits", configv1alpha1.Upstream{Repo: "hangs", Package: "app", Revision: "1"}, "hangs", "x"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pv := &configv1alpha1.PackageVariant{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waits"}, pv)).To(Succeed())
+		c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("hangs"))
+	}, timeout, interval).Should(Succeed())
+}
