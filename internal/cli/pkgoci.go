@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,25 +28,11 @@ func (f *ociFlags) add(cmd *cobra.Command) {
 // file (docker login, DOCKER_CONFIG, credential helpers), the system's CAs
 // plus --ca-file.
 func (f *ociFlags) options() (oci.Options, error) {
-	o := oci.Options{Timeout: f.timeout}
-	if f.caFile == "" {
-		return o, nil
-	}
-	pem, err := os.ReadFile(f.caFile)
+	t, err := oci.TransportWithCA(f.caFile)
 	if err != nil {
-		return o, fmt.Errorf("--ca-file: %w", err)
+		return oci.Options{}, fmt.Errorf("--ca-file: %w", err)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return o, fmt.Errorf("--ca-file %s: no PEM certificate in it", f.caFile)
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	o.Transport = t
-	return o, nil
+	return oci.Options{Timeout: f.timeout, Transport: t}, nil
 }
 
 // NewCmdPkgPush returns `scion pkg push DIR oci://REF`.

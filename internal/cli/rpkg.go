@@ -19,6 +19,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -28,6 +29,10 @@ type RpkgOptions struct {
 	Streams
 	Kube    KubeFlags
 	Timeout time.Duration
+	// RegistryCAFile is trusted, besides the system's CAs, by commands
+	// that read a Repository of type oci directly (pull --git, push
+	// --git, tag).
+	RegistryCAFile string
 
 	client *rpkg.Client
 }
@@ -38,7 +43,11 @@ func (o *RpkgOptions) Complete() error {
 	if err != nil {
 		return err
 	}
-	o.client = &rpkg.Client{Client: c, Namespace: ns, Timeout: o.Timeout}
+	t, err := oci.TransportWithCA(o.RegistryCAFile)
+	if err != nil {
+		return fmt.Errorf("--registry-ca-file: %w", err)
+	}
+	o.client = &rpkg.Client{Client: c, Namespace: ns, Timeout: o.Timeout, OCI: oci.Options{Transport: t}}
 	return nil
 }
 
@@ -54,6 +63,7 @@ such as unmet readiness gates.`,
 	}
 	o.Kube.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the controller (0: do not wait)")
+	cmd.PersistentFlags().StringVar(&o.RegistryCAFile, "registry-ca-file", "", "PEM file of CAs to trust besides the system's, for commands that read a Repository of type oci directly (credentials from the Docker config file)")
 	cmd.AddCommand(
 		newCmdRpkgGet(o), newCmdRpkgInit(o), newCmdRpkgClone(o), newCmdRpkgCopy(o), newCmdRpkgUpgrade(o),
 		newCmdRpkgLifecycle(o, "propose", "Propose drafts for publishing", porchv1alpha1.LifecycleDraft, func(ctx context.Context, c *rpkg.Client, name string) (*porchv1alpha1.PackageRevision, error) {

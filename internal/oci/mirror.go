@@ -66,7 +66,7 @@ func MirrorGit(ctx context.Context, st store.Store, prefix string, o Options) ([
 		if rev.Lifecycle != porchv1alpha1.LifecyclePublished && rev.Lifecycle != porchv1alpha1.LifecycleDeletionProposed {
 			continue
 		}
-		m, err := mirrorRevision(ctx, st, rev, prefix, opts)
+		m, err := mirrorRevision(ctx, st, rev, prefix, o.maxLayer(), opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s revision %d: %w", rev.Package, rev.Revision, err))
 			continue
@@ -124,7 +124,7 @@ func moveRegistryTag(prefix, pkgPath, tag string, n int, digest string, opts []r
 }
 
 // mirrorRevision copies one published revision unless it is there.
-func mirrorRevision(ctx context.Context, st store.Store, rev store.Revision, prefix string, opts []remote.Option) (Mirrored, error) {
+func mirrorRevision(ctx context.Context, st store.Store, rev store.Revision, prefix string, max int64, opts []remote.Option) (Mirrored, error) {
 	tag := fmt.Sprintf("%s/%s:v%d", strings.TrimSuffix(prefix, "/"), rev.Package, rev.Revision)
 	ref, err := name.ParseReference(tag, name.StrictValidation)
 	if err != nil {
@@ -134,7 +134,7 @@ func mirrorRevision(ctx context.Context, st store.Store, rev store.Revision, pre
 	if err != nil {
 		return Mirrored{}, err
 	}
-	a, err := build(rev.Package, p)
+	a, err := build(rev.Package, p, max)
 	if err != nil {
 		return Mirrored{}, err
 	}

@@ -141,20 +141,33 @@ type artifact struct {
 
 // build makes p into an artifact: the same files always make the same
 // manifest and digest.
-func build(packageName string, p *pkg.Package) (*artifact, error) {
-	return buildAnnotated(packageName, p, nil)
+// A package over max bytes (its files, or its layer) is refused, as a
+// pull would refuse it.
+func build(packageName string, p *pkg.Package, max int64) (*artifact, error) {
+	return buildAnnotated(packageName, p, nil, max)
 }
 
 // buildAnnotated is build with more manifest annotations (a Store's
 // revision metadata; empty values are left out).
-func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string) (*artifact, error) {
+func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string, max int64) (*artifact, error) {
 	kf, ok := p.File("Kptfile")
 	if !ok {
 		return nil, fmt.Errorf("the package has no Kptfile: not a package")
 	}
+	var total int64
+	for _, path := range p.Paths() {
+		data, _ := p.File(path)
+		total += int64(len(data))
+	}
+	if total > max {
+		return nil, fmt.Errorf("package %s: its files are %d bytes, over the limit of %d a package may have in a registry", packageName, total, max)
+	}
 	layer, err := tarGz(p)
 	if err != nil {
 		return nil, err
+	}
+	if int64(len(layer)) > max {
+		return nil, fmt.Errorf("package %s: its layer is %d bytes, over the limit of %d", packageName, len(layer), max)
 	}
 	cfg, err := json.Marshal(Metadata{Package: packageName, Files: p.Len()})
 	if err != nil {
@@ -201,7 +214,7 @@ func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string)
 
 // Push stores p at ref and returns the manifest's digest.
 func Push(ctx context.Context, ref name.Reference, packageName string, p *pkg.Package, o Options) (string, error) {
-	a, err := build(packageName, p)
+	a, err := build(packageName, p, o.maxLayer())
 	if err != nil {
 		return "", err
 	}

@@ -197,6 +197,13 @@ func TestBadInput(t *testing.T) {
 	// A folder that is not a package is not pushed.
 	_, err = oci.Push(ctx, ref(t, "oci://"+reg.Host+"/bad/nokptfile:v1"), "x", pkg.New(map[string][]byte{"a.yaml": []byte("a: 1\n")}), o)
 	g.Expect(err).To(MatchError("the package has no Kptfile: not a package"))
+	// Nor one over the size limit, which a pull would refuse: nothing is
+	// written.
+	big := pkg.New(map[string][]byte{"Kptfile": []byte(kf), "big.yaml": []byte(strings.Repeat("x", 4096))})
+	_, err = oci.Push(ctx, ref(t, "oci://"+reg.Host+"/bad/big:v1"), "big", big, oci.Options{Transport: reg.Transport, MaxLayerSize: 1024})
+	g.Expect(err).To(MatchError(ContainSubstring("package big: its files are 4")))
+	_, err = remote.Head(ref(t, "oci://"+reg.Host+"/bad/big:v1"), opts...)
+	g.Expect(err).To(HaveOccurred(), "nothing pushed")
 }
 
 type rawManifest []byte

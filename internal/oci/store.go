@@ -756,7 +756,7 @@ func (s *Store) tagsOf(p string) map[string]string {
 // revisionArtifact builds a revision's manifest: the package artifact
 // with the revision's annotations.
 func (s *Store) revisionArtifact(p string, files *pkg.Package, ann map[string]string) (*artifact, error) {
-	return buildAnnotated(p, files, ann)
+	return buildAnnotated(p, files, ann, s.opts.maxLayer())
 }
 
 // relabel builds a manifest over the blobs of an existing one with other

@@ -3,6 +3,7 @@ package oci_test
 import (
 	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -244,6 +245,14 @@ func TestOCIRepositories(t *testing.T) {
 		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 	}, timeout, interval).Should(Succeed())
 
+	// Pulled straight from the registry with the person's credentials.
+	dir := t.TempDir() + "/tenant-a"
+	out, err = scion(ns, "rpkg", "pull", "--git", a.Name, dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	data, err := os.ReadFile(dir + "/app.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring("replicas: 1"))
+
 	// A new upstream revision: the variant moved to it gets a draft from
 	// v2, pinned by v2's digest.
 	v2 := release(t, up, "app", "v2", appPackage("2"))
@@ -260,10 +269,14 @@ func TestOCIRepositories(t *testing.T) {
 		g.Expect(prr.Spec.Resources["app.yaml"]).To(ContainSubstring("replicas: 2"))
 	}, timeout, interval).Should(Succeed())
 
-	// A floating tag in the registry: a variant following stable moves
-	// when the tag does.
-	_, err = up.SetFloatingTag(ctx, "app", "stable", 1)
-	g.Expect(err).NotTo(HaveOccurred())
+	// A floating tag in the registry, moved by a person with the CLI (the
+	// registry written directly, with the Docker config's credentials): a
+	// variant following stable moves when the tag does.
+	out, err = scion(ns, "rpkg", "tag", "app", "stable", "--repository", "blueprints", "--revision", "1")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = scion(ns, "rpkg", "tag", "app", "--repository", "blueprints")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`stable\s+1`))
 	g.Expect(storage.Create(ctx, variant(ns, "follows-stable", configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Tag: "stable"}, "deploy", "tenant-d"))).To(Succeed())
 	g.Expect(variantRevision(g, ns, "follows-stable").Status.UpstreamLock.Commit()).To(Equal(v1.Commit))
 	_, err = up.SetFloatingTag(ctx, "app", "stable", 2)

@@ -67,7 +67,7 @@ func scion(ns string, args ...string) (string, error) {
 	var out, errOut bytes.Buffer
 	cmd := cli.NewRootCommand(cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	if len(args) > 0 && args[0] == "rpkg" {
-		args = append([]string{"rpkg", "--kubeconfig", kubeconfig, "-n", ns}, args[1:]...)
+		args = append([]string{"rpkg", "--kubeconfig", kubeconfig, "-n", ns, "--registry-ca-file", reg.CAFile}, args[1:]...)
 	}
 	cmd.SetArgs(args)
 	err := cmd.Execute()
