@@ -50,7 +50,7 @@ install: ## Install scion into GOBIN, else ~/.local/bin (INSTALL_DIR=... to choo
 	@case ":$$PATH:" in *":$(INSTALL_DIR):"*) ;; *) echo "note: $(INSTALL_DIR) is not on your PATH: export PATH=\"$(INSTALL_DIR):\$$PATH\"";; esac
 
 .PHONY: demo
-demo: control-plane build ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent).
+demo: control-plane build registry ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent).
 	$(BIN)/scion dev demo
 
 .PHONY: dev-down
@@ -67,8 +67,8 @@ bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N
 	SCION_BENCH_REPOS=$(or $(N),100) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkDependencies$$' -benchtime 1x -timeout 60m ./test/dependencies/
 
 .PHONY: bench-scale
-bench-scale: control-plane ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases, and the kube-apiserver's CPU profile of their first 40 s; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump.
-	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_SET=$(SET) SCION_BENCH_INTERACTIVE=$(INTERACTIVE) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
+bench-scale: control-plane registry ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases, and the kube-apiserver's CPU profile of their first 40 s; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump; STORE=oci keeps the catalog and the clusters in a local OCI registry instead of git.
+	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_STORE=$(STORE) SCION_BENCH_SET=$(SET) SCION_BENCH_INTERACTIVE=$(INTERACTIVE) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/
 
 .PHONY: bench-api
 bench-api: control-plane ## Porch's API with N PackageRevisions stored (N=20000) and no fleet: p50/p99 of kubectl get, a whole list, get, scion rpkg get, and the heap of the API server's copy.

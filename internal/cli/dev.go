@@ -99,7 +99,7 @@ again works: each run publishes the next upstream revision.`,
 			if err != nil {
 				return err
 			}
-			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand()}
+			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand(), Registry: o.Registry()}
 			if err := d.Run(ctx); err != nil {
 				return err
 			}

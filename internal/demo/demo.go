@@ -46,7 +46,9 @@ const (
 // publish a draft once its readiness gate is met, then roll the rest of
 // the fleet out in waves; then a group of three packages is released
 // together in waves; then a bad release is rolled back, and the
-// rollback sticks. On the way it shows a dependency installed into every
+// rollback sticks; last, a blueprint served from an OCI registry is
+// varied into a deployment repository in one and published there. On
+// the way it shows a dependency installed into every
 // cluster and a conflict of two packages serving one kind. Running it
 // again works: each run publishes the next two upstream revisions.
 func (o *Options) Run(ctx context.Context) error {
@@ -80,7 +82,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.releaseGroup(ctx, f); err != nil {
 		return err
 	}
-	return o.badRelease(ctx, f)
+	if err := o.badRelease(ctx, f); err != nil {
+		return err
+	}
+	return o.showOCI(ctx, f)
 }
 
 // WaitReady waits until every PackageVariantSet the demo applied is

@@ -57,6 +57,9 @@ type Options struct {
 	// Command is how the reader runs scion, in the commands the walk-through
 	// prints ("scion" when empty; bin/scion when it is not on PATH).
 	Command string
+	// Registry is the address (127.0.0.1:PORT) of an OCI registry for the
+	// walk-through's OCI part; skipped when empty.
+	Registry string
 }
 
 // scion is the command the walk-through prints for scion.

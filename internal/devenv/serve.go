@@ -117,6 +117,21 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		}
 	}()
 
+	begin("starting a local OCI registry (docker-registry)")
+	regLog, err := openLog("registry.log")
+	if err != nil {
+		return fail("registry.log", err)
+	}
+	stopRegistry, haveRegistry, err := o.startRegistry(regLog)
+	if err != nil {
+		return fail("registry.log", err)
+	}
+	if haveRegistry {
+		defer stopRegistry()
+	} else {
+		report(stepPrefix + "no OCI registry installed (make registry): its part of the demo is skipped")
+	}
+
 	begin("writing the kubeconfig")
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "scion-dev", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

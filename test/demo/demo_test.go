@@ -7,6 +7,8 @@ package demo_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +149,13 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(MatchRegexp(`Wave/canary  Failed  Ready=False  1 targets, 1 published, 0 healthy, 1 failed, 1 rolled back`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=[0-9a-f]{40} and writes no new draft, although the set still names v%d`, 2*run+1), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`UpdateAvailable=True UpstreamHeld: regional-app revision %d \(commit [0-9a-f]{12}\) was rolled back .*: the variant stays on revision %d until the upstream moves past it`, 2*run+1, 2*run), "run %d", run)
+		// A blueprint served from the environment's OCI registry, varied
+		// into a deployment repository in it, published there.
+		if run == 1 {
+			g.Expect(out).To(MatchRegexp(`published blueprint tenant-ns v1 as oci://127\.0\.0\.1:\d+/blueprints/tenant-ns:v1 \(sha256:[0-9a-f]{64}\)`))
+		}
+		g.Expect(out).To(MatchRegexp(`upstreamLock\.oci\.image 127\.0\.0\.1:\d+/blueprints/tenant-ns:v1, digest sha256:[0-9a-f]{64}`), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`edge-01\.tenant-ns\.packagevariant-\d+ is Published: oci://127\.0\.0\.1:\d+/sites/edge-01/tenant-ns:v1 \(sha256:[0-9a-f]{64}\)`), "run %d", run)
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
 		g.Expect(out).To(ContainSubstring(" console --kubeconfig " + filepath.Join(dir, "kubeconfig") + ", then open http://127.0.0.1:8080/"))
 	}
@@ -169,9 +178,20 @@ func TestDevDemo(t *testing.T) {
 	g.Expect(string(out)).To(ContainSubstring("PackageVariantSet/regional-app"))
 	g.Expect(string(out)).To(ContainSubstring("regional-app-cluster-01-web"))
 
-	// dev down keeps the state; dev up brings it back.
+	// dev down keeps the state; dev up brings it back, the registry on
+	// the same address with what was published in it.
+	registry, err := os.ReadFile(filepath.Join(dir, "registry-address"))
+	g.Expect(err).NotTo(HaveOccurred())
 	scion("dev", "down")
 	g.Expect(scion("dev", "up")).To(ContainSubstring("==> ready"))
+	again, err := os.ReadFile(filepath.Join(dir, "registry-address"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(again)).To(Equal(string(registry)))
+	resp, err := http.Get("http://" + strings.TrimSpace(string(registry)) + "/v2/sites/edge-01/tenant-ns/tags/list")
+	g.Expect(err).NotTo(HaveOccurred())
+	tags, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(string(tags)).To(ContainSubstring(`"v1"`))
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})

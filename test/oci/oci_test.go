@@ -443,3 +443,65 @@ func TestOCIRepositories_hangingRegistry(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("hangs"))
 	}, timeout, interval).Should(Succeed())
 }
+
+// packageWith is a package named name whose PackageDependencies requires
+// the given packages (name -> version range).
+func packageWith(name string, requires map[string]string) *pkg.Package {
+	files := map[string][]byte{
+		"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"),
+		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n"),
+	}
+	deps := "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageDependencies\nmetadata:\n  name: dependencies\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  requires:"
+	if len(requires) == 0 {
+		deps += " []"
+	}
+	deps += "\n"
+	for n, v := range requires {
+		deps += "  - package: {name: " + n + ", version: \"" + v + "\"}\n"
+	}
+	files["dependencies.yaml"] = []byte(deps)
+	return pkg.New(files)
+}
+
+// A dependency catalog in an OCI Repository of the cluster: a variant of
+// lib (which needs base) into an OCI deployment repository with install
+// turned on installs base from the registry, the installed variant
+// naming the OCI Repository as its upstream; the deployment repository's
+// lock lists both.
+func TestOCIRepositories_dependencies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocideps")
+	catalog, deploy := reg.Host+"/"+ns+"/catalog", reg.Host+"/"+ns+"/deploy"
+	up := registryStore(t, catalog)
+	release(t, up, "base", "v1", packageWith("base", nil))
+	release(t, up, "lib", "v1", packageWith("lib", map[string]string{"base": ">=1.0.0"}))
+	registrySecret(t, ns, "regcred", reg.Password)
+	g.Expect(storage.Create(ctx, ociRepository(ns, "catalog", catalog, "regcred", false))).To(Succeed())
+	g.Expect(storage.Create(ctx, ociRepository(ns, "site", deploy, "regcred", true))).To(Succeed())
+	readyRepository(g, ns, "catalog")
+	pv := variant(ns, "lib", configv1alpha1.Upstream{Repo: "catalog", Package: "lib", Revision: "1"}, "site", "lib")
+	pv.Spec.Dependencies = &configv1alpha1.Dependencies{Install: true}
+	g.Expect(storage.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(storage.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		g.Expect(got.Status.Dependencies).To(HaveLen(1))
+		d := got.Status.Dependencies[0]
+		g.Expect(d.Package).To(Equal("base"))
+		g.Expect(d.Installed).To(BeTrue())
+		installed := &configv1alpha1.PackageVariant{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.InstalledBy}, installed)).To(Succeed())
+		g.Expect(installed.Spec.Upstream.Repo).To(Equal("catalog"))
+		g.Expect(installed.Spec.Downstream.Repo).To(Equal("site"))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		l := &configv1alpha1.PackageLock{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, l)).To(Succeed())
+		var names []string
+		for _, p := range l.Packages {
+			names = append(names, p.Name)
+		}
+		g.Expect(names).To(ConsistOf("base", "lib"))
+	}, timeout, interval).Should(Succeed())
+}

@@ -33,7 +33,9 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/console"
 	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -81,23 +83,16 @@ func BenchmarkPackageVariants(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := env.Namespace(b, "scale")
-		root := b.TempDir()
-		server := gitserver.NewServer(b, root)
-		catalog := gitserver.InitBare(b, root, "catalog.git")
-		publish(b, catalog, "v1", benchApp(1))
-		publish(b, catalog, "v2", benchApp(2))
 		create := func(obj client.Object) {
 			if err := k8sClient.Create(ctx, obj); err != nil {
 				b.Fatal(err)
 			}
 		}
 		create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "useast1-settings", Namespace: ns}, Data: map[string]string{"color": "green"}})
-		create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})
-		for r := 0; r < repos; r++ {
-			name := fmt.Sprintf("cluster-%04d", r)
-			gitserver.InitBare(b, root, name+".git")
-			create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "scale"}},
-				Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor(name + ".git"), CreateBranch: true}}})
+		if benchRegistry != nil {
+			ociRepositories(b, ns, repos, create)
+		} else {
+			gitRepositories(b, ns, repos, create)
 		}
 		pvs := variantwatch.Start(b, env.Config, env.Scheme, ns)
 		var peak atomic.Uint64
@@ -225,6 +220,54 @@ func BenchmarkPackageVariants(b *testing.B) {
 		b.ReportMetric(createCPU.APIServer.Seconds(), "create-cpu-apiserver-s")
 		b.ReportMetric(createCPU.Etcd.Seconds(), "create-cpu-etcd-s")
 		b.ReportMetric(createCPU.Steal.Seconds(), "create-steal-s")
+	}
+}
+
+// gitRepositories makes the scenario's repositories in git: the catalog
+// (app v1 and v2 published) a bare repository on disk, the clusters
+// served by a smart-HTTP server.
+func gitRepositories(b *testing.B, ns string, repos int, create func(client.Object)) {
+	root := b.TempDir()
+	server := gitserver.NewServer(b, root)
+	catalog := gitserver.InitBare(b, root, "catalog.git")
+	publish(b, catalog, "v1", benchApp(1))
+	publish(b, catalog, "v2", benchApp(2))
+	create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "file://" + catalog}}})
+	for r := 0; r < repos; r++ {
+		name := fmt.Sprintf("cluster-%04d", r)
+		gitserver.InitBare(b, root, name+".git")
+		create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "scale"}},
+			Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor(name + ".git"), CreateBranch: true}}})
+	}
+}
+
+// ociRepositories makes them in the registry of STORE=oci (TLS,
+// htpasswd): the catalog and each cluster a prefix of their own, with a
+// dockerconfigjson Secret.
+func ociRepositories(b *testing.B, ns string, repos int, create func(client.Object)) {
+	ctx := context.Background()
+	reg := benchRegistry
+	b.Setenv("DOCKER_CONFIG", reg.DockerConfig(b, reg.Password))
+	prefix := reg.Host + "/" + ns
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix + "/catalog", Options: oci.Options{Transport: reg.Transport}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, ws := range []string{"v1", "v2"} {
+		if _, err := (&pkgservice.Service{}).PublishDirect(ctx, st, "app", ws, benchApp(i+1), "release "+ws, "author"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON(reg.Password)}})
+	at := func(p string) *configv1alpha1.OCIRepository {
+		return &configv1alpha1.OCIRepository{Registry: prefix + "/" + p, SecretRef: &configv1alpha1.SecretRef{Name: "regcred"}}
+	}
+	create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.OCIRepositoryType, OCI: at("catalog")}})
+	for r := 0; r < repos; r++ {
+		name := fmt.Sprintf("cluster-%04d", r)
+		create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "scale"}},
+			Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.OCIRepositoryType, Deployment: true, OCI: at(name)}})
 	}
 }
 

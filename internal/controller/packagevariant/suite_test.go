@@ -1,6 +1,7 @@
 package packagevariant_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/registry"
 	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
@@ -24,19 +26,36 @@ var (
 	apiRequests atomic.Int64
 	// requestKinds counts them by method and resource, for the benchmark.
 	requestKinds sync.Map
+	// benchRegistry is the registry of make bench-scale STORE=oci.
+	benchRegistry *registry.Registry
 )
 
 // TestMain runs the whole manager against a real API server.
 // The benchmark's GIT_OBJECT_CACHE (make bench-scale) sets the size of
 // the git object cache, in MiB (the controller's default otherwise).
+// The benchmark's STORE=oci (SCION_BENCH_STORE) runs a registry for the
+// whole package, trusted by the controllers.
 func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
 	opts := manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}
 	if mib, err := strconv.Atoi(os.Getenv("SCION_BENCH_GIT_OBJECT_CACHE")); err == nil && mib > 0 {
 		opts.GitObjectCacheSize = int64(mib) << 20
 	}
-	os.Exit(suite.Run(m, opts, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
+	if os.Getenv("SCION_BENCH_STORE") == "oci" {
+		r, stop, err := registry.StartMain()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer stop()
+		benchRegistry, opts.RegistryCAFile = r, r.CAFile
+	}
+	return suite.Run(m, opts, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
 		env, k8sClient = e, e.Storage
-	}))
+	})
 }
 
 const (
