@@ -131,6 +131,9 @@ var _ store.Store = (*Store)(nil)
 // OpenStore opens the OCI store at opts.Prefix and reads it.
 func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	prefix := strings.Trim(strings.TrimPrefix(opts.Prefix, Scheme), "/")
+	if strings.Contains(prefix, "://") {
+		return nil, fmt.Errorf("%s is not an OCI registry address: write REGISTRY[:PORT]/PATH, without a scheme", opts.Prefix)
+	}
 	host, path, _ := strings.Cut(prefix, "/")
 	reg, err := name.NewRegistry(host, name.StrictValidation)
 	if err != nil {
@@ -243,7 +246,7 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote
 	}
 	ctx, opts, cancel := s.opts.session(ctx)
 	defer cancel()
-	err = s.registryError(what, ctx, fn(opts))
+	err = s.registryError(ctx, what, fn(opts))
 	exit(err)
 	return err
 }
@@ -251,7 +254,7 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote
 // registryError gives registry errors the store's meaning: a timeout is
 // store.ErrTimeout (the gate backs off), a refusal of the credentials
 // store.ErrAuthentication, each naming the registry.
-func (s *Store) registryError(what string, ctx context.Context, err error) error {
+func (s *Store) registryError(ctx context.Context, what string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -388,7 +391,10 @@ func (s *Store) manifestFor(ctx context.Context, p, digest string, opts []remote
 	if ok {
 		return m, nil
 	}
-	ref := s.reference(p, "@"+digest)
+	ref, err := s.reference(p, "@"+digest)
+	if err != nil {
+		return nil, err
+	}
 	d, err := remote.Get(ref, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", ref, err)
@@ -403,14 +409,15 @@ func (s *Store) manifestFor(ctx context.Context, p, digest string, opts []remote
 	return m, nil
 }
 
-// reference is PREFIX/P followed by :TAG or @DIGEST.
-func (s *Store) reference(p, suffix string) name.Reference {
+// reference is PREFIX/P followed by :TAG or @DIGEST; a package path or
+// tag a registry cannot hold (upper case, too long) is an error naming
+// it.
+func (s *Store) reference(p, suffix string) (name.Reference, error) {
 	ref, err := name.ParseReference(s.Image(p)+suffix, name.StrictValidation)
 	if err != nil {
-		// Package paths and tags are validated before they get here.
-		panic(fmt.Sprintf("oci: invalid reference %s%s: %v", s.Image(p), suffix, err))
+		return nil, fmt.Errorf("%s%s cannot be an OCI reference (repository paths are lowercase letters, digits and . _ - /; tags at most 128 letters, digits and . _ -): %w: %w", s.Image(p), suffix, err, pkgInvalid)
 	}
-	return ref
+	return ref, nil
 }
 
 // rehashLocked recomputes Head, and moves RefsVersion when it changed.
@@ -584,7 +591,10 @@ func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, err
 
 // readLayer reads and checks a manifest's layer.
 func (s *Store) readLayer(p string, m *manifest, opts []remote.Option) (*pkg.Package, error) {
-	ref := s.reference(p, "@"+m.digest)
+	ref, err := s.reference(p, "@"+m.digest)
+	if err != nil {
+		return nil, err
+	}
 	max := s.opts.maxLayer()
 	layer, err := remote.Layer(ref.Context().Digest(m.m.Layers[0].Digest.String()), opts...)
 	if err != nil {
@@ -648,7 +658,11 @@ func (s *Store) SamePackage(ctx context.Context, p, a, b string) (bool, error) {
 // current reads the digest a tag holds in the registry now ("" when
 // absent).
 func (s *Store) current(p, tag string, opts []remote.Option) (string, error) {
-	d, err := remote.Head(s.reference(p, ":"+tag), opts...)
+	ref, err := s.reference(p, ":"+tag)
+	if err != nil {
+		return "", err
+	}
+	d, err := remote.Head(ref, opts...)
 	if err != nil {
 		var terr *transport.Error
 		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
@@ -674,7 +688,10 @@ func (s *Store) expect(p, tag, want string, opts []remote.Option) error {
 // put uploads an artifact's blobs (once) and puts its manifest at tag,
 // then reads the tag back: another writer's put in between is a conflict.
 func (s *Store) put(p, tag string, a *artifact, opts []remote.Option) error {
-	ref := s.reference(p, ":"+tag)
+	ref, err := s.reference(p, ":"+tag)
+	if err != nil {
+		return err
+	}
 	if err := a.push(ref, opts); err != nil {
 		return err
 	}
@@ -683,7 +700,10 @@ func (s *Store) put(p, tag string, a *artifact, opts []remote.Option) error {
 
 // remove deletes a manifest (and every tag on it).
 func (s *Store) remove(p, digest string, opts []remote.Option) error {
-	ref := s.reference(p, "@"+digest)
+	ref, err := s.reference(p, "@"+digest)
+	if err != nil {
+		return err
+	}
 	if err := remote.Delete(ref, opts...); err != nil {
 		var terr *transport.Error
 		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
@@ -1162,7 +1182,11 @@ func (s *Store) SetFloatingTag(ctx context.Context, p, tag string, revision int)
 		if err := s.expect(p, tag, current, opts); err != nil {
 			return err
 		}
-		if err := remote.Put(s.reference(p, ":"+tag), rawManifest{m.raw}, opts...); err != nil {
+		ref, err := s.reference(p, ":"+tag)
+		if err != nil {
+			return err
+		}
+		if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
 			return fmt.Errorf("tagging %s:%s: %w", s.Image(p), tag, err)
 		}
 		return s.expect(p, tag, d, opts)

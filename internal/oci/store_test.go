@@ -3,10 +3,14 @@ package oci_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	. "github.com/onsi/gomega"
+
 	"github.com/scion-dev/scion/internal/oci"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/registry"
 	"github.com/scion-dev/scion/internal/testutil/storetest"
@@ -29,4 +33,27 @@ func TestStore_conformance(t *testing.T) {
 			return st
 		}
 	})
+}
+
+// Names a registry cannot hold are refused, naming them, and nothing is
+// written: a package path in upper case, a floating tag over 128
+// characters.
+func TestStore_badNames(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/names", Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "MyApp", Workspace: "ws", Contents: storetest.Package("app", 1)})
+	g.Expect(err).To(MatchError(ContainSubstring(reg.Host + "/names/MyApp:draft.ws cannot be an OCI reference")))
+	rev, err := (&pkgservice.Service{}).PublishDirect(ctx, st, "app", "ws", storetest.Package("app", 1), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.SetFloatingTag(ctx, "app", strings.Repeat("x", 129), rev.Revision)
+	g.Expect(err).To(MatchError(ContainSubstring("cannot be an OCI reference")))
+	_, err = oci.OpenStore(ctx, oci.StoreOptions{Prefix: "https://" + reg.Host + "/x"})
+	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI registry address")))
+	revs, err := st.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(1), "only the published revision")
 }
