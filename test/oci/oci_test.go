@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
@@ -504,4 +506,64 @@ func TestOCIRepositories_dependencies(t *testing.T) {
 		}
 		g.Expect(names).To(ConsistOf("base", "lib"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// A PackageVariantSet fans a blueprint from the registry out over three
+// OCI deployment repositories selected by label, and a PackageRollout
+// publishes the proposed drafts in two waves: each site's registry prefix
+// ends with tenant:v1.
+func TestOCIRepositories_setAndRollout(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocifleet")
+	prefix := reg.Host + "/" + ns
+	up := registryStore(t, prefix+"/blueprints")
+	release(t, up, "app", "v1", appPackage("3"))
+	registrySecret(t, ns, "regcred", reg.Password)
+	g.Expect(storage.Create(ctx, ociRepository(ns, "blueprints", prefix+"/blueprints", "regcred", false))).To(Succeed())
+	sites := []string{"site-1", "site-2", "site-3"}
+	for _, s := range sites {
+		r := ociRepository(ns, s, prefix+"/"+s, "regcred", true)
+		r.Labels = map[string]string{"env": "prod"}
+		g.Expect(storage.Create(ctx, r)).To(Succeed())
+	}
+	g.Expect(storage.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns}, Spec: configv1alpha2.PackageVariantSetSpec{
+		Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: "1"},
+		Targets: []configv1alpha2.Target{{
+			RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			Template:           &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{Package: ptr.To("tenant")}, Labels: map[string]string{"release": "r1"}},
+		}},
+	}})).To(Succeed())
+	var drafts []string
+	g.Eventually(func(g Gomega) {
+		list := &porchv1alpha1.PackageRevisionList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"release": "r1"})).To(Succeed())
+		drafts = drafts[:0]
+		for _, pr := range list.Items {
+			g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
+			drafts = append(drafts, pr.Name)
+		}
+		g.Expect(drafts).To(HaveLen(3))
+	}, timeout, interval).Should(Succeed())
+	for _, d := range drafts {
+		out, err := scion(ns, "rpkg", "propose", d)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+	}
+	g.Expect(storage.Create(ctx, &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{"release": "r1"}},
+		Waves:            []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}, {Name: "rest"}},
+	}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, s := range sites {
+			st := registryStore(t, prefix+"/"+s)
+			rev, err := st.Get(ctx, "tenant", "", 1)
+			g.Expect(err).NotTo(HaveOccurred(), s)
+			g.Expect(rev.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+		}
+		ro := &configv1alpha1.PackageRollout{}
+		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r1"}, ro)).To(Succeed())
+		c := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, 2*timeout, interval).Should(Succeed())
 }
