@@ -269,8 +269,18 @@ func (s *Store) registryError(ctx context.Context, what string, err error) error
 	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
 		return err
 	}
-	return fmt.Errorf("%s %s: %s: %w", what, s.URL(), store.Shorten(err.Error(), 512), err)
+	return &registryText{msg: fmt.Sprintf("%s %s: %s", what, s.URL(), store.Shorten(err.Error(), 512)), err: err}
 }
+
+// registryText is a registry's error with a message of bounded length
+// naming the store; errors.Is and As still see the cause.
+type registryText struct {
+	msg string
+	err error
+}
+
+func (e *registryText) Error() string { return e.msg }
+func (e *registryText) Unwrap() error { return e.err }
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout == 0 {
@@ -312,7 +322,11 @@ func (s *Store) fetchLocked(ctx context.Context) error {
 	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
 		repos, err := remote.Catalog(ctx, s.reg, opts...)
 		if err != nil {
-			return fmt.Errorf("listing the repositories (the registry must serve its catalog): %w", err)
+			var terr *transport.Error
+			if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
+				return fmt.Errorf("listing the repositories: the registry does not serve its catalog (GET /v2/_catalog), which Scion needs to find packages: %w", err)
+			}
+			return fmt.Errorf("listing the repositories: %w", err)
 		}
 		for _, repo := range repos {
 			p, ok := repo, s.path == ""
