@@ -216,7 +216,7 @@ func packagesUnder(ctx context.Context, prefix string, opts []remote.Option) ([]
 	if err != nil {
 		return nil, fmt.Errorf("%s%s: %w", Scheme, prefix, err)
 	}
-	repos, err := remote.Catalog(ctx, reg, opts...)
+	repos, err := catalog(ctx, reg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("listing the repositories of %s: %w", reg, describe(err))
 	}

@@ -426,3 +426,29 @@ func TransportWithCA(caFile string) (http.RoundTripper, error) {
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return t, nil
 }
+
+// catalogPage is how many repositories one catalog request asks for (the
+// distribution registry's default maximum).
+var catalogPage = 1000
+
+// catalog lists the registry's repositories, a page at a time, each page
+// asked for after the last name of the one before until one comes back
+// empty: a registry that returns fewer than asked is still read to the
+// end, and its Link headers are not followed (go-containerregistry
+// refuses those whose scheme differs from the one it guessed, as for a
+// registry on loopback with TLS).
+func catalog(ctx context.Context, reg name.Registry, opts []remote.Option) ([]string, error) {
+	var all []string
+	last := ""
+	for {
+		page, err := remote.CatalogPage(reg, last, catalogPage, append(opts, remote.WithContext(ctx))...)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 || (last != "" && page[0] <= last) {
+			return all, nil // the end, or a registry that ignores last
+		}
+		all = append(all, page...)
+		last = page[len(page)-1]
+	}
+}

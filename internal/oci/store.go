@@ -320,7 +320,7 @@ func (s *Store) fetchLocked(ctx context.Context) error {
 	pkgs := map[string]map[string]string{}
 	bad := map[string]string{}
 	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
-		repos, err := remote.Catalog(ctx, s.reg, opts...)
+		repos, err := catalog(ctx, s.reg, opts)
 		if err != nil {
 			var terr *transport.Error
 			if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {

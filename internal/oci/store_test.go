@@ -57,3 +57,31 @@ func TestStore_badNames(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(1), "only the published revision")
 }
+
+// A registry with more repositories than one catalog page holds: every
+// package under the prefix is found, none of another prefix.
+func TestStore_catalogPages(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	oci.SetCatalogPage(t, 2)
+	o := oci.Options{Transport: reg.Transport}
+	writer, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/fleet", Options: o})
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := 0; i < 5; i++ {
+		_, err := (&pkgservice.Service{}).PublishDirect(ctx, writer, fmt.Sprintf("app-%d", i), "v1", storetest.Package("app", i), "m", "me")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	_, err = oci.Push(ctx, ref(t, "oci://"+reg.Host+"/elsewhere/app:v1"), "app", testPackage(), o)
+	g.Expect(err).NotTo(HaveOccurred())
+	reader, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/fleet", Options: o})
+	g.Expect(err).NotTo(HaveOccurred())
+	revs, err := reader.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, r := range revs {
+		names = append(names, r.Package)
+	}
+	g.Expect(names).To(ConsistOf("app-0", "app-1", "app-2", "app-3", "app-4"))
+}

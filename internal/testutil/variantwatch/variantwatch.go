@@ -7,6 +7,8 @@ package variantwatch
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +102,8 @@ func slim(o any) (any, error) {
 	s.Spec.Upstream = pv.Spec.Upstream
 	s.Status.ObservedGeneration = pv.Status.ObservedGeneration
 	if c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition); c != nil {
-		s.Status.Conditions = []metav1.Condition{{Type: c.Type, Status: c.Status}}
+		// The reason and message, for the report of a stalled Wait.
+		s.Status.Conditions = []metav1.Condition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
 	}
 	return s, nil
 }
@@ -166,8 +169,40 @@ func (rc *Counter) Wait(tb testing.TB, n int, want func(*configv1alpha1.PackageV
 		}
 		select {
 		case <-changed:
+		case <-time.After(stallReport):
+			// Printed, not logged: a benchmark's log shows only at its end.
+			fmt.Printf("variantwatch: %d of %d variants ready, none more for %s; not ready:\n%s", ready, n, stallReport, rc.notReady(5))
 		case <-deadline:
-			tb.Fatalf("%d of %d variants ready after 20 minutes", ready, n)
+			tb.Fatalf("%d of %d variants ready after 20 minutes; not ready:\n%s", ready, n, rc.notReady(5))
 		}
 	}
+}
+
+// stallReport is how long a Wait sees no progress before it says which
+// variants it waits for.
+const stallReport = time.Minute
+
+// notReady describes up to max variants that do not count, with their
+// Ready condition.
+func (rc *Counter) notReady(max int) string {
+	list := &configv1alpha1.PackageVariantList{}
+	if err := rc.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+		return err.Error() + "\n"
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var b strings.Builder
+	for i := range list.Items {
+		pv := &list.Items[i]
+		if rc.ready[pv.Name] || max == 0 {
+			continue
+		}
+		max--
+		c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ReadyCondition)
+		if c == nil {
+			c = &metav1.Condition{Status: "(none)"}
+		}
+		fmt.Fprintf(&b, "  %s (generation %d, observed %d, upstream revision %s): Ready=%s %s: %s\n", pv.Name, pv.Generation, pv.Status.ObservedGeneration, pv.Spec.Upstream.Revision, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
 }
