@@ -101,6 +101,8 @@ type Store struct {
 	reg    name.Registry
 	path   string // under the registry, no trailing slash
 	gate   *store.Gate
+	puller *remote.Puller
+	pusher *remote.Pusher
 	writes sync.Mutex // one write (or fetch) of this process at a time
 
 	mu        sync.Mutex
@@ -149,6 +151,16 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 		pkgs: map[string]map[string]string{}, manifests: map[string]*manifest{}, bad: map[string]string{}, moved: map[string]string{}, contents: map[string]*pkg.Package{}}
 	if s.gate == nil {
 		s.gate = &store.Gate{}
+	}
+	// One puller and pusher for the store's life: each OCI repository's
+	// authentication (the /v2/ ping, a token) is made once, not once per
+	// request. Each call still carries its own context.
+	base := opts.Options.remote(context.Background())
+	if s.puller, err = remote.NewPuller(base...); err != nil {
+		return nil, err
+	}
+	if s.pusher, err = remote.NewPusher(base...); err != nil {
+		return nil, err
 	}
 	if err := s.Fetch(ctx); err != nil {
 		return nil, err
@@ -246,6 +258,7 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote
 	}
 	ctx, opts, cancel := s.opts.session(ctx)
 	defer cancel()
+	opts = append(opts, remote.Reuse(s.puller), remote.Reuse(s.pusher))
 	err = s.registryError(ctx, what, fn(opts))
 	exit(err)
 	return err

@@ -56,7 +56,8 @@ func benchApp(replicas int) *pkg.Package {
 
 // BenchmarkPackageVariants creates N PackageVariants (SCION_BENCH_VARIANTS,
 // 1,000 by default; `make bench-scale N=...`) over N/10 deployment
-// repositories served over smart HTTP, from nothing to all Ready, then
+// repositories served over smart HTTP (STORE=oci: prefixes of an OCI
+// registry), from nothing to all Ready, then
 // bumps their upstream revision until every draft is updated. It reports
 // both times, CPU per process (the controllers, their git server, the API
 // server, etcd) and steal, the peak heap of the process running the
@@ -380,7 +381,11 @@ func subtract(a, b map[string]int64) map[string]int64 {
 func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, counters [2][]string, peak uint64) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (smart HTTP), peak heap of the controllers' process %.0f MiB\n", n, repos, float64(peak)/(1<<20))
+	where := "git over smart HTTP"
+	if benchRegistry != nil {
+		where = "prefixes of an OCI registry with TLS and htpasswd"
+	}
+	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB\n", n, repos, where, float64(peak)/(1<<20))
 	fmt.Fprintln(tw, "\tcreate\tupstream bump\t")
 	row := func(name string, f func(i int) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, f(0), f(1))
@@ -394,6 +399,7 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 		return fmt.Sprintf("%s (%s)", cpu[i].GC.Round(100*time.Millisecond), cpu[i].GCIdle.Round(100*time.Millisecond))
 	})
 	row("CPU git server", func(i int) string { return cpu[i].Children.Round(100 * time.Millisecond).String() })
+	row("CPU OCI registry", func(i int) string { return cpu[i].Registry.Round(100 * time.Millisecond).String() })
 	row("CPU kube-apiserver", func(i int) string { return cpu[i].APIServer.Round(100 * time.Millisecond).String() })
 	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })
 	row("steal", func(i int) string { return cpu[i].Steal.Round(100 * time.Millisecond).String() })

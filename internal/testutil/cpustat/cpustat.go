@@ -26,17 +26,20 @@ import (
 // CPU profile gives the real share.
 type CPU struct {
 	Self, Children, APIServer, Etcd, Steal time.Duration
+	// Registry is the OCI registry's (docker-registry) the test started.
+	Registry time.Duration
 	GC, GCIdle                             time.Duration
 }
 
 // Sub returns the CPU time used between o and c.
 func (c CPU) Sub(o CPU) CPU {
-	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal,
+	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal, Registry: c.Registry - o.Registry,
 		GC: c.GC - o.GC, GCIdle: c.GCIdle - o.GCIdle}
 }
 
 // Read samples the processor time of this process, of its finished
-// children and of the running kube-apiserver and etcd it started.
+// children and of the running kube-apiserver, etcd and OCI registry it
+// started.
 func Read() CPU {
 	var c CPU
 	var ru syscall.Rusage
@@ -73,6 +76,8 @@ func Read() CPU {
 			c.APIServer += d
 		case strings.HasPrefix(comm, "etcd"):
 			c.Etcd += d
+		case strings.HasPrefix(comm, "docker-registry"):
+			c.Registry += d
 		}
 	}
 	return c
