@@ -111,9 +111,11 @@ type Store struct {
 	bad       map[string]string            // "package:tag" -> why it is not a package
 	moved     map[string]string            // "package:vN" -> how it moved behind Scion's back
 	fetched   time.Time
-	head      string
-	version   uint64
-	contents  map[string]*pkg.Package // by digest, bounded (maxContents)
+	// catalogRead is when the catalog was last read (fetched: the tags).
+	catalogRead time.Time
+	head        string
+	version     uint64
+	contents    map[string]*pkg.Package // by digest, bounded (maxContents)
 }
 
 // manifest is what a Store keeps of one manifest.
@@ -302,15 +304,24 @@ func (o Options) timeout() time.Duration {
 	return o.Timeout
 }
 
-// Fetch reads every package's tags from the registry, and the manifests
-// it has not read before.
+// Fetch reads the registry's catalog for the packages under the prefix,
+// every package's tags, and the manifests it has not read before.
 func (s *Store) Fetch(ctx context.Context) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	return s.fetchLocked(ctx)
+	return s.fetchLocked(ctx, true)
 }
 
-// FetchIfOlder fetches when the last fetch is older than maxAge.
+// catalogMaxAge is how stale the list of packages may be in a
+// FetchIfOlder: a registry's catalog lists every repository it has (a
+// walk of its storage), so a burst of upstream look-ups reads the tags of
+// the packages known and the catalog at most this often. A package not
+// found is looked for with Fetch, which reads the catalog.
+const catalogMaxAge = 30 * time.Second
+
+// FetchIfOlder fetches when the last fetch is older than maxAge: the
+// known packages' tags, and the catalog too when it is older than
+// catalogMaxAge.
 func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
 	s.mu.Lock()
 	fresh := time.Since(s.fetched) < maxAge
@@ -322,33 +333,50 @@ func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
 	defer s.writes.Unlock()
 	s.mu.Lock()
 	fresh = time.Since(s.fetched) < maxAge
+	withCatalog := time.Since(s.catalogRead) >= catalogMaxAge
 	s.mu.Unlock()
 	if fresh {
 		return nil
 	}
-	return s.fetchLocked(ctx)
+	return s.fetchLocked(ctx, withCatalog)
 }
 
-func (s *Store) fetchLocked(ctx context.Context) error {
+func (s *Store) fetchLocked(ctx context.Context, withCatalog bool) error {
 	pkgs := map[string]map[string]string{}
 	bad := map[string]string{}
 	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
-		repos, err := catalog(ctx, s.reg, opts)
-		if err != nil {
-			var terr *transport.Error
-			if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
-				return fmt.Errorf("listing the repositories: the registry does not serve its catalog (GET /v2/_catalog), which Scion needs to find packages: %w", err)
+		var names []string
+		if withCatalog {
+			repos, err := catalog(ctx, s.reg, opts)
+			if err != nil {
+				var terr *transport.Error
+				if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
+					return fmt.Errorf("listing the repositories: the registry does not serve its catalog (GET /v2/_catalog), which Scion needs to find packages: %w", err)
+				}
+				return fmt.Errorf("listing the repositories: %w", err)
 			}
-			return fmt.Errorf("listing the repositories: %w", err)
+			for _, repo := range repos {
+				p, ok := repo, s.path == ""
+				if !ok {
+					p, ok = strings.CutPrefix(repo, s.path+"/")
+				}
+				if ok && p != "" {
+					names = append(names, p)
+				}
+			}
+		} else {
+			s.mu.Lock()
+			names = slices.Collect(maps.Keys(s.pkgs))
+			for k, why := range s.bad {
+				// Packages with no tag but bad ones are not read again
+				// before the next catalog: their warnings stay.
+				if p, _, _ := strings.Cut(k, ":"); s.pkgs[p] == nil {
+					bad[k] = why
+				}
+			}
+			s.mu.Unlock()
 		}
-		for _, repo := range repos {
-			p, ok := repo, s.path == ""
-			if !ok {
-				p, ok = strings.CutPrefix(repo, s.path+"/")
-			}
-			if !ok || p == "" {
-				continue
-			}
+		for _, p := range names {
 			tags, err := s.readTags(ctx, p, opts, bad)
 			if err != nil {
 				return err
@@ -368,6 +396,9 @@ func (s *Store) fetchLocked(ctx context.Context) error {
 		s.noteMovedLocked(p, tags)
 	}
 	s.pkgs, s.bad, s.fetched = pkgs, bad, time.Now()
+	if withCatalog {
+		s.catalogRead = s.fetched
+	}
 	s.rehashLocked()
 	return nil
 }
