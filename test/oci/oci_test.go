@@ -567,3 +567,73 @@ func TestOCIRepositories_setAndRollout(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}, 2*timeout, interval).Should(Succeed())
 }
+
+// scion rpkg on Repositories of type oci, as a person uses it: init and
+// publish a blueprint in the registry, clone it into an OCI deployment
+// repository, pull, edit and push through the Kubernetes API (a push
+// against a draft someone else changed since the pull is refused and
+// loses nothing), then propose and approve.
+func TestOCIRepositories_rpkg(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocirpkg")
+	prefix := reg.Host + "/" + ns
+	registrySecret(t, ns, "regcred", reg.Password)
+	g.Expect(storage.Create(ctx, ociRepository(ns, "catalog", prefix+"/catalog", "regcred", false))).To(Succeed())
+	g.Expect(storage.Create(ctx, ociRepository(ns, "site", prefix+"/site", "regcred", true))).To(Succeed())
+	readyRepository(g, ns, "catalog")
+	readyRepository(g, ns, "site")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := scion(ns, args...)
+		g.Expect(err).NotTo(HaveOccurred(), "scion %v: %s", args, out)
+		return out
+	}
+	g.Expect(run("rpkg", "init", "base", "--repository", "catalog", "--workspace", "v1", "--description", "the base package")).To(Equal("catalog.base.v1 created\n"))
+	run("rpkg", "propose", "catalog.base.v1")
+	g.Expect(run("rpkg", "approve", "catalog.base.v1")).To(Equal("catalog.base.v1 is Published\n"))
+	up := registryStore(t, prefix+"/catalog")
+	v1, err := up.Get(ctx, "base", "", 1)
+	g.Expect(err).NotTo(HaveOccurred(), "published in the registry as catalog/base:v1")
+
+	g.Expect(run("rpkg", "clone", "catalog.base.v1", "base", "--repository", "site", "--workspace", "ws")).To(Equal("site.base.ws created\n"))
+	dir, other := t.TempDir()+"/base", t.TempDir()+"/other"
+	g.Eventually(func() error { _, err := scion(ns, "rpkg", "pull", "site.base.ws", dir); return err }, timeout, interval).Should(Succeed())
+	run("rpkg", "pull", "site.base.ws", other)
+	g.Expect(os.WriteFile(other+"/notes.md", []byte("# notes\n"), 0o644)).To(Succeed())
+	run("rpkg", "push", "site.base.ws", other)
+	g.Expect(os.WriteFile(dir+"/cm.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\ndata:\n  owner: site\n"), 0o644)).To(Succeed())
+	_, err = scion(ns, "rpkg", "push", "site.base.ws", dir)
+	g.Expect(err).To(MatchError(ContainSubstring("site.base.ws changed since")), "their push came first")
+	g.Expect(err).To(MatchError(ContainSubstring("nothing was pushed")))
+	down := registryStore(t, prefix+"/site")
+	draft, err := down.Get(ctx, "base", "ws", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := down.Read(ctx, draft)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, theirs := files.File("notes.md")
+	_, mine := files.File("cm.yaml")
+	g.Expect(theirs).To(BeTrue(), "their push is in the registry")
+	g.Expect(mine).To(BeFalse(), "the refused push wrote nothing")
+	merged := t.TempDir() + "/merged"
+	run("rpkg", "pull", "site.base.ws", merged)
+	data, err := os.ReadFile(dir + "/cm.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(merged+"/cm.yaml", data, 0o644)).To(Succeed())
+	run("rpkg", "push", "site.base.ws", merged)
+	run("rpkg", "propose", "site.base.ws")
+	run("rpkg", "approve", "site.base.ws")
+	g.Eventually(func(g Gomega) {
+		g.Expect(down.Fetch(ctx)).To(Succeed())
+		rev, err := down.Get(ctx, "base", "", 1)
+		g.Expect(err).NotTo(HaveOccurred())
+		files, err := down.Read(ctx, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, f := range []string{"notes.md", "cm.yaml", "Kptfile"} {
+			_, ok := files.File(f)
+			g.Expect(ok).To(BeTrue(), f)
+		}
+		kf, _ := files.File("Kptfile")
+		g.Expect(string(kf)).To(ContainSubstring("digest: " + v1.Commit))
+	}, timeout, interval).Should(Succeed())
+}
