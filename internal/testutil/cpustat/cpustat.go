@@ -27,8 +27,8 @@ import (
 type CPU struct {
 	Self, Children, APIServer, Etcd, Steal time.Duration
 	// Registry is the OCI registry's (docker-registry) the test started.
-	Registry time.Duration
-	GC, GCIdle                             time.Duration
+	Registry   time.Duration
+	GC, GCIdle time.Duration
 }
 
 // Sub returns the CPU time used between o and c.
