@@ -172,9 +172,9 @@ func MirrorToGit(ctx context.Context, prefix string, st store.Store, w Publisher
 	if err := st.Fetch(ctx); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", st.URL(), err)
 	}
-	cctx, opts, cancel := o.session(ctx)
+	_, opts, cancel := o.session(ctx)
 	defer cancel()
-	pkgs, err := packagesUnder(cctx, prefix, opts)
+	pkgs, err := packagesUnder(prefix, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -209,14 +209,14 @@ type registryPackage struct {
 
 // packagesUnder lists the packages under prefix (REGISTRY/PATH): every
 // repository of the registry's catalog below PATH, with its tags.
-func packagesUnder(ctx context.Context, prefix string, opts []remote.Option) ([]registryPackage, error) {
+func packagesUnder(prefix string, opts []remote.Option) ([]registryPackage, error) {
 	prefix = strings.TrimSuffix(prefix, "/")
 	host, path, _ := strings.Cut(prefix, "/")
 	reg, err := name.NewRegistry(host, name.StrictValidation)
 	if err != nil {
 		return nil, fmt.Errorf("%s%s: %w", Scheme, prefix, err)
 	}
-	repos, err := catalog(ctx, reg, opts)
+	repos, err := catalog(reg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("listing the repositories of %s: %w", reg, describe(err))
 	}
@@ -343,9 +343,9 @@ type Listed struct {
 // holds. A revision's version is a semver floating tag on the same
 // artifact, else vN (N.0.0), as for git.
 func ListRevisions(ctx context.Context, prefix string, o Options) ([]Listed, error) {
-	cctx, opts, cancel := o.session(ctx)
+	_, opts, cancel := o.session(ctx)
 	defer cancel()
-	pkgs, err := packagesUnder(cctx, prefix, opts)
+	pkgs, err := packagesUnder(prefix, opts)
 	if err != nil {
 		return nil, err
 	}

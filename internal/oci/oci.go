@@ -436,12 +436,13 @@ var catalogPage = 1000
 // empty: a registry that returns fewer than asked is still read to the
 // end, and its Link headers are not followed (go-containerregistry
 // refuses those whose scheme differs from the one it guessed, as for a
-// registry on loopback with TLS).
-func catalog(ctx context.Context, reg name.Registry, opts []remote.Option) ([]string, error) {
+// registry on loopback with TLS). opts carry the exchange's context (its
+// deadline).
+func catalog(reg name.Registry, opts []remote.Option) ([]string, error) {
 	var all []string
 	last := ""
 	for {
-		page, err := remote.CatalogPage(reg, last, catalogPage, append(opts, remote.WithContext(ctx))...)
+		page, err := remote.CatalogPage(reg, last, catalogPage, opts...)
 		if err != nil {
 			return nil, err
 		}

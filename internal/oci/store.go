@@ -347,7 +347,7 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog bool) error {
 	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
 		var names []string
 		if withCatalog {
-			repos, err := catalog(ctx, s.reg, opts)
+			repos, err := catalog(s.reg, opts)
 			if err != nil {
 				var terr *transport.Error
 				if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
