@@ -519,16 +519,7 @@ func (s *Store) listLocked(only string) []store.Revision {
 		}
 		out = append(out, s.packageRevisionsLocked(p, tags)...)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Package != b.Package {
-			return a.Package < b.Package
-		}
-		if a.Revision != b.Revision {
-			return a.Revision < b.Revision
-		}
-		return a.Workspace < b.Workspace
-	})
+	store.SortRevisions(out)
 	return out
 }
 
@@ -831,15 +822,9 @@ func (s *Store) tagsOf(p string) map[string]string {
 	return out
 }
 
-// revisionArtifact builds a revision's manifest: the package artifact
-// with the revision's annotations.
-func (s *Store) revisionArtifact(p string, files *pkg.Package, ann map[string]string) (*artifact, error) {
-	return buildAnnotated(p, files, ann, s.opts.maxLayer())
-}
-
 // relabel builds a manifest over the blobs of an existing one with other
 // revision annotations: a move through the lifecycle uploads no blob.
-func (s *Store) relabel(p string, from *manifest, ann map[string]string) (*artifact, error) {
+func relabel(from *manifest, ann map[string]string) (*artifact, error) {
 	m := from.m
 	m.Annotations = map[string]string{}
 	for k, v := range from.m.Annotations {
@@ -909,10 +894,10 @@ func (s *Store) WriteDraft(ctx context.Context, w store.DraftWrite) (store.Revis
 		if author == "" {
 			author = s.author()
 		}
-		a, err := s.revisionArtifact(w.Package, w.Contents, map[string]string{
+		a, err := buildAnnotated(w.Package, w.Contents, map[string]string{
 			LifecycleAnnotation: string(lc), WorkspaceAnnotation: w.Workspace, TrailersAnnotation: marshalTrailers(trailers),
 			MessageAnnotation: w.Message, AuthorAnnotation: author, WrittenAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
-		})
+		}, s.opts.maxLayer())
 		if err != nil {
 			return err
 		}
@@ -1003,7 +988,7 @@ func (s *Store) move(ctx context.Context, p, from, to, expected string, ann func
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.relabel(p, m, ann(m))
+	a, err := relabel(m, ann(m))
 	if err != nil {
 		return nil, err
 	}
@@ -1142,7 +1127,7 @@ func (s *Store) markDeletion(ctx context.Context, p string, revision int, propos
 			if err != nil {
 				return err
 			}
-			a, err := s.relabel(p, m, keep(m, map[string]string{LifecycleAnnotation: string(porchv1alpha1.LifecycleDeletionProposed)}))
+			a, err := relabel(m, keep(m, map[string]string{LifecycleAnnotation: string(porchv1alpha1.LifecycleDeletionProposed)}))
 			if err != nil {
 				return err
 			}

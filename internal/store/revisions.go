@@ -159,8 +159,15 @@ func (r *Repository) listLocked(only string) ([]Revision, error) {
 			})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	SortRevisions(out)
+	return out, nil
+}
+
+// SortRevisions puts revisions in the order every store lists them: by
+// package, revision number, workspace, lifecycle.
+func SortRevisions(revs []Revision) {
+	sort.Slice(revs, func(i, j int) bool {
+		a, b := revs[i], revs[j]
 		if a.Package != b.Package {
 			return a.Package < b.Package
 		}
@@ -172,7 +179,6 @@ func (r *Repository) listLocked(only string) ([]Revision, error) {
 		}
 		return a.Lifecycle < b.Lifecycle
 	})
-	return out, nil
 }
 
 // metaFor reads (once) the commit, trailers and tagger behind a ref value.

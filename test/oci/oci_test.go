@@ -95,12 +95,21 @@ func gitRepository(ns, name, bare string, deployment bool) *configv1alpha1.Repos
 func readyRepository(g Gomega, ns, name string) *configv1alpha1.Repository {
 	repo := &configv1alpha1.Repository{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo)).To(Succeed())
-		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := repositoryReady(g, ns, name)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	return repo
+}
+
+// repositoryReady reads a Repository's Ready condition, which must be
+// there.
+func repositoryReady(g Gomega, ns, name string) *metav1.Condition {
+	repo := &configv1alpha1.Repository{}
+	g.Expect(storage.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, repo)).To(Succeed())
+	c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
+	g.Expect(c).NotTo(BeNil())
+	return c
 }
 
 // variantRevision waits for the PackageVariant's downstream revision and
@@ -341,10 +350,7 @@ func TestOCIRepositories_badInput(t *testing.T) {
 	registrySecret(t, ns, "wrong", "not-the-password")
 	g.Expect(storage.Create(ctx, ociRepository(ns, "refused", reg.Host+"/"+ns+"/refused", "wrong", false))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		repo := &configv1alpha1.Repository{}
-		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, repo)).To(Succeed())
-		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := repositoryReady(g, ns, "refused")
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(configv1alpha1.AuthenticationFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("secret " + ns + "/wrong"))
@@ -356,10 +362,7 @@ func TestOCIRepositories_badInput(t *testing.T) {
 	g.Expect(storage.Create(ctx, s)).To(Succeed())
 	g.Expect(storage.Create(ctx, ociRepository(ns, "no-entry", reg.Host+"/"+ns+"/x", "other-host", false))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		repo := &configv1alpha1.Repository{}
-		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "no-entry"}, repo)).To(Succeed())
-		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := repositoryReady(g, ns, "no-entry")
 		g.Expect(c.Reason).To(Equal(configv1alpha1.SecretErrorReason))
 		g.Expect(c.Message).To(And(ContainSubstring("other-host"), ContainSubstring("no entry for "+reg.Host)))
 	}, timeout, interval).Should(Succeed())
@@ -427,10 +430,7 @@ func TestOCIRepositories_hangingRegistry(t *testing.T) {
 	}()
 	g.Expect(storage.Create(ctx, ociRepository(ns, "hangs", l.Addr().String()+"/blueprints", "", false))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		repo := &configv1alpha1.Repository{}
-		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hangs"}, repo)).To(Succeed())
-		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
-		g.Expect(c).NotTo(BeNil())
+		c := repositoryReady(g, ns, "hangs")
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(configv1alpha1.RemoteUnavailableReason))
 		g.Expect(c.Message).To(ContainSubstring("did not answer within"))
