@@ -167,6 +167,11 @@ type view struct {
 	// SideBySide are this page's address in each view.
 	Split               bool
 	Unified, SideBySide string
+	// Still is a page that shows a moment (an action's outcome) and is
+	// not redrawn when what it came from changes: it is served at the
+	// address of the form, so a live update would replace the outcome
+	// with that page before the person has read it.
+	Still bool
 }
 
 // page serves a page whose data load makes; an error of load (RBAC
@@ -212,7 +217,7 @@ func (s *Server) action(do func(*http.Request) ([]outcome, error)) http.HandlerF
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
-		v := view{Title: "result", User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI()}
+		v := view{Title: "result", User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI(), Still: true}
 		outcomes, err := do(r)
 		v.Data = result{Outcomes: outcomes, Back: back(r)}
 		if err != nil {

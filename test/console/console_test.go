@@ -86,6 +86,29 @@ func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	p.g.Expect(chromedp.Do(p.ctx, steps...)).To(Succeed())
 }
 
+// submit clicks the first element sel selects and waits for the page that
+// follows to show want. The click is the element's own click(), run in the
+// page: a mouse press and release are two steps, and the page's live update
+// may replace its content between them (the press on the old button, the
+// release on the new one), which is no click at all.
+func (p *page) submit(sel, want string) {
+	p.t.Helper()
+	clicked, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`(function(){var e=document.querySelector(`+"`"+sel+"`"+`);if(!e){return false;}e.click();return true;})()`))
+	p.g.Expect(err).NotTo(HaveOccurred(), sel)
+	p.g.Expect(clicked).To(BeTrue(), "%s is not on the page", sel)
+	shows := ""
+	p.g.Eventually(func() int {
+		n, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+want+"`"+`).length`))
+		if err != nil {
+			return 0 // the page is on its way
+		}
+		shows, _ = chromedp.Run(p.ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		return n
+	}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeNumerically(">", 0), func() string {
+		return fmt.Sprintf("after clicking %s, no %s; the page shows:\n%s", sel, want, shows)
+	})
+}
+
 // text is the visible text of the first element sel selects.
 func (p *page) text(sel string) string {
 	p.t.Helper()
@@ -152,7 +175,7 @@ func TestConsole(t *testing.T) {
 	g.Expect(main).To(ContainSubstring("config.porch.kpt.dev/packagevariant: True"), "each revision's readiness gates")
 
 	// The same, side by side: the old line left, the new right.
-	do(chromedp.Click(chromedp.CSS("#side-by-side")), chromedp.WaitVisible(chromedp.CSS("table.split")))
+	br.submit("#side-by-side", "table.split")
 	g.Expect(text("main")).To(MatchRegexp(`\n\s*color: blue\n`), "the new line alone on the right")
 	g.Expect(count("table.split td.add")).To(BeNumerically(">=", 1))
 	g.Expect(count("pre.diff")).To(Equal(0), "side by side replaces the unified view")
@@ -163,7 +186,8 @@ func TestConsole(t *testing.T) {
 	g.Expect(text("#targets")).To(MatchRegexp(`catalog\s+v1`), "the blueprint, published")
 
 	// An editor may not approve: refused by Kubernetes, and said so.
-	do(chromedp.Navigate(editor+"/proposals?set=app"), chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	do(chromedp.Navigate(editor + "/proposals?set=app"))
+	br.submit(`#group-0 button[value=approve]`, "#outcomes")
 	out := text("#outcomes")
 	g.Expect(out).To(ContainSubstring("cluster-0"))
 	g.Expect(out).NotTo(ContainSubstring("is Published"))
@@ -179,7 +203,8 @@ func TestConsole(t *testing.T) {
 	groups := count("section.group")
 	g.Expect(groups).To(BeNumerically(">=", 1))
 	for i := range groups {
-		do(chromedp.Navigate(approver+"/proposals?set=app"), chromedp.Click(chromedp.CSS(`#group-0 button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+		do(chromedp.Navigate(approver + "/proposals?set=app"))
+		br.submit(`#group-0 button[value=approve]`, "#outcomes")
 		g.Expect(text("#outcomes")).To(ContainSubstring("is Published"), "group %d", i)
 	}
 	for _, n := range drafts {
@@ -310,7 +335,7 @@ func TestConsoleRollout(t *testing.T) {
 
 	// A viewer sees the rollout but may not approve its wave.
 	g.Expect(waves(viewer)).To(MatchRegexp(`canary\s+AwaitingApproval`))
-	p.do(chromedp.Click(chromedp.CSS(`#rollout-release button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	p.submit(`#rollout-release button[value=approve]`, "#outcomes")
 	g.Expect(p.count("#outcomes .error")).To(Equal(1), p.text("#outcomes"))
 	g.Expect(p.text("#outcomes")).To(ContainSubstring("release"))
 	cur := &configv1alpha1.PackageRollout{}
@@ -319,7 +344,17 @@ func TestConsoleRollout(t *testing.T) {
 
 	// An approver does; the wave advances on the page.
 	waves(approver)
-	p.do(chromedp.Click(chromedp.CSS(`#rollout-release button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	p.submit(`#rollout-release button[value=approve]`, "#outcomes")
+	g.Expect(p.text("#outcomes")).To(ContainSubstring("release wave canary approved"))
+	// The outcome stays on the screen while the rollout it changed moves
+	// on (the result is served at /rollouts: a live redraw would replace
+	// it with the rollouts page).
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), cur)).To(Succeed())
+		g.Expect(cur.Status.Waves).NotTo(BeEmpty())
+		g.Expect(cur.Status.Waves[0].State).To(Equal(configv1alpha1.WaveComplete))
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	time.Sleep(1500 * time.Millisecond) // a redraw would have come by now
 	g.Expect(p.text("#outcomes")).To(ContainSubstring("release wave canary approved"))
 	g.Eventually(func() string { return waves(approver) }).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(
 		And(MatchRegexp(`canary\s+Complete\s+1\s+1\s+1\s+0`), MatchRegexp(`remainder\s+AwaitingApproval`), ContainSubstring("bob")))
@@ -372,7 +407,7 @@ func TestConsoleLocks(t *testing.T) {
 		return s
 	}).WithTimeout(30 * time.Second).WithPolling(300 * time.Millisecond).Should(ContainSubstring("edge-07"))
 	g.Expect(p.text("#conflicts")).To(MatchRegexp(`edge-07\s+cert-manager.io/v1/Certificate\s+cert-manager, certs-lite\s+web\s+cert-manager.io/v1/Certificate is provided by`))
-	p.do(chromedp.Click(chromedp.CSS(`#conflicts a`)), chromedp.WaitVisible(chromedp.CSS("#lock")))
+	p.submit(`#conflicts a`, "#lock")
 	g.Expect(p.text("#lock")).To(MatchRegexp(`cert-manager\s+1.0.0\s+cert-manager\s+Published\s+cert-manager.io/v1/Certificate`))
 	p.do(chromedp.Navigate(viewer + "/proposals?lifecycle=Bogus"))
 	g.Expect(p.text("#error")).To(ContainSubstring("?lifecycle=Bogus: one of Proposed, Draft, Published, DeletionProposed"))
