@@ -34,6 +34,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/lenient"
+	"github.com/scion-dev/scion/internal/memlimit"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/namedwatch"
 	"github.com/scion-dev/scion/internal/oci"
@@ -268,7 +269,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	gitObjects := store.NewObjectCache(o.GitObjectCacheSize)
-	if o.GitObjectCacheSize == 0 {
+	if o.GitObjectCacheSize > 0 {
+		memlimit.OffHeap(o.GitObjectCacheSize) // the cache's segments are outside the Go heap
+	} else {
 		if err := sizeByVariants(mgr, gitObjects, shard); err != nil {
 			return nil, err
 		}

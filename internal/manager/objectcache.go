@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/memlimit"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -80,5 +81,7 @@ func (s *variantSizedCache) resize(delta int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.variants += delta
-	s.objects.SetMax(ObjectCacheBase + int64(s.variants)*ObjectCachePerVariant)
+	bound := ObjectCacheBase + int64(s.variants)*ObjectCachePerVariant
+	s.objects.SetMax(bound)
+	memlimit.OffHeap(bound) // the cache's segments are outside the Go heap
 }

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Share is the part of the container's limit the Go runtime is given:
@@ -63,6 +64,9 @@ func Container(root string) (int64, bool, error) {
 // container's (read under root), unless GOMEMLIMIT is set, which the
 // runtime has already applied. It returns the limit set, 0 when none.
 func FromContainer(root string) (int64, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	base = 0
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0, nil
 	}
@@ -70,7 +74,36 @@ func FromContainer(root string) (int64, error) {
 	if err != nil || !ok {
 		return 0, err
 	}
-	limit := int64(float64(n) * Share)
+	base = int64(float64(n) * Share)
+	return apply(), nil
+}
+
+var (
+	mu sync.Mutex
+	// base is the limit FromContainer set, 0 when it set none.
+	base int64
+	// offHeap is what the process holds outside the Go heap (OffHeap).
+	offHeap int64
+)
+
+// OffHeap says the process holds n bytes outside the Go heap that count
+// against the container's limit (the git object cache's segments): the
+// runtime's soft limit, when FromContainer set one, becomes Share of the
+// container's limit less n, and never less than half of that share. It
+// returns the limit set, 0 when none.
+func OffHeap(n int64) int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	offHeap = n
+	return apply()
+}
+
+// apply sets the runtime's limit from base and offHeap (mu held).
+func apply() int64 {
+	if base == 0 {
+		return 0
+	}
+	limit := max(base-offHeap, base/2)
 	debug.SetMemoryLimit(limit)
-	return limit, nil
+	return limit
 }

@@ -69,10 +69,19 @@ func TestFromContainer(t *testing.T) {
 	g.Expect(limit).To(Equal(int64(966367641)), "0.9 of 1 GiB")
 	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(limit))
 
+	// Memory outside the heap (the git object cache) is left room for,
+	// never more than half.
+	g.Expect(OffHeap(100 << 20)).To(Equal(int64(966367641 - 100<<20)))
+	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(int64(966367641 - 100<<20)))
+	g.Expect(OffHeap(900 << 20)).To(Equal(int64(966367641 / 2)))
+	defer OffHeap(0)
+
 	debug.SetMemoryLimit(math.MaxInt64)
 	t.Setenv("GOMEMLIMIT", "300MiB")
 	limit, err = FromContainer(root)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(limit).To(BeZero())
 	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(int64(math.MaxInt64)), "GOMEMLIMIT is the runtime's, left alone")
+	g.Expect(OffHeap(100 << 20)).To(BeZero())
+	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(int64(math.MaxInt64)), "and stays so")
 }

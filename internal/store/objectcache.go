@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,7 @@ const (
 // The caller serializes access (Repository.mu).
 type cachedStorage struct {
 	*filesystem.Storage
-	objects cache.Object
+	objects *objectCacheView
 	// pending are the objects written since the last Flush.
 	pending map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
@@ -63,7 +64,7 @@ type cachedStorage struct {
 	read bool
 }
 
-func newCachedStorage(fs *filesystem.Storage, objects cache.Object) *cachedStorage {
+func newCachedStorage(fs *filesystem.Storage, objects *objectCacheView) *cachedStorage {
 	return &cachedStorage{Storage: fs, objects: objects, pending: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
@@ -89,7 +90,7 @@ func (s *cachedStorage) HasEncodedObject(h plumbing.Hash) error {
 	if _, ok := s.pending[h]; ok {
 		return nil
 	}
-	if _, ok := s.objects.Get(h); ok {
+	if s.objects.Has(h) {
 		return nil
 	}
 	return s.Storage.HasEncodedObject(h)
@@ -340,14 +341,23 @@ const DefaultObjectCacheSize = 32 << 20
 // counted whole from when they are made) and
 // the map from key to an object's place in its segment holds no
 // pointers. An object costs its contents and about entryOverhead bytes
-// of bookkeeping, all counted in the bound, and the collector marks a
-// few dozen segments instead of an object, its contents and a list entry
-// per cached object. Eviction drops the oldest segment whole; an object
+// of bookkeeping, all counted in the bound, and the collector marks no
+// cached object. Eviction drops the oldest segment whole; an object
 // found in the older half of the segments is copied into the newest, so
 // what is used stays (an approximation of least recently used that
-// needs no list). Objects handed out share their segment's memory: a
-// segment is never written again once full, so they stay valid after it
-// is evicted (the collector frees it with the last of them).
+// needs no list).
+//
+// The segments are outside the Go heap (anonymous mappings, on systems
+// that have them): the heap's growth between two collections is as large
+// as what was live after the first (GOGC=100), so a cache of 150 MiB on
+// the heap let the heap grow by 150 MiB more before each collection, and
+// cost twice its bound at the peak. An object handed out is a copy of its
+// contents (they are read once, to be decoded, and the copy is what
+// go-git would have read from the disk), so that a segment is returned
+// to the system as soon as it is evicted. What the cache holds is counted
+// by the scion_git_object_cache_bytes metric, not by the runtime's heap
+// figures, and the controller leaves room for its bound under the Go
+// memory limit it sets in a container (memlimit.OffHeap).
 //
 // It is safe for concurrent use.
 type ObjectCache struct {
@@ -362,6 +372,9 @@ type ObjectCache struct {
 	first   uint32
 	entries map[cacheKey]cacheLoc
 	views   uint32
+	// mem holds the segments' mappings, for the cleanup that returns
+	// them when the cache is no longer used.
+	mem *segmentMemory
 	// hits and misses count lookups (guarded by mu).
 	hits, misses uint64
 }
@@ -398,6 +411,22 @@ type cacheSegment struct {
 	seq  uint32
 	buf  []byte
 	keys []cacheKey // of the objects put here, some since moved on
+	// mapped says buf is a mapping, returned to the system on eviction.
+	mapped bool
+}
+
+// segmentMemory is the mapped segments of a cache (guarded by the cache's
+// mu while it is used).
+type segmentMemory struct {
+	live map[*cacheSegment]struct{}
+}
+
+// free returns every mapped segment to the system: the cache's cleanup.
+func (m *segmentMemory) free() {
+	for seg := range m.live {
+		freeSegmentBuf(seg.buf, seg.mapped)
+	}
+	m.live = nil
 }
 
 // entryOverhead is the memory an entry costs besides its contents: its
@@ -417,8 +446,9 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}}
+	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}, mem: &segmentMemory{live: map[*cacheSegment]struct{}{}}}
 	c.max.Store(maxBytes)
+	runtime.AddCleanup(c, (*segmentMemory).free, c.mem)
 	return c
 }
 
@@ -457,6 +487,9 @@ func (c *ObjectCache) evict() {
 			}
 		}
 		c.size -= int64(cap(old.buf))
+		delete(c.mem.live, old)
+		freeSegmentBuf(old.buf, old.mapped)
+		old.buf = nil
 		c.segs[0] = nil
 		c.segs = c.segs[1:]
 		c.first++
@@ -482,7 +515,11 @@ func (c *ObjectCache) storeFrom(k cacheKey, typ plumbing.ObjectType, n int, fill
 		seg = c.segs[len(c.segs)-1]
 	}
 	if seg == nil || len(seg.buf)+n > cap(seg.buf) {
-		seg = &cacheSegment{seq: c.first + uint32(len(c.segs)), buf: make([]byte, 0, max(c.segmentSize(), n))}
+		buf, mapped := newSegmentBuf(max(c.segmentSize(), n))
+		seg = &cacheSegment{seq: c.first + uint32(len(c.segs)), buf: buf[:0], mapped: mapped}
+		if mapped {
+			c.mem.live[seg] = struct{}{}
+		}
 		c.segs = append(c.segs, seg)
 		c.size += int64(cap(seg.buf))
 	}
@@ -557,21 +594,39 @@ func (c *ObjectCache) view() *objectCacheView {
 }
 
 func (c *ObjectCache) get(k cacheKey) (plumbing.EncodedObject, bool) {
+	var obj *cachedObject
+	found := c.lookup(k, func(loc cacheLoc, contents []byte) {
+		obj = &cachedObject{hash: k.hash, typ: loc.typ, contents: bytes.Clone(contents)}
+	})
+	return obj, found
+}
+
+// has says whether k is held, without copying its contents out.
+func (c *ObjectCache) has(k cacheKey) bool {
+	return c.lookup(k, nil)
+}
+
+// lookup finds k, counting the lookup, calls found (when given) with its
+// contents in their segment (valid only during the call), and moves an
+// object found in the older half of the segments into the newest.
+func (c *ObjectCache) lookup(k cacheKey, found func(cacheLoc, []byte)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	loc, ok := c.entries[k]
 	if !ok {
 		c.misses++
-		return nil, false
+		return false
 	}
 	c.hits++
-	contents := c.contents(loc)
-	if c.old(loc) {
-		// Used again: copied where it stays longest. contents still
-		// points into the old segment, which is never rewritten.
-		c.store(k, loc.typ, contents)
+	if found != nil {
+		found(loc, c.contents(loc))
 	}
-	return &cachedObject{hash: k.hash, typ: loc.typ, contents: contents}, true
+	if c.old(loc) {
+		// Used again: copied where it stays longest (before the segment
+		// it leaves may be evicted).
+		c.store(k, loc.typ, c.contents(loc))
+	}
+	return true
 }
 
 // clear drops a view's objects. go-git never clears its object cache;
@@ -588,8 +643,8 @@ func (c *ObjectCache) clear(view uint32) {
 	}
 }
 
-// cachedObject is an object served from an ObjectCache: read-only, its
-// contents in a segment's memory.
+// cachedObject is an object served from an ObjectCache: read-only, a
+// copy of its contents.
 type cachedObject struct {
 	hash     plumbing.Hash
 	typ      plumbing.ObjectType
@@ -630,3 +685,8 @@ func (v *objectCacheView) Get(h plumbing.Hash) (plumbing.EncodedObject, bool) {
 }
 
 func (v *objectCacheView) Clear() { v.c.clear(v.id) }
+
+// Has says whether the repository's object h is held, without copying it.
+func (v *objectCacheView) Has(h plumbing.Hash) bool {
+	return v.c.has(cacheKey{view: v.id, hash: h})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +115,45 @@ func TestObjectCache_SetMax(t *testing.T) {
 	g.Expect(c.Stats().Objects).To(Equal(1000), "a larger bound holds more")
 	c.SetMax(0)
 	g.Expect(c.Stats().Max).To(Equal(int64(DefaultObjectCacheSize)))
+}
+
+// TestObjectCache_segmentsReturned: the segments are returned to the
+// system as they are evicted (outside the Go heap, where the system has
+// mappings), and an object handed out stays whole after its segment has
+// gone: it is a copy. Has finds an object without copying it.
+func TestObjectCache_segmentsReturned(t *testing.T) {
+	g := NewWithT(t)
+	c := NewObjectCache(64 << 10)
+	v := c.view()
+	first := blob(fmt.Sprintf("%0500d", 0))
+	v.Put(first)
+	got, ok := v.Get(first.Hash())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v.Has(first.Hash())).To(BeTrue())
+	g.Expect(v.Has(blob("not there").Hash())).To(BeFalse())
+	for i := 1; i < 2000; i++ {
+		v.Put(blob(fmt.Sprintf("%0500d", i)))
+	}
+	g.Expect(v.Has(first.Hash())).To(BeFalse(), "evicted long since")
+	g.Expect(contents(t, got)).To(Equal(fmt.Sprintf("%0500d", 0)), "the copy handed out outlives its segment")
+
+	c.mu.Lock()
+	held, mapped := len(c.segs), len(c.mem.live)
+	for _, seg := range c.segs {
+		if seg.mapped {
+			g.Expect(c.mem.live).To(HaveKey(seg))
+		}
+	}
+	c.mu.Unlock()
+	g.Expect(held).To(BeNumerically("<=", 64), "within the bound")
+	if runtime.GOOS == "linux" || runtime.GOOS == "darwin" {
+		g.Expect(mapped).To(Equal(held), "every segment held is a mapping; the evicted ones were returned")
+	}
+	c.SetMax(1)
+	c.mu.Lock()
+	g.Expect(c.segs).To(BeEmpty())
+	g.Expect(c.mem.live).To(BeEmpty(), "a smaller bound returns what it evicts")
+	c.mu.Unlock()
 }
 
 // TestRepository_sharedObjectCache: repositories sharing a cache far too

@@ -97,7 +97,11 @@ func BenchmarkPackageVariants(b *testing.B) {
 		}
 		pvs := variantwatch.Start(b, env.Config, env.Scheme, ns)
 		var peak atomic.Uint64
-		stop := testenv.SampleHeap(&peak)
+		peakProfile := ""
+		if prefix := os.Getenv("SCION_BENCH_PROFILE"); prefix != "" {
+			peakProfile = prefix + "-peak-heap.pprof"
+		}
+		stop := testenv.SampleHeapProfiling(&peak, peakProfile)
 		requestsBefore := apiRequests.Load()
 		requestKinds.Clear()
 		cpuBefore := cpustat.Read()
@@ -212,6 +216,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
 		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(testenv.PeakResident())/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(float64(createRequests)/float64(repos*perRepo), "create-requests/pv")
 		b.ReportMetric(float64(updateRequests)/float64(repos*perRepo), "update-requests/pv")
 		// Where the two cores went while creating: the process running
@@ -385,7 +390,8 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	if benchRegistry != nil {
 		where = "prefixes of an OCI registry with TLS and htpasswd"
 	}
-	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB\n", n, repos, where, float64(peak)/(1<<20))
+	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB, its peak resident memory %.0f MiB\n",
+		n, repos, where, float64(peak)/(1<<20), float64(testenv.PeakResident())/(1<<20))
 	fmt.Fprintln(tw, "\tcreate\tupstream bump\t")
 	row := func(name string, f func(i int) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, f(0), f(1))

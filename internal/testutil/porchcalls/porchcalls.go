@@ -41,10 +41,15 @@ func Standard(tb testing.TB, c client.Client, cfg *rest.Config, s *runtime.Schem
 	ctx := context.Background()
 	rc := &rpkg.Client{Client: c, Namespace: ns}
 	kubectl := KubectlGet(tb, cfg, s, porchv1alpha1.GroupVersion, ns)
+	raw := rawList(tb, cfg, s, porchv1alpha1.GroupVersion, ns)
 	calls := []Call{
 		{fmt.Sprintf("kubectl get packagerevisions (%d, as a table, 500 a page)", total), 100, func() error { return kubectl("") }},
 		{fmt.Sprintf("list all %d PackageRevisions as objects, one request", total), 100, func() error {
 			return c.List(ctx, &porchv1alpha1.PackageRevisionList{}, client.InNamespace(ns))
+		}},
+		{"  the same list, the response's bytes only (not decoded)", 100, func() error {
+			_, err := raw()
+			return err
 		}},
 		{"kubectl get packagerevision NAME", 100, func() error { return kubectl(one.Name) }},
 		{"get one PackageRevision", 100, func() error {
@@ -83,10 +88,17 @@ func Measure(tb testing.TB, calls []Call) string {
 	return out.String()
 }
 
-// KubectlGet returns what makes kubectl get packagerevisions [NAME]'s
-// requests in gv: the server's table (Accept ...;as=Table), 500 rows a
-// page, every page read.
-func KubectlGet(tb testing.TB, cfg *rest.Config, s *runtime.Scheme, gv schema.GroupVersion, ns string) func(name string) error {
+// rawList returns what reads the list of every revision of ns in gv as
+// JSON, as client-go asks for it, without decoding it: the server's part
+// of a list (and the transfer), apart from the client's decoding.
+func rawList(tb testing.TB, cfg *rest.Config, s *runtime.Scheme, gv schema.GroupVersion, ns string) func() ([]byte, error) {
+	rc := restClient(tb, cfg, s, gv)
+	return func() ([]byte, error) {
+		return rc.Get().Namespace(ns).Resource("packagerevisions").SetHeader("Accept", "application/json").DoRaw(context.Background())
+	}
+}
+
+func restClient(tb testing.TB, cfg *rest.Config, s *runtime.Scheme, gv schema.GroupVersion) *rest.RESTClient {
 	cfg = rest.CopyConfig(cfg)
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
@@ -95,6 +107,14 @@ func KubectlGet(tb testing.TB, cfg *rest.Config, s *runtime.Scheme, gv schema.Gr
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return rc
+}
+
+// KubectlGet returns what makes kubectl get packagerevisions [NAME]'s
+// requests in gv: the server's table (Accept ...;as=Table), 500 rows a
+// page, every page read.
+func KubectlGet(tb testing.TB, cfg *rest.Config, s *runtime.Scheme, gv schema.GroupVersion, ns string) func(name string) error {
+	rc := restClient(tb, cfg, s, gv)
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 	return func(name string) error {
 		next := ""

@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -263,13 +266,49 @@ func (e *Env) As(t testing.TB, ns, user, role string) *rest.Config {
 // SampleHeap records the peak of the process's HeapInuse in peak until the
 // returned stop function is called.
 func SampleHeap(peak *atomic.Uint64) (stop func()) {
+	return SampleHeapProfiling(peak, "")
+}
+
+// PeakResident is the most resident memory the process has had (VmHWM in
+// /proc/self/status: the heap, what is outside it such as the git object
+// cache's segments, and the runtime's own), 0 where there is no such file.
+func PeakResident() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// SampleHeapProfiling is SampleHeap that also, when profile is not empty,
+// writes the heap profile there whenever the peak grows by a tenth: what
+// was live at the collection before the peak, which is what the peak is
+// made of (the heap grows to about twice that before the next one).
+func SampleHeapProfiling(peak *atomic.Uint64, profile string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		var ms goruntime.MemStats
+		var profiled uint64
 		for {
 			goruntime.ReadMemStats(&ms)
 			if ms.HeapInuse > peak.Load() {
 				peak.Store(ms.HeapInuse)
+			}
+			if profile != "" && ms.HeapInuse > profiled+profiled/10 && ms.HeapInuse > 64<<20 {
+				profiled = ms.HeapInuse
+				if f, err := os.Create(profile); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					_ = f.Close()
+				}
 			}
 			select {
 			case <-done:

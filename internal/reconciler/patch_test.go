@@ -1,0 +1,123 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/reconciler"
+	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
+)
+
+var env *testenv.Env
+
+// TestMain starts a control plane for the status writes' test (no
+// controllers run: the test is the only writer).
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// counting counts the requests a client makes that the API server answers
+// with a conflict, and its GETs.
+type counting struct {
+	next      http.RoundTripper
+	conflicts atomic.Int64
+	gets      atomic.Int64
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet {
+		c.gets.Add(1)
+	}
+	res, err := c.next.RoundTrip(r)
+	if err == nil && res.StatusCode == http.StatusConflict {
+		c.conflicts.Add(1)
+	}
+	return res, err
+}
+
+// A status write from a copy older than the writer's own last write (the
+// cache has not shown it yet) waits for the cache instead of conflicting:
+// no 409, no read around the cache, and the second write keeps what the
+// first wrote. A copy made stale by someone else's write still conflicts,
+// is read again and written right.
+func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t, "status")
+	count := &counting{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { count.next = rt; return count }
+	s := scheme.New()
+	cache, err := crcache.New(cfg, crcache.Options{Scheme: s, DefaultNamespaces: map[string]crcache.Config{ns: {}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = cache.Start(ctx) }()
+	c, err := client.New(cfg, client.Options{Scheme: s, Cache: &client.CacheOptions{Reader: cache}})
+	g.Expect(err).NotTo(HaveOccurred())
+	direct, err := client.New(cfg, client.Options{Scheme: s})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://git.example.com/r.git"}}}
+	g.Expect(env.Storage.Create(ctx, repo)).To(Succeed())
+	stale := &configv1alpha1.Repository{}
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(repo), stale) }).WithTimeout(30 * time.Second).Should(Succeed())
+
+	set := func(typ string) func(*configv1alpha1.Repository) (bool, error) {
+		return func(r *configv1alpha1.Repository) (bool, error) {
+			meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Set"})
+			return true, nil
+		}
+	}
+	wrote, err := reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("First"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrote).To(BeTrue())
+	gets := count.gets.Load()
+	// From the same (now stale) copy, at once, as a reconcile requeued by
+	// another object's event would.
+	wrote, err = reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("Second"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrote).To(BeTrue())
+	g.Expect(count.conflicts.Load()).To(BeZero(), "no write bound to conflict was sent")
+	g.Expect(count.gets.Load()).To(Equal(gets), "nothing read around the cache")
+	got := &configv1alpha1.Repository{}
+	g.Expect(direct.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "First")).To(BeTrue(), "the second write kept the first's")
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "Second")).To(BeTrue())
+
+	// Someone else writes: a copy from before is not this process's own
+	// lag; the write conflicts, reads again and keeps the other's change.
+	before := got.DeepCopy()
+	other := got.DeepCopy()
+	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Set"})
+	g.Expect(env.Storage.Status().Update(ctx, other)).To(Succeed())
+	wrote, err = reconciler.PatchStatus(ctx, c, direct, before, set("Third"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrote).To(BeTrue())
+	g.Expect(count.conflicts.Load()).To(Equal(int64(1)))
+	g.Expect(direct.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+	for _, typ := range []string{"First", "Second", "Other", "Third"} {
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, typ)).To(BeTrue(), typ)
+	}
+}
