@@ -2,6 +2,7 @@ package packagevariant
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,17 +109,28 @@ func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome
 }
 
 // patchStatus is the one place a PackageVariant's status is written; a
-// Warning event announces a stall.
+// Warning event announces a stall. A status computed for a spec that has
+// moved on since (found when the write conflicts and the variant is read
+// again) is not written: it would say the new generation is observed, and
+// Ready, before anything was done for it; the spec's change brings the
+// variant back.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
 	if !s.pv.DeletionTimestamp.IsZero() && o.Done() {
 		return nil // the finalizer is gone, and so is the variant
 	}
+	gen := s.pv.Generation
 	before := meta.FindStatusCondition(s.pv.Status.Conditions, configv1alpha1.StalledCondition)
 	stalledBefore := before != nil && before.Status == metav1.ConditionTrue
 	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
+		if pv.Generation != gen {
+			return false, reconciler.ErrStale
+		}
 		setStatus(pv, s, o)
 		return true, nil
 	})
+	if errors.Is(err, reconciler.ErrStale) {
+		return nil
+	}
 	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
