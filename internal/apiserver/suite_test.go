@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -27,23 +26,10 @@ var (
 var testLimits = store.Limits{FileBytes: 64 << 10}
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.StartWith(testenv.Options{Limits: testLimits})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	porch, storageClient = env.Client, env.Storage
-	code := 1
-	if err := rbac.Install(context.Background(), env.Storage, rbac.UserRoles); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, testenv.Options{Limits: testLimits}, func(e *testenv.Env) error {
+		env, porch, storageClient = e, e.Client, e.Storage
+		return rbac.Install(context.Background(), e.Storage, rbac.UserRoles)
+	}))
 }
 
 // as returns a porch.kpt.dev client that impersonates user, bound to role

@@ -20,14 +20,10 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(m, testenv.Options{}, func(e *testenv.Env) error {
+		env = e
+		return nil
+	}))
 }
 
 // What exists is not a change; a new object is; a watch the API server

@@ -2,10 +2,8 @@ package reconciler_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/testutil/requests"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -27,33 +26,10 @@ var env *testenv.Env
 // TestMain starts a control plane for the status writes' test (no
 // controllers run: the test is the only writer).
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
-
-// counting counts the requests a client makes that the API server answers
-// with a conflict, and its GETs.
-type counting struct {
-	next      http.RoundTripper
-	conflicts atomic.Int64
-	gets      atomic.Int64
-}
-
-func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet {
-		c.gets.Add(1)
-	}
-	res, err := c.next.RoundTrip(r)
-	if err == nil && res.StatusCode == http.StatusConflict {
-		c.conflicts.Add(1)
-	}
-	return res, err
+	os.Exit(testenv.Main(m, testenv.Options{}, func(e *testenv.Env) error {
+		env = e
+		return nil
+	}))
 }
 
 // A status write from a copy older than the writer's own last write (the
@@ -66,9 +42,9 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.Namespace(t, "status")
-	count := &counting{}
+	count := &requests.Counter{}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { count.next = rt; return count }
+	cfg.WrapTransport = count.Wrap
 	s := scheme.New()
 	cache, err := crcache.New(cfg, crcache.Options{Scheme: s, DefaultNamespaces: map[string]crcache.Config{ns: {}}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -93,14 +69,14 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 	wrote, err := reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("First"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
-	gets := count.gets.Load()
+	gets := count.Method(http.MethodGet)
 	// From the same (now stale) copy, at once, as a reconcile requeued by
 	// another object's event would.
 	wrote, err = reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("Second"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
-	g.Expect(count.conflicts.Load()).To(BeZero(), "no write bound to conflict was sent")
-	g.Expect(count.gets.Load()).To(Equal(gets), "nothing read around the cache")
+	g.Expect(count.Conflicts()).To(BeZero(), "no write bound to conflict was sent")
+	g.Expect(count.Method(http.MethodGet)).To(Equal(gets), "nothing read around the cache")
 	got := &configv1alpha1.Repository{}
 	g.Expect(direct.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
 	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "First")).To(BeTrue(), "the second write kept the first's")
@@ -115,7 +91,7 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 	wrote, err = reconciler.PatchStatus(ctx, c, direct, before, set("Third"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
-	g.Expect(count.conflicts.Load()).To(Equal(int64(1)))
+	g.Expect(count.Conflicts()).To(Equal(int64(1)))
 	g.Expect(direct.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
 	for _, typ := range []string{"First", "Second", "Other", "Third"} {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, typ)).To(BeTrue(), typ)

@@ -366,15 +366,13 @@ type ObjectCache struct {
 	// check.
 	max  atomic.Int64
 	size int64
-	// segs are the segments, oldest first; first is the sequence number
-	// of segs[0].
-	segs    []*cacheSegment
+	// mem holds the segments, oldest first (and so their mappings, for
+	// the cleanup that returns them when the cache is no longer used);
+	// first is the sequence number of the oldest.
+	mem     *segments
 	first   uint32
 	entries map[cacheKey]cacheLoc
 	views   uint32
-	// mem holds the segments' mappings, for the cleanup that returns
-	// them when the cache is no longer used.
-	mem *segmentMemory
 	// hits and misses count lookups (guarded by mu).
 	hits, misses uint64
 }
@@ -415,18 +413,18 @@ type cacheSegment struct {
 	mapped bool
 }
 
-// segmentMemory is the mapped segments of a cache (guarded by the cache's
+// segments is a cache's segments, oldest first (guarded by the cache's
 // mu while it is used).
-type segmentMemory struct {
-	live map[*cacheSegment]struct{}
+type segments struct {
+	segs []*cacheSegment
 }
 
-// free returns every mapped segment to the system: the cache's cleanup.
-func (m *segmentMemory) free() {
-	for seg := range m.live {
+// free returns every segment to the system: the cache's cleanup.
+func (m *segments) free() {
+	for _, seg := range m.segs {
 		freeSegmentBuf(seg.buf, seg.mapped)
 	}
-	m.live = nil
+	m.segs = nil
 }
 
 // entryOverhead is the memory an entry costs besides its contents: its
@@ -446,9 +444,9 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}, mem: &segmentMemory{live: map[*cacheSegment]struct{}{}}}
+	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}, mem: &segments{}}
 	c.max.Store(maxBytes)
-	runtime.AddCleanup(c, (*segmentMemory).free, c.mem)
+	runtime.AddCleanup(c, (*segments).free, c.mem)
 	return c
 }
 
@@ -478,8 +476,8 @@ func (c *ObjectCache) SetMax(maxBytes int64) {
 
 // evict drops the oldest segments until the cache is within its bound.
 func (c *ObjectCache) evict() {
-	for c.size > c.max.Load() && len(c.segs) > 0 {
-		old := c.segs[0]
+	for c.size > c.max.Load() && len(c.mem.segs) > 0 {
+		old := c.mem.segs[0]
 		for _, k := range old.keys {
 			if loc, ok := c.entries[k]; ok && loc.seg == old.seq {
 				delete(c.entries, k)
@@ -487,11 +485,10 @@ func (c *ObjectCache) evict() {
 			}
 		}
 		c.size -= int64(cap(old.buf))
-		delete(c.mem.live, old)
 		freeSegmentBuf(old.buf, old.mapped)
 		old.buf = nil
-		c.segs[0] = nil
-		c.segs = c.segs[1:]
+		c.mem.segs[0] = nil
+		c.mem.segs = c.mem.segs[1:]
 		c.first++
 	}
 }
@@ -511,16 +508,13 @@ func (c *ObjectCache) store(k cacheKey, typ plumbing.ObjectType, contents []byte
 // it fails).
 func (c *ObjectCache) storeFrom(k cacheKey, typ plumbing.ObjectType, n int, fill func([]byte) error) {
 	var seg *cacheSegment
-	if len(c.segs) > 0 {
-		seg = c.segs[len(c.segs)-1]
+	if len(c.mem.segs) > 0 {
+		seg = c.mem.segs[len(c.mem.segs)-1]
 	}
 	if seg == nil || len(seg.buf)+n > cap(seg.buf) {
 		buf, mapped := newSegmentBuf(max(c.segmentSize(), n))
-		seg = &cacheSegment{seq: c.first + uint32(len(c.segs)), buf: buf[:0], mapped: mapped}
-		if mapped {
-			c.mem.live[seg] = struct{}{}
-		}
-		c.segs = append(c.segs, seg)
+		seg = &cacheSegment{seq: c.first + uint32(len(c.mem.segs)), buf: buf[:0], mapped: mapped}
+		c.mem.segs = append(c.mem.segs, seg)
 		c.size += int64(cap(seg.buf))
 	}
 	off := len(seg.buf)
@@ -538,14 +532,14 @@ func (c *ObjectCache) storeFrom(k cacheKey, typ plumbing.ObjectType, n int, fill
 
 // contents returns the contents at loc, which must be held.
 func (c *ObjectCache) contents(loc cacheLoc) []byte {
-	seg := c.segs[loc.seg-c.first]
+	seg := c.mem.segs[loc.seg-c.first]
 	return seg.buf[loc.off : loc.off+loc.n : loc.off+loc.n]
 }
 
 // old says whether loc is in the older half of the segments, where it
 // would soon be evicted.
 func (c *ObjectCache) old(loc cacheLoc) bool {
-	return int(loc.seg-c.first) < len(c.segs)/2
+	return int(loc.seg-c.first) < len(c.mem.segs)/2
 }
 
 func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {

@@ -27,18 +27,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	k8sClient = env.Client
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, testenv.Options{}, func(e *testenv.Env) error {
+		env, k8sClient = e, e.Client
+		return nil
+	}))
 }
 
 func newNamespace(t *testing.T) string { return env.Namespace(t, "test") }

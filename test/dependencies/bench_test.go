@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkDependencies(b *testing.B) {
 		}
 		var peak atomic.Uint64
 		stop := testenv.SampleHeap(&peak)
-		requestsBefore, cpuBefore := apiRequests.Load(), cpustat.Read()
+		requestsBefore, cpuBefore := suite.Requests.Total(), cpustat.Read()
 		start := time.Now()
 		b.StartTimer()
 		for r := 0; r < repos; r++ {
@@ -95,7 +96,7 @@ func BenchmarkDependencies(b *testing.B) {
 		b.StopTimer()
 		wall := time.Since(start)
 		cpu := cpustat.Read().Sub(cpuBefore)
-		requests := apiRequests.Load() - requestsBefore
+		requests := suite.Requests.Total() - requestsBefore
 		stop()
 		b.ReportMetric(wall.Seconds(), "s-to-ready")
 		b.ReportMetric(float64(requests)/float64(repos), "requests/repository")

@@ -3,10 +3,8 @@ package dependencies
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,21 +26,11 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client
-	// apiRequests counts the requests the manager sends to the API
-	// server, for the benchmark.
-	apiRequests atomic.Int64
 )
-
-type countingTransport struct{ next http.RoundTripper }
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	apiRequests.Add(1)
-	return c.next.RoundTrip(r)
-}
 
 // TestMain runs the whole manager against a real API server.
 func TestMain(m *testing.M) {
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 8, SyncPeriod: 5 * time.Minute, TagPollPeriod: time.Second}, nil, func(e *testenv.Env) {
 		env, k8sClient = e, e.Storage
 	}))
 }

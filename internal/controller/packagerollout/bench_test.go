@@ -17,6 +17,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -96,7 +97,7 @@ func BenchmarkRollout1000(b *testing.B) {
 		stopHealth := healthAll(ctx, ns)
 		var peak atomic.Uint64
 		stopHeap := testenv.SampleHeap(&peak)
-		before := apiRequests.Load()
+		before := suite.Requests.Total()
 		b.StartTimer()
 
 		start := time.Now()
@@ -128,7 +129,7 @@ func BenchmarkRollout1000(b *testing.B) {
 		b.StopTimer()
 		stopHeap()
 		stopHealth()
-		requests := apiRequests.Load() - before
+		requests := suite.Requests.Total() - before
 		b.ReportMetric(total.Seconds(), "rollout-s")
 		b.ReportMetric(float64(requests)/n, "requests/target")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")

@@ -22,8 +22,6 @@ var (
 	// process had died (the reconcilers keep no state of their own but
 	// the caches, which a restart would fill again).
 	cut atomic.Bool
-	// apiRequests counts the requests the manager sends.
-	apiRequests atomic.Int64
 )
 
 type cutTransport struct{ next http.RoundTripper }
@@ -32,7 +30,6 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if cut.Load() {
 		return nil, errors.New("connection cut by the test")
 	}
-	apiRequests.Add(1)
 	return c.next.RoundTrip(req)
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/cpustat"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 	"github.com/scion-dev/scion/internal/testutil/porchcalls"
+	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 	"github.com/scion-dev/scion/internal/testutil/variantwatch"
 	"github.com/scion-dev/scion/internal/tree"
@@ -102,8 +103,8 @@ func BenchmarkPackageVariants(b *testing.B) {
 			peakProfile = prefix + "-peak-heap.pprof"
 		}
 		stop := testenv.SampleHeapProfiling(&peak, peakProfile)
-		requestsBefore := apiRequests.Load()
-		requestKinds.Clear()
+		requestsBefore := suite.Requests.Total()
+		suite.Requests.ResetKinds()
 		cpuBefore := cpustat.Read()
 		pushesBefore, countersBefore := pushCounts(), counterValues()
 		b.StartTimer()
@@ -141,9 +142,9 @@ func BenchmarkPackageVariants(b *testing.B) {
 			waitSetSummary(b, ns, repos*perRepo, "1")
 		}
 		createTime := time.Since(start)
-		createRequests := apiRequests.Load() - requestsBefore
+		createRequests := suite.Requests.Total() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
-		createKinds := snapshotKinds()
+		createKinds := suite.Requests.Kinds()
 		createPushes := pushSummary(pushesBefore)
 		createCounters := counterSummary(countersBefore, n)
 		endProfile()
@@ -151,7 +152,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		if interactive {
 			person = newPeople(b, ns, repos, pvs)
 		}
-		requestsBefore, cpuBefore, pushesBefore, countersBefore = apiRequests.Load(), cpustat.Read(), pushCounts(), counterValues()
+		requestsBefore, cpuBefore, pushesBefore, countersBefore = suite.Requests.Total(), cpustat.Read(), pushCounts(), counterValues()
 
 		// Bump every variant to revision 2 (through the set's upstream,
 		// with a set).
@@ -197,9 +198,9 @@ func BenchmarkPackageVariants(b *testing.B) {
 		}
 		updateTime := time.Since(start)
 		close(bumped)
-		updateRequests := apiRequests.Load() - requestsBefore
+		updateRequests := suite.Requests.Total() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
-		updateKinds := snapshotKinds()
+		updateKinds := suite.Requests.Kinds()
 		updateCounters := counterSummary(countersBefore, n)
 		endProfile()
 		stop()
@@ -360,16 +361,6 @@ func profileAPIServer(b *testing.B, path string) func() {
 		}
 	}()
 	return func() { <-done }
-}
-
-// snapshotKinds copies the manager's request counts by kind.
-func snapshotKinds() map[string]int64 {
-	out := map[string]int64{}
-	requestKinds.Range(func(k, v any) bool {
-		out[k.(string)] = v.(*atomic.Int64).Load()
-		return true
-	})
-	return out
 }
 
 func subtract(a, b map[string]int64) map[string]int64 {

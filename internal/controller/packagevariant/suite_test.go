@@ -2,12 +2,8 @@ package packagevariant_test
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +18,6 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client
-	// apiRequests counts the requests the manager sends to the API server.
-	apiRequests atomic.Int64
-	// requestKinds counts them by method and resource, for the benchmark.
-	requestKinds sync.Map
 	// benchRegistry is the registry of make bench-scale STORE=oci.
 	benchRegistry *registry.Registry
 )
@@ -53,7 +45,7 @@ func run(m *testing.M) int {
 		defer stop()
 		benchRegistry, opts.RegistryCAFile = r, r.CAFile
 	}
-	return suite.Run(m, opts, func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }, func(e *testenv.Env) {
+	return suite.Run(m, opts, nil, func(e *testenv.Env) {
 		env, k8sClient = e, e.Storage
 	})
 }
@@ -62,33 +54,3 @@ const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
 )
-
-type countingTransport struct{ next http.RoundTripper }
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	apiRequests.Add(1)
-	n, _ := requestKinds.LoadOrStore(requestKind(r), new(atomic.Int64))
-	n.(*atomic.Int64).Add(1)
-	return c.next.RoundTrip(r)
-}
-
-// requestKind names a request by its method and resource, with the
-// subresource and whether it is a watch: "PATCH packagevariants/status".
-func requestKind(r *http.Request) string {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	resource := r.URL.Path
-	for i, p := range parts {
-		if p == "namespaces" && i+2 < len(parts) {
-			parts = parts[i+2:]
-			resource = parts[0]
-			if len(parts) > 2 {
-				resource += "/" + parts[2]
-			}
-			break
-		}
-	}
-	if r.URL.Query().Get("watch") == "true" {
-		resource += "?watch"
-	}
-	return r.Method + " " + resource
-}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/internal/manager"
+	"github.com/scion-dev/scion/internal/testutil/requests"
 	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
@@ -22,10 +23,13 @@ import (
 // Logs holds what the manager logged.
 var Logs = &syncbuf.Buffer{}
 
+// Requests counts the requests the manager sends to the API server.
+var Requests = &requests.Counter{}
+
 // Run starts a control plane and the manager (metrics and probes off, a
 // temporary cache), calls ready with the environment, runs the tests, and
 // stops everything. wrap, when set, wraps the manager's HTTP transport
-// (to count its requests, say). It returns the exit code for os.Exit.
+// (to cut its connection, say); Requests counts what reaches it. It returns the exit code for os.Exit.
 func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.RoundTripper, ready func(*testenv.Env)) int {
 	// The manager's logs are noise in test output (failures say what went
 	// wrong through the objects' status); SCION_TEST_LOGS=1 shows them.
@@ -51,8 +55,12 @@ func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.R
 	// The tests' remotes are bare repositories on disk.
 	opts.AllowFileRepositories = true
 	cfg := rest.CopyConfig(env.Config)
-	if wrap != nil {
-		cfg.WrapTransport = wrap
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		rt = Requests.Wrap(rt)
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return rt
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -189,6 +189,28 @@ func (e *Env) RunAPIServer() error {
 	return nil
 }
 
+// Main is a test package's TestMain body for tests that share one control
+// plane: it starts one with o, hands it to ready (whose error ends the run
+// before any test), runs the tests, stops the control plane and returns
+// the exit code for os.Exit.
+func Main(m *testing.M, o Options, ready func(*Env) error) int {
+	env, err := StartWith(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	if err := ready(env); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // Stop stops Scion's API server and the control plane.
 func (e *Env) Stop() error {
 	defer os.RemoveAll(e.dir)
