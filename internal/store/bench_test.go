@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -165,5 +166,37 @@ func BenchmarkGet1000(b *testing.B) {
 		if _, err := r.Get(ctx, "pkg-0123", "draft", 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkObjectCacheBookkeeping fills a cache with many small objects
+// (the trees and small blobs of drafts) and reports what the Go heap holds
+// for each beside its contents, which are outside it.
+func BenchmarkObjectCacheBookkeeping(b *testing.B) {
+	const objects = 200_000
+	blobs := make([]plumbing.EncodedObject, objects)
+	for i := range blobs {
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.BlobObject)
+		_, _ = fmt.Fprintf(o, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n", i)
+		blobs[i] = o
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c := NewObjectCache(1 << 30)
+		v := c.view()
+		for _, o := range blobs {
+			v.Put(o)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if n := c.Stats().Objects; n != objects {
+			b.Fatalf("%d objects held, want %d", n, objects)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/objects, "heap-B/object")
+		runtime.KeepAlive(c)
 	}
 }

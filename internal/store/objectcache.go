@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -336,13 +337,16 @@ const DefaultObjectCacheSize = 32 << 20
 // but HasEncodedObject must stay true to the repository's own store).
 //
 // The cache holds hundreds of thousands of small objects, so it holds
-// them without pointers: their contents are copied into segments (byte
-// slices of about a sixty-fourth of the bound each, filled in turn,
-// counted whole from when they are made) and
-// the map from key to an object's place in its segment holds no
-// pointers. An object costs its contents and about entryOverhead bytes
-// of bookkeeping, all counted in the bound, and the collector marks no
-// cached object. Eviction drops the oldest segment whole; an object
+// them without pointers: each is copied into a segment (byte slices of
+// about a sixty-fourth of the bound each, filled in turn, counted whole
+// from when they are made) as a record of its key (repository and hash)
+// and contents, and the map from a 64-bit digest of the key to the
+// record's place holds no pointers either. A lookup checks the record's
+// key: two keys with one digest share a slot, the later one's, and the
+// other is a miss, never the wrong object. An object costs its contents,
+// its record's header (recordHeader) and about entryOverhead bytes of
+// map, all counted in the bound, and the collector marks no cached
+// object. Eviction drops the oldest segment whole; an object
 // found in the older half of the segments is copied into the newest, so
 // what is used stays (an approximation of least recently used that
 // needs no list).
@@ -369,9 +373,10 @@ type ObjectCache struct {
 	// mem holds the segments, oldest first (and so their mappings, for
 	// the cleanup that returns them when the cache is no longer used);
 	// first is the sequence number of the oldest.
-	mem     *segments
-	first   uint32
-	entries map[cacheKey]cacheLoc
+	mem   *segments
+	first uint32
+	// entries maps a key's digest (cacheKey.digest) to its record.
+	entries map[uint64]cacheLoc
 	views   uint32
 	// hits and misses count lookups (guarded by mu).
 	hits, misses uint64
@@ -392,25 +397,52 @@ type ObjectCacheStats struct {
 	Objects int
 }
 
+// cacheKey names a cached object: a repository's view of the cache and
+// the object's hash.
 type cacheKey struct {
 	view uint32
 	hash plumbing.Hash
 }
 
-// cacheLoc is where an object's contents are: segment seg (a sequence
-// number), n bytes from off.
+// digest is the key of k's map slot: the hash's first eight bytes (a
+// SHA-1's, uniformly spread) mixed with the view.
+func (k cacheKey) digest() uint64 {
+	return binary.LittleEndian.Uint64(k.hash[:8]) ^ (uint64(k.view) * 0x9e3779b97f4a7c15)
+}
+
+// A record in a segment is a header, then the object's contents:
+//
+//	view uint32 | contents' length uint32 | hash [20]byte | contents
+const recordHeader = 4 + 4 + 20
+
+// A record header holds a whole hash.
+var _ [recordHeader - 8]byte = plumbing.ZeroHash
+
+// cacheLoc is where an object's record is: segment seg (a sequence
+// number), from off, with n bytes of contents.
 type cacheLoc struct {
 	seg, off, n uint32
 	typ         plumbing.ObjectType
 }
 
-// cacheSegment holds the contents of objects, one after the other.
+// cacheSegment holds records, one after the other.
 type cacheSegment struct {
-	seq  uint32
-	buf  []byte
-	keys []cacheKey // of the objects put here, some since moved on
+	seq uint32
+	buf []byte
 	// mapped says buf is a mapping, returned to the system on eviction.
 	mapped bool
+}
+
+// key reads the key of the record at off.
+func (s *cacheSegment) key(off uint32) cacheKey {
+	k := cacheKey{view: binary.LittleEndian.Uint32(s.buf[off:])}
+	copy(k.hash[:], s.buf[off+8:off+recordHeader])
+	return k
+}
+
+// length reads the contents' length of the record at off.
+func (s *cacheSegment) length(off uint32) uint32 {
+	return binary.LittleEndian.Uint32(s.buf[off+4:])
 }
 
 // segments is a cache's segments, oldest first (guarded by the cache's
@@ -427,9 +459,10 @@ func (m *segments) free() {
 	m.segs = nil
 }
 
-// entryOverhead is the memory an entry costs besides its contents: its
-// map slot with the map's spare room, and its key in its segment.
-const entryOverhead = 96
+// entryOverhead is the memory an entry costs besides its record: its map
+// slot with the map's spare room (BenchmarkObjectCacheBookkeeping
+// measures it).
+const entryOverhead = 48
 
 // Segment sizes: a sixty-fourth of the bound, within these limits (an
 // object larger than a segment gets one of its own).
@@ -444,7 +477,7 @@ func NewObjectCache(maxBytes int64) *ObjectCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultObjectCacheSize
 	}
-	c := &ObjectCache{entries: map[cacheKey]cacheLoc{}, mem: &segments{}}
+	c := &ObjectCache{entries: map[uint64]cacheLoc{}, mem: &segments{}}
 	c.max.Store(maxBytes)
 	runtime.AddCleanup(c, (*segments).free, c.mem)
 	return c
@@ -478,9 +511,10 @@ func (c *ObjectCache) SetMax(maxBytes int64) {
 func (c *ObjectCache) evict() {
 	for c.size > c.max.Load() && len(c.mem.segs) > 0 {
 		old := c.mem.segs[0]
-		for _, k := range old.keys {
-			if loc, ok := c.entries[k]; ok && loc.seg == old.seq {
-				delete(c.entries, k)
+		for off := uint32(0); int(off) < len(old.buf); off += recordHeader + old.length(off) {
+			d := old.key(off).digest()
+			if loc, ok := c.entries[d]; ok && loc.seg == old.seq && loc.off == off {
+				delete(c.entries, d)
 				c.size -= entryOverhead
 			}
 		}
@@ -498,8 +532,8 @@ func (c *ObjectCache) segmentSize() int {
 	return int(min(max(c.max.Load()/64, minSegment), maxSegment))
 }
 
-// store copies contents into the newest segment (a new one when it is
-// full) and records them as k's, then evicts down to the bound.
+// store copies contents into a record of k in the newest segment (a new
+// one when it is full), then evicts down to the bound.
 func (c *ObjectCache) store(k cacheKey, typ plumbing.ObjectType, contents []byte) {
 	c.storeFrom(k, typ, len(contents), func(dst []byte) error { copy(dst, contents); return nil })
 }
@@ -511,29 +545,44 @@ func (c *ObjectCache) storeFrom(k cacheKey, typ plumbing.ObjectType, n int, fill
 	if len(c.mem.segs) > 0 {
 		seg = c.mem.segs[len(c.mem.segs)-1]
 	}
-	if seg == nil || len(seg.buf)+n > cap(seg.buf) {
-		buf, mapped := newSegmentBuf(max(c.segmentSize(), n))
+	size := recordHeader + n
+	if seg == nil || len(seg.buf)+size > cap(seg.buf) {
+		buf, mapped := newSegmentBuf(max(c.segmentSize(), size))
 		seg = &cacheSegment{seq: c.first + uint32(len(c.mem.segs)), buf: buf[:0], mapped: mapped}
 		c.mem.segs = append(c.mem.segs, seg)
 		c.size += int64(cap(seg.buf))
 	}
 	off := len(seg.buf)
-	if err := fill(seg.buf[off : off+n]); err != nil {
+	rec := seg.buf[off : off+size]
+	if err := fill(rec[recordHeader:]); err != nil {
 		return
 	}
-	seg.buf = seg.buf[:off+n]
-	seg.keys = append(seg.keys, k)
-	if _, ok := c.entries[k]; !ok {
+	binary.LittleEndian.PutUint32(rec, k.view)
+	binary.LittleEndian.PutUint32(rec[4:], uint32(n))
+	copy(rec[8:recordHeader], k.hash[:])
+	seg.buf = seg.buf[:off+size]
+	d := k.digest()
+	if _, ok := c.entries[d]; !ok {
 		c.size += entryOverhead
 	}
-	c.entries[k] = cacheLoc{seg: seg.seq, off: uint32(off), n: uint32(n), typ: typ}
+	c.entries[d] = cacheLoc{seg: seg.seq, off: uint32(off), n: uint32(n), typ: typ}
 	c.evict()
 }
 
 // contents returns the contents at loc, which must be held.
 func (c *ObjectCache) contents(loc cacheLoc) []byte {
 	seg := c.mem.segs[loc.seg-c.first]
-	return seg.buf[loc.off : loc.off+loc.n : loc.off+loc.n]
+	from := loc.off + recordHeader
+	return seg.buf[from : from+loc.n : from+loc.n]
+}
+
+// find returns k's record, if it is held.
+func (c *ObjectCache) find(k cacheKey) (cacheLoc, bool) {
+	loc, ok := c.entries[k.digest()]
+	if !ok || c.mem.segs[loc.seg-c.first].key(loc.off) != k {
+		return cacheLoc{}, false // not held, or the slot is another key's
+	}
+	return loc, true
 }
 
 // old says whether loc is in the older half of the segments, where it
@@ -559,7 +608,7 @@ func (c *ObjectCache) put(k cacheKey, obj plumbing.EncodedObject) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if loc, ok := c.entries[k]; ok {
+	if loc, ok := c.find(k); ok {
 		if c.old(loc) {
 			c.store(k, loc.typ, c.contents(loc))
 		}
@@ -606,7 +655,7 @@ func (c *ObjectCache) has(k cacheKey) bool {
 func (c *ObjectCache) lookup(k cacheKey, found func(cacheLoc, []byte)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	loc, ok := c.entries[k]
+	loc, ok := c.find(k)
 	if !ok {
 		c.misses++
 		return false
@@ -629,9 +678,9 @@ func (c *ObjectCache) lookup(k cacheKey, found func(cacheLoc, []byte)) bool {
 func (c *ObjectCache) clear(view uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.entries {
-		if k.view == view {
-			delete(c.entries, k)
+	for d, loc := range c.entries {
+		if c.mem.segs[loc.seg-c.first].key(loc.off).view == view {
+			delete(c.entries, d)
 			c.size -= entryOverhead
 		}
 	}

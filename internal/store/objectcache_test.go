@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -164,6 +165,43 @@ func TestObjectCache_segmentsReturned(t *testing.T) {
 	c.mu.Unlock()
 }
 
+// TestObjectCache_digestCollision: two keys whose digests are equal share
+// one map slot, the later one's; the other is a miss, never the other's
+// object, and its Put takes the slot back.
+func TestObjectCache_digestCollision(t *testing.T) {
+	g := NewWithT(t)
+	c := NewObjectCache(64 << 10)
+	one, two := blob("one"), blob("two")
+	k1 := cacheKey{view: 1, hash: one.Hash()}
+	k2 := cacheKey{view: 2, hash: two.Hash()}
+	// The same first eight bytes, once the views are mixed in.
+	mix := func(view uint64) uint64 { return view * 0x9e3779b97f4a7c15 }
+	binary.LittleEndian.PutUint64(k2.hash[:8], binary.LittleEndian.Uint64(k1.hash[:8])^mix(1)^mix(2))
+	g.Expect(k2.digest()).To(Equal(k1.digest()))
+	get := func(k cacheKey) string {
+		o, ok := c.get(k)
+		if !ok {
+			return "(miss)"
+		}
+		return contents(t, o)
+	}
+	c.put(k1, one)
+	g.Expect(get(k1)).To(Equal("one"))
+	g.Expect(get(k2)).To(Equal("(miss)"))
+	c.put(k2, two)
+	g.Expect(get(k2)).To(Equal("two"))
+	g.Expect(get(k1)).To(Equal("(miss)"), "not the other key's object")
+	g.Expect(c.has(k1)).To(BeFalse())
+	c.put(k1, one)
+	g.Expect(get(k1)).To(Equal("one"))
+	g.Expect(get(k2)).To(Equal("(miss)"))
+	g.Expect(c.Stats().Objects).To(Equal(1), "one slot")
+	c.clear(2)
+	g.Expect(get(k1)).To(Equal("one"), "clearing the other view leaves this one's")
+	c.clear(1)
+	g.Expect(get(k1)).To(Equal("(miss)"))
+}
+
 // TestRepository_sharedObjectCache: repositories sharing a cache far too
 // small for their objects stay within it, and every draft they write is
 // pushed whole and reads back, from memory or from disk.
@@ -233,7 +271,7 @@ func TestObjectCache_model(t *testing.T) {
 		switch op := rnd.IntN(100); {
 		case op < 50:
 			v.Put(o)
-			stored += o.Size() + entryOverhead
+			stored += o.Size() + entryOverhead + recordHeader
 			lastUse[k] = stored
 		case op < 99:
 			got, ok := v.Get(o.Hash())
@@ -247,7 +285,7 @@ func TestObjectCache_model(t *testing.T) {
 			if ok {
 				g.Expect(got.Hash()).To(Equal(o.Hash()))
 				g.Expect(contents(t, got)).To(Equal(contents(t, o)), "step %d", step)
-				stored += o.Size() + entryOverhead // a move to the newest segment, at most
+				stored += o.Size() + entryOverhead + recordHeader // a move to the newest segment, at most
 				lastUse[k] = stored
 				if step%100 == 0 {
 					served, want = append(served, got), append(want, contents(t, o))
