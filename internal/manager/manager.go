@@ -26,6 +26,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/compact"
 	"github.com/scion-dev/scion/internal/controller/packagelock"
 	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/controller/packagerollout"
@@ -118,7 +119,11 @@ type Options struct {
 // object that client-side apply keeps in an annotation (kubectl apply,
 // Argo CD by default), which doubles an object's size. The objects are
 // written back only by patches computed against the cached copy, which
-// leave what was trimmed alone.
+// leave what was trimmed alone. Those kinds are compacted: their
+// namespace, labels, owners, conditions and upstreams repeat in thousands
+// of objects and share their bytes, and decoding's spare slice room goes
+// (a quarter less heap for a PackageVariant, over a third for a
+// PackageRevision: BenchmarkCachedObjects).
 func stripUnread(o any) (any, error) {
 	o, err := crcache.TransformStripManagedFields()(o)
 	if err != nil {
@@ -131,6 +136,7 @@ func stripUnread(o any) (any, error) {
 			delete(a, corev1.LastAppliedConfigAnnotation)
 			m.SetAnnotations(a)
 		}
+		compact.Object(obj)
 	}
 	return o, nil
 }

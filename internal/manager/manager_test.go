@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -135,7 +136,8 @@ func TestManager(t *testing.T) {
 }
 
 // stripUnread drops managed fields everywhere and the last-applied copy
-// from the kinds there are thousands of, nothing else.
+// from the kinds there are thousands of, nothing else, and interns those
+// kinds' strings.
 func TestStripUnread(t *testing.T) {
 	g := NewWithT(t)
 	meta := func() metav1.ObjectMeta {
@@ -148,6 +150,16 @@ func TestStripUnread(t *testing.T) {
 		g.Expect(got.(client.Object).GetAnnotations()).To(Equal(map[string]string{"team": "a"}), "%T", o)
 		g.Expect(got.(client.Object).GetManagedFields()).To(BeEmpty())
 	}
+	// Strings the objects repeat share their bytes; an object's own name
+	// does not.
+	one, two := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: strings.Clone("variant-x"), Namespace: strings.Clone("tenant-a")}},
+		&configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: strings.Clone("variant-x"), Namespace: strings.Clone("tenant-a")}}
+	for _, o := range []client.Object{one, two} {
+		_, err := stripUnread(o)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(unsafe.StringData(one.Namespace) == unsafe.StringData(two.Namespace)).To(BeTrue(), "interned")
+	g.Expect(unsafe.StringData(one.Name) == unsafe.StringData(two.Name)).To(BeFalse(), "an object's own name is not")
 	repo := &configv1alpha1.Repository{ObjectMeta: meta()}
 	got, err := stripUnread(repo)
 	g.Expect(err).NotTo(HaveOccurred())
