@@ -1,9 +1,13 @@
 package reconciler_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,4 +100,70 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 	for _, typ := range []string{"First", "Second", "Other", "Third"} {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, typ)).To(BeTrue(), typ)
 	}
+}
+
+// bodies records the bodies of the PATCH requests sent through it.
+type bodies struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	sent []string
+}
+
+func (b *bodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPatch && r.Body != nil {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		b.mu.Lock()
+		b.sent = append(b.sent, string(data))
+		b.mu.Unlock()
+	}
+	return b.next.RoundTrip(r)
+}
+
+// A status write sends the change of the status and the resourceVersion
+// it was made from, nothing of the rest of the object: a condition
+// removed is gone, one changed is changed, and the spec, changed in the
+// copy by mistake, is neither sent nor written.
+func TestPatchStatus_sendsTheStatusOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "status")
+	rec := &bodies{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec }
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Git: &configv1alpha1.GitRepository{Repo: "https://git.example.com/r.git"}}}
+	g.Expect(env.Storage.Create(ctx, repo)).To(Succeed())
+	meta.SetStatusCondition(&repo.Status.Conditions, metav1.Condition{Type: "Gone", Status: metav1.ConditionTrue, Reason: "Set"})
+	meta.SetStatusCondition(&repo.Status.Conditions, metav1.Condition{Type: "Kept", Status: metav1.ConditionFalse, Reason: "Set"})
+	g.Expect(env.Storage.Status().Update(ctx, repo)).To(Succeed())
+	read := repo.DeepCopy()
+
+	wrote, err := reconciler.PatchStatus(ctx, c, c, read, func(r *configv1alpha1.Repository) (bool, error) {
+		meta.RemoveStatusCondition(&r.Status.Conditions, "Gone")
+		meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: "Kept", Status: metav1.ConditionTrue, Reason: "Changed"})
+		r.Spec.Git.Repo = "https://git.example.com/other.git"
+		return true, nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wrote).To(BeTrue())
+	g.Expect(rec.sent).To(HaveLen(1))
+	var sent map[string]any
+	g.Expect(json.Unmarshal([]byte(rec.sent[0]), &sent)).To(Succeed())
+	g.Expect(sent).To(HaveKey("status"))
+	g.Expect(sent).To(HaveLen(2), "metadata and status only: %s", rec.sent[0])
+	g.Expect(sent["metadata"]).To(Equal(map[string]any{"resourceVersion": repo.ResourceVersion}), "checked against what was read")
+
+	got := &configv1alpha1.Repository{}
+	g.Expect(env.Storage.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, "Gone")).To(BeNil())
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "Kept")).To(BeTrue())
+	g.Expect(got.Spec.Git.Repo).To(Equal("https://git.example.com/r.git"))
+	g.Expect(read.ResourceVersion).To(Equal(got.ResourceVersion), "the object holds what was written")
 }
