@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/compact"
 )
 
 // Lists of package revisions are served from the server's own copy of
@@ -196,10 +197,13 @@ func (c *listCache) put(obj any) error {
 }
 
 // listShape is pr as lists show it: porch.kpt.dev's shape (porchShape),
-// without managed fields (lists do not show them; get does).
+// without managed fields (lists do not show them; get does), compacted
+// (the copy holds every revision: the strings they repeat share their
+// bytes).
 func listShape(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
 	pr.ManagedFields = nil
 	porchShape(pr)
+	compact.Object(pr)
 	return pr
 }
 
