@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -381,8 +383,12 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	if benchRegistry != nil {
 		where = "prefixes of an OCI registry with TLS and htpasswd"
 	}
-	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB, its peak resident memory %.0f MiB\n",
-		n, repos, where, float64(peak)/(1<<20), float64(testenv.PeakResident())/(1<<20))
+	limit := ""
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		limit = fmt.Sprintf(" (Go memory limit %.0f MiB, GOMEMLIMIT)", float64(l)/(1<<20))
+	}
+	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB%s, its peak resident memory %.0f MiB\n",
+		n, repos, where, float64(peak)/(1<<20), limit, float64(testenv.PeakResident())/(1<<20))
 	fmt.Fprintln(tw, "\tcreate\tupstream bump\t")
 	row := func(name string, f func(i int) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, f(0), f(1))

@@ -40,6 +40,18 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
+// init keeps the Go runtime settings given to a test or benchmark
+// (`GOMEMLIMIT=600MiB make bench-scale`) to the test process: the runtime
+// has read them before any package's init, and the control plane's
+// kube-apiserver and etcd (and any other Go program a test starts) would
+// otherwise inherit them and run under a limit sized for the
+// controllers.
+func init() {
+	for _, v := range []string{"GOMEMLIMIT", "GOGC"} {
+		_ = os.Unsetenv(v)
+	}
+}
+
 // Env is a running control plane.
 type Env struct {
 	Config *rest.Config
