@@ -52,7 +52,7 @@ func PatchStatus[T client.Object](ctx context.Context, c client.Client, reader c
 		if err != nil || !changed || apiequality.Semantic.DeepEqual(before, obj) {
 			return err
 		}
-		err = c.Status().Patch(ctx, obj, statusPatch{before: before})
+		err = c.Status().Patch(ctx, obj, statusPatch(before))
 		if apierrors.IsConflict(err) {
 			if gerr := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
 				return gerr
@@ -67,44 +67,65 @@ func PatchStatus[T client.Object](ctx context.Context, c client.Client, reader c
 	return wrote, err
 }
 
-// statusPatch is a JSON merge patch of an object's status from before,
-// checked against before's resourceVersion: what
-// client.MergeFromWithOptimisticLock sends to the status subresource,
-// computed from the statuses alone rather than the whole objects (a
-// fifth of a variant's status write was the merge patch of its spec and
-// metadata, which the status subresource ignores anyway). An object
-// without a Status field is diffed whole.
-type statusPatch struct {
-	before client.Object
+// MergeFromParts is a JSON merge patch from before to the object it is
+// applied to, computed from what parts returns for each (encoded as JSON:
+// the fields the writer changes, as an object of the kind shows them)
+// rather than from the whole objects, as client.MergeFrom computes it: a
+// variant's spec and labels, say, without its status and metadata, which
+// cost more to encode and compare than the change itself. With
+// optimistic, the patch carries before's resourceVersion, so that it
+// fails with a conflict over someone else's write (as
+// client.MergeFromWithOptimisticLock).
+func MergeFromParts(before client.Object, parts func(client.Object) any, optimistic bool) client.Patch {
+	return partsPatch{before: before, parts: parts, optimistic: optimistic}
 }
 
-func (statusPatch) Type() types.PatchType { return types.MergePatchType }
+type partsPatch struct {
+	before     client.Object
+	parts      func(client.Object) any
+	optimistic bool
+}
 
-func (p statusPatch) Data(obj client.Object) ([]byte, error) {
-	old, cur := statusOf(p.before), statusOf(obj)
-	if !old.IsValid() || !cur.IsValid() {
-		return client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{}).Data(obj)
-	}
-	oldJSON, err := json.Marshal(old.Interface())
+func (partsPatch) Type() types.PatchType { return types.MergePatchType }
+
+func (p partsPatch) Data(obj client.Object) ([]byte, error) {
+	oldJSON, err := json.Marshal(p.parts(p.before))
 	if err != nil {
-		return nil, fmt.Errorf("encoding the status read: %w", err)
+		return nil, fmt.Errorf("encoding what was read: %w", err)
 	}
-	curJSON, err := json.Marshal(cur.Interface())
+	curJSON, err := json.Marshal(p.parts(obj))
 	if err != nil {
-		return nil, fmt.Errorf("encoding the status to write: %w", err)
+		return nil, fmt.Errorf("encoding what to write: %w", err)
 	}
 	diff, err := jsonpatch.CreateMergePatch(oldJSON, curJSON)
-	if err != nil {
-		return nil, fmt.Errorf("computing the status patch: %w", err)
+	if err != nil || !p.optimistic {
+		return diff, err
 	}
-	return json.Marshal(struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-		Status json.RawMessage `json:"status"`
-	}{Metadata: struct {
-		ResourceVersion string `json:"resourceVersion"`
-	}{p.before.GetResourceVersion()}, Status: diff})
+	var patch map[string]any
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, err
+	}
+	md, _ := patch["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = p.before.GetResourceVersion()
+	patch["metadata"] = md
+	return json.Marshal(patch)
+}
+
+// statusPatch is the merge patch of a status write: obj's status from
+// before's, checked against before's resourceVersion (a fifth of a
+// variant's status write was the merge patch of its spec and metadata,
+// which the status subresource ignores anyway). An object without a
+// Status field is diffed whole.
+func statusPatch(before client.Object) client.Patch {
+	if !statusOf(before).IsValid() {
+		return client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	}
+	return MergeFromParts(before, func(o client.Object) any {
+		return map[string]any{"status": statusOf(o).Interface()}
+	}, true)
 }
 
 // statusOf is obj's Status field (invalid when it has none).

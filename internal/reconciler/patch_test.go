@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,4 +167,30 @@ func TestPatchStatus_sendsTheStatusOnly(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, "Kept")).To(BeTrue())
 	g.Expect(got.Spec.Git.Repo).To(Equal("https://git.example.com/r.git"))
 	g.Expect(read.ResourceVersion).To(Equal(got.ResourceVersion), "the object holds what was written")
+}
+
+// A patch from parts carries the change of those parts only (a label
+// removed is null, one added is set, the spec's change), nothing of the
+// rest (the status changed too), and before's resourceVersion when it is
+// optimistic.
+func TestMergeFromParts(t *testing.T) {
+	g := NewWithT(t)
+	before := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "v", ResourceVersion: "7", Labels: map[string]string{"a": "1", "b": "2"}},
+		Spec: configv1alpha1.PackageVariantSpec{Upstream: &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "1"}}}
+	after := before.DeepCopy()
+	after.Labels = map[string]string{"a": "1", "c": "3"}
+	after.Spec.Upstream.Revision = "2"
+	after.Status.ObservedGeneration = 3
+	parts := func(o client.Object) any {
+		pv := o.(*configv1alpha1.PackageVariant)
+		return map[string]any{"metadata": map[string]any{"labels": pv.Labels}, "spec": pv.Spec}
+	}
+	p := reconciler.MergeFromParts(before, parts, false)
+	g.Expect(p.Type()).To(Equal(types.MergePatchType))
+	data, err := p.Data(after)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data).To(MatchJSON(`{"metadata":{"labels":{"b":null,"c":"3"}},"spec":{"upstream":{"revision":"2"}}}`))
+	data, err = reconciler.MergeFromParts(before, parts, true).Data(after)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data).To(MatchJSON(`{"metadata":{"resourceVersion":"7","labels":{"b":null,"c":"3"}},"spec":{"upstream":{"revision":"2"}}}`))
 }

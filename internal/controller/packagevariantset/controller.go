@@ -533,7 +533,7 @@ func (r *Reconciler) createVariant(ctx context.Context, pvs *configv1alpha2.Pack
 // updateVariant sets cur's spec and the set's labels to want's (a merge
 // patch). cur is changed in place: pass a copy of a cached object.
 func (r *Reconciler) updateVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, cur, want *configv1alpha1.PackageVariant) error {
-	patch := client.MergeFrom(cur.DeepCopy())
+	patch := reconciler.MergeFromParts(cur.DeepCopy(), specAndLabels, false)
 	cur.Spec = *want.Spec.DeepCopy()
 	if cur.Labels == nil {
 		cur.Labels = map[string]string{}
@@ -548,6 +548,18 @@ func (r *Reconciler) updateVariant(ctx context.Context, pvs *configv1alpha2.Pack
 		return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
 	}
 	return nil
+}
+
+// specAndLabels is what updateVariant changes of a variant.
+func specAndLabels(o client.Object) any {
+	pv := o.(*configv1alpha1.PackageVariant)
+	type meta struct {
+		Labels map[string]string `json:"labels,omitempty"`
+	}
+	return struct {
+		Metadata meta                              `json:"metadata"`
+		Spec     configv1alpha1.PackageVariantSpec `json:"spec"`
+	}{meta{pv.Labels}, pv.Spec}
 }
 
 // byDownstream orders variants by downstream repository (then name), so
