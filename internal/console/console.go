@@ -8,6 +8,7 @@ package console
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -29,7 +30,12 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// csrfCookie holds the token every state-changing request carries back.
+// csrfCookie begins the name of the cookie that holds the token every
+// state-changing request carries back. Each console's cookie has its own
+// name (csrfCookie, a dash and a digest of its token): a browser keeps
+// cookies per host, not per port, so two consoles on one host (two
+// namespaces, two port-forwards) would otherwise overwrite each other's
+// token, and each page's live updates would refuse the other's buttons.
 const csrfCookie = "scion-console-csrf"
 
 // Options configure a Server.
@@ -58,6 +64,7 @@ type Server struct {
 	rollouts *rolloutctl.Client
 	pages    *template.Template
 	csrf     string
+	cookie   string
 	mux      *http.ServeMux
 	sessions sessions
 	stop     context.CancelFunc
@@ -72,8 +79,8 @@ func New(o Options) (*Server, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
-	token := make([]byte, 32)
-	if _, err := rand.Read(token); err != nil {
+	csrf, cookie, err := newToken()
+	if err != nil {
 		return nil, err
 	}
 	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
@@ -81,7 +88,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("console: parsing the pages: %w", err)
 	}
 	s := &Server{
-		opts: o, pages: pages, csrf: hex.EncodeToString(token), mux: http.NewServeMux(),
+		opts: o, pages: pages, csrf: csrf, cookie: cookie, mux: http.NewServeMux(),
 		rollouts: &rolloutctl.Client{Client: o.Client, Namespace: o.Namespace},
 		sessions: sessions{byID: map[string]*session{}},
 	}
@@ -179,7 +186,7 @@ type view struct {
 // not as a blank one.
 func (s *Server) page(name string, load func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: s.csrf, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		s.setToken(w)
 		v := view{Title: name, User: s.who(r.Context()), Namespace: s.opts.Namespace, CSRF: s.csrf, Path: r.URL.RequestURI(),
 			Split: r.URL.Query().Get("view") == "split"}
 		v.Unified, v.SideBySide = withView(r.URL, ""), withView(r.URL, "split")
@@ -230,6 +237,22 @@ func (s *Server) action(do func(*http.Request) ([]outcome, error)) http.HandlerF
 	}
 }
 
+// newToken makes a console's token and the name of the cookie that holds
+// it.
+func newToken() (token, cookie string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("console: making its token: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(b), csrfCookie + "-" + hex.EncodeToString(sum[:6]), nil
+}
+
+// setToken gives the browser the console's token in its cookie.
+func (s *Server) setToken(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.csrf, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+}
+
 // checkOrigin admits a POST only with the console's token (form and
 // cookie) and, when the browser says where it comes from, from the
 // console's own origin.
@@ -237,7 +260,7 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return fmt.Errorf("reading the form: %w", err)
 	}
-	c, err := r.Cookie(csrfCookie)
+	c, err := r.Cookie(s.cookie)
 	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.csrf)) != 1 ||
 		subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.csrf)) != 1 {
 		return errors.New("refused: this request did not come from a page of this console (its token is missing or wrong); reload the page and try again")

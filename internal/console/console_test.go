@@ -1,7 +1,9 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
@@ -17,12 +19,12 @@ import (
 // a result links back to is one of the console's.
 func TestCheckOrigin(t *testing.T) {
 	g := NewWithT(t)
-	s := &Server{csrf: "token"}
+	s := &Server{csrf: "token", cookie: csrfCookie + "-1"}
 	post := func(form url.Values, cookie, origin string) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/revisions", strings.NewReader(form.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if cookie != "" {
-			r.AddCookie(&http.Cookie{Name: csrfCookie, Value: cookie})
+			r.AddCookie(&http.Cookie{Name: s.cookie, Value: cookie})
 		}
 		if origin != "" {
 			r.Header.Set("Origin", origin)
@@ -41,6 +43,40 @@ func TestCheckOrigin(t *testing.T) {
 		r := post(url.Values{"back": {in}}, "", "")
 		g.Expect(r.ParseForm()).To(Succeed())
 		g.Expect(back(r)).To(Equal(want), in)
+	}
+}
+
+// Two consoles on one host (two namespaces, two port-forwards) in one
+// browser: a browser keeps cookies per host, not per port, so each
+// console's token has a cookie of its own and neither page's visits
+// refuse the other's buttons.
+func TestCheckOrigin_twoConsolesOneHost(t *testing.T) {
+	g := NewWithT(t)
+	jar, err := cookiejar.New(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	var consoles [2]*Server
+	var addrs [2]*url.URL
+	for i := range consoles {
+		csrf, cookie, err := newToken()
+		g.Expect(err).NotTo(HaveOccurred())
+		consoles[i] = &Server{csrf: csrf, cookie: cookie}
+		addrs[i] = &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", 8080+i), Path: "/"}
+	}
+	g.Expect(consoles[0].cookie).NotTo(Equal(consoles[1].cookie))
+	// A page of each, in turn, then again: the last visit is the other's.
+	for _, i := range []int{0, 1, 0, 1} {
+		w := httptest.NewRecorder()
+		consoles[i].setToken(w)
+		jar.SetCookies(addrs[i], w.Result().Cookies())
+	}
+	for i, s := range consoles {
+		r := httptest.NewRequest(http.MethodPost, addrs[i].String()+"rollouts", strings.NewReader(url.Values{"csrf": {s.csrf}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", "http://"+addrs[i].Host)
+		for _, c := range jar.Cookies(addrs[i]) {
+			r.AddCookie(c)
+		}
+		g.Expect(s.checkOrigin(r)).To(Succeed(), "console %d", i)
 	}
 }
 

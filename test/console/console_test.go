@@ -342,8 +342,13 @@ func TestConsoleRollout(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), cur)).To(Succeed())
 	g.Expect(cur.Spec.ApprovedWaves).To(BeEmpty())
 
-	// An approver does; the wave advances on the page.
+	// An approver does; the wave advances on the page. The viewer's
+	// console stays open in another tab of the same browser and is visited
+	// last: two consoles on one host keep their tokens apart.
 	waves(approver)
+	tab, closeTab := chromedp.NewContext(p.ctx)
+	defer closeTab()
+	g.Expect(chromedp.Do(tab, chromedp.Navigate(viewer+"/rollouts"))).To(Succeed())
 	p.submit(`#rollout-release button[value=approve]`, "#outcomes")
 	g.Expect(p.text("#outcomes")).To(ContainSubstring("release wave canary approved"))
 	// The outcome stays on the screen while the rollout it changed moves
