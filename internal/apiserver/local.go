@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,14 +75,39 @@ func servingCert(dnsNames ...string) (caPEM, certPEM, keyPEM []byte, err error) 
 	return ca.PEM, certPEM, keyPEM, err
 }
 
-// Local is the server run in the process of a local control plane (scion
-// dev, the tests), reached through a real APIService.
+// Local is the server a local control plane (scion dev, the tests, the
+// benchmarks) reaches through a real APIService: run in this process
+// (RunLocal) or in a process of its own (RunLocalProcess).
 type Local struct {
 	done chan error
+	// Pid is the server's process when it runs in one of its own, else 0.
+	Pid int
 }
 
 // Wait returns when the server stopped (its context is done).
 func (l *Local) Wait() error { return <-l.done }
+
+// localService and localNamespace name the Service the local APIService
+// points at (an ExternalName to localhost).
+const localService, localNamespace = "scion-apiserver", "scion-system"
+
+// localTLS writes into dir a serving certificate for the local Service
+// and its key, signed by a new certificate authority, and returns that
+// authority (the APIService's caBundle) and the files.
+func localTLS(dir string) (ca []byte, certFile, keyFile string, err error) {
+	ca, cert, key, err := servingCert(localService + "." + localNamespace + ".svc")
+	if err != nil {
+		return nil, "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		return nil, "", "", err
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		return nil, "", "", err
+	}
+	return ca, certFile, keyFile, nil
+}
 
 // RunLocal starts the server in this process, behind the APIService
 // v1alpha1.porch.kpt.dev of the control plane cfg reaches as an
@@ -88,16 +116,8 @@ func (l *Local) Wait() error { return <-l.done }
 // returns once the control plane serves porch.kpt.dev through it; the
 // server stops when ctx is done.
 func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, repos *repocache.Cache, limits store.Limits) (*Local, error) {
-	const service, namespace = "scion-apiserver", "scion-system"
-	ca, cert, key, err := servingCert(service + "." + namespace + ".svc")
+	ca, certFile, keyFile, err := localTLS(dir)
 	if err != nil {
-		return nil, err
-	}
-	certFile, keyFile := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
-	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		return nil, err
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,19 +131,96 @@ func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, rep
 	}
 	l := &Local{done: make(chan error, 1)}
 	go func() { l.done <- srv.Run(ctx) }()
+	if err := registerLocal(ctx, cfg, lis.Addr().(*net.TCPAddr).Port, ca); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
 
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+// RunLocalProcess runs the server as `binary apiserver` in a process of
+// its own, as an installation runs the scion-apiserver Deployment apart
+// from the controllers (its own heap, its own collector), behind the
+// APIService as RunLocal does, with args added to its command line. Its
+// log goes to dir/apiserver.log. It returns once the control plane serves
+// porch.kpt.dev through it; the process is stopped (SIGTERM) when ctx is
+// done.
+func RunLocalProcess(ctx context.Context, cfg *rest.Config, kubeconfig, dir, binary string, args ...string) (*Local, error) {
+	ca, certFile, keyFile, err := localTLS(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := rbac.Install(ctx, c, rbac.APIServer); err != nil {
+	// A free port: the server binds it itself.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		return nil, err
 	}
-	port := int64(lis.Addr().(*net.TCPAddr).Port)
+	port := lis.Addr().(*net.TCPAddr).Port
+	lis.Close()
+	logFile, err := os.Create(filepath.Join(dir, "apiserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, append([]string{"apiserver", "--kubeconfig", kubeconfig,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
+		"--cache-dir", filepath.Join(dir, "git"), "--allow-file-repositories"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s apiserver: %w", binary, err)
+	}
+	l := &Local{done: make(chan error, 1), Pid: cmd.Process.Pid}
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		close(exited)
+		if ctx.Err() != nil {
+			err = nil // stopped as asked
+		}
+		l.done <- err
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case <-exited:
+		}
+	}()
+	regCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel() // no use waiting for a server that is gone
+		case <-regCtx.Done():
+		}
+	}()
+	if err := registerLocal(regCtx, cfg, port, ca); err != nil {
+		if ctx.Err() == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+		return nil, fmt.Errorf("%w (its log: %s)", err, logFile.Name())
+	}
+	return l, nil
+}
+
+// registerLocal installs the storage's role, and the Service and
+// APIService that send porch.kpt.dev to the server on localhost:port,
+// whose serving certificate ca signed; it returns once the control plane
+// serves porch.kpt.dev through it.
+func registerLocal(ctx context.Context, cfg *rest.Config, port int, ca []byte) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := rbac.Install(ctx, c, rbac.APIServer); err != nil {
+		return err
+	}
 	objs := []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": localNamespace}}},
 		{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
-			"metadata": map[string]any{"name": service, "namespace": namespace},
+			"metadata": map[string]any{"name": localService, "namespace": localNamespace},
 			"spec":     map[string]any{"type": "ExternalName", "externalName": "localhost"}}},
 		{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 			"metadata": map[string]any{"name": porchv1alpha1.GroupVersion.Version + "." + porchv1alpha1.GroupVersion.Group,
@@ -133,18 +230,18 @@ func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, rep
 			"spec": map[string]any{
 				"group": porchv1alpha1.GroupVersion.Group, "version": porchv1alpha1.GroupVersion.Version,
 				"groupPriorityMinimum": int64(2000), "versionPriority": int64(15),
-				"service":  map[string]any{"namespace": namespace, "name": service, "port": port},
+				"service":  map[string]any{"namespace": localNamespace, "name": localService, "port": int64(port)},
 				"caBundle": base64.StdEncoding.EncodeToString(ca),
 			}}},
 	}
 	for _, u := range objs {
 		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scion"), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("registering the API server: %s %s: %w", u.GetKind(), u.GetName(), err)
+			return fmt.Errorf("registering the API server: %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -162,7 +259,7 @@ func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, rep
 		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the control plane does not serve %s through Scion's API server: %v", porchv1alpha1.GroupVersion, last)
+		return fmt.Errorf("the control plane does not serve %s through Scion's API server: %v", porchv1alpha1.GroupVersion, last)
 	}
-	return l, nil
+	return nil
 }

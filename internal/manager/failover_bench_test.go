@@ -24,6 +24,7 @@ import (
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/scionbin"
 	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 	"github.com/scion-dev/scion/internal/testutil/variantwatch"
@@ -72,10 +73,7 @@ func BenchmarkFailover(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = env.Stop() })
-		bin := filepath.Join(b.TempDir(), "scion")
-		if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/scion").CombinedOutput(); err != nil {
-			b.Fatalf("building scion: %v\n%s", err, out)
-		}
+		bin := scionbin.Build(b)
 		kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
 		if err := env.WriteKubeconfig(kubeconfig, "replica"); err != nil {
 			b.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/scionbin"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
@@ -182,10 +183,7 @@ func TestSharding(t *testing.T) {
 	defer func() { _ = env.Stop() }()
 	// Each shard is a process of its own, as replicas are: scion
 	// controller [--shard b].
-	bin := filepath.Join(t.TempDir(), "scion")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/scion").CombinedOutput(); err != nil {
-		t.Fatalf("building scion: %v\n%s", err, out)
-	}
+	bin := scionbin.Build(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(env.WriteKubeconfig(kubeconfig, "replica")).To(Succeed())
 	start := func(shard string) (*strings.Builder, func()) {

@@ -18,6 +18,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/lenient"
+	"github.com/scion-dev/scion/internal/testutil/scionbin"
 	"github.com/scion-dev/scion/internal/testutil/syncbuf"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
@@ -102,10 +103,7 @@ func TestManager_undecodableObjectSetAside(t *testing.T) {
 	g.Expect(c.Create(ctx, rolloutObject(good, "first", "5m"))).To(Succeed())
 
 	// The controller runs as a process, so that a restart is one.
-	bin := filepath.Join(t.TempDir(), "scion")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/scion").CombinedOutput(); err != nil {
-		t.Fatalf("building scion: %v\n%s", err, out)
-	}
+	bin := scionbin.Build(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(env.WriteKubeconfig(kubeconfig, "replica")).To(Succeed())
 	metricsAddr := freeAddr(t)

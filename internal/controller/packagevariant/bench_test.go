@@ -387,8 +387,12 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
 		limit = fmt.Sprintf(" (Go memory limit %.0f MiB, GOMEMLIMIT)", float64(l)/(1<<20))
 	}
-	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB%s, its peak resident memory %.0f MiB\n",
-		n, repos, where, float64(peak)/(1<<20), limit, float64(testenv.PeakResident())/(1<<20))
+	apiServer := "Scion's API server in the same process"
+	if pid := env.APIServerPid(); pid != 0 {
+		apiServer = fmt.Sprintf("Scion's API server in a process of its own (peak resident memory %.0f MiB)", float64(testenv.PeakResidentOf(strconv.Itoa(pid)))/(1<<20))
+	}
+	fmt.Fprintf(&sb, "\n%d PackageVariants over %d repositories (%s), peak heap of the controllers' process %.0f MiB%s, its peak resident memory %.0f MiB; %s\n",
+		n, repos, where, float64(peak)/(1<<20), limit, float64(testenv.PeakResident())/(1<<20), apiServer)
 	fmt.Fprintln(tw, "\tcreate\tupstream bump\t")
 	row := func(name string, f func(i int) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, f(0), f(1))
@@ -403,6 +407,9 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	})
 	row("CPU git server", func(i int) string { return cpu[i].Children.Round(100 * time.Millisecond).String() })
 	row("CPU OCI registry", func(i int) string { return cpu[i].Registry.Round(100 * time.Millisecond).String() })
+	if env.APIServerPid() != 0 {
+		row("CPU Scion's API server", func(i int) string { return cpu[i].ScionAPI.Round(100 * time.Millisecond).String() })
+	}
 	row("CPU kube-apiserver", func(i int) string { return cpu[i].APIServer.Round(100 * time.Millisecond).String() })
 	row("CPU etcd", func(i int) string { return cpu[i].Etcd.Round(100 * time.Millisecond).String() })
 	row("steal", func(i int) string { return cpu[i].Steal.Round(100 * time.Millisecond).String() })

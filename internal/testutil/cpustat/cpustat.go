@@ -27,19 +27,23 @@ import (
 type CPU struct {
 	Self, Children, APIServer, Etcd, Steal time.Duration
 	// Registry is the OCI registry's (docker-registry) the test started.
-	Registry   time.Duration
+	Registry time.Duration
+	// ScionAPI is Scion's API server's, when it runs in a process of its
+	// own (testenv.Options.APIServerBinary: the process "scion").
+	ScionAPI   time.Duration
 	GC, GCIdle time.Duration
 }
 
 // Sub returns the CPU time used between o and c.
 func (c CPU) Sub(o CPU) CPU {
 	return CPU{Self: c.Self - o.Self, Children: c.Children - o.Children, APIServer: c.APIServer - o.APIServer, Etcd: c.Etcd - o.Etcd, Steal: c.Steal - o.Steal, Registry: c.Registry - o.Registry,
-		GC: c.GC - o.GC, GCIdle: c.GCIdle - o.GCIdle}
+		ScionAPI: c.ScionAPI - o.ScionAPI, GC: c.GC - o.GC, GCIdle: c.GCIdle - o.GCIdle}
 }
 
 // Read samples the processor time of this process, of its finished
 // children and of the running kube-apiserver, etcd and OCI registry it
-// started.
+// started, and of Scion's API server when it runs as a process of its
+// own.
 func Read() CPU {
 	var c CPU
 	var ru syscall.Rusage
@@ -78,6 +82,8 @@ func Read() CPU {
 			c.Etcd += d
 		case strings.HasPrefix(comm, "docker-registry"):
 			c.Registry += d
+		case comm == "scion":
+			c.ScionAPI += d
 		}
 	}
 	return c

@@ -68,6 +68,8 @@ type Env struct {
 	stop    context.CancelFunc
 	api     *apiserver.Local
 	limits  store.Limits
+	// apiBinary is Options.APIServerBinary.
+	apiBinary string
 	// registryCAFile is Options.RegistryCAFile.
 	registryCAFile string
 }
@@ -85,7 +87,17 @@ type Options struct {
 	// RegistryCAFile is trusted by the API server for the registries of
 	// Repositories of type oci (--registry-ca-file).
 	RegistryCAFile string
+	// APIServerBinary, when set, runs Scion's API server as
+	// `APIServerBinary apiserver` in a process of its own, as an
+	// installation runs it apart from the controllers, instead of in this
+	// process; $SCION_APISERVER_BINARY sets it when empty (make
+	// bench-scale does, with bin/scion). Limits must then be zero.
+	APIServerBinary string
 }
+
+// APIServerBinaryEnv names the variable that sets
+// Options.APIServerBinary for every control plane a test process starts.
+const APIServerBinaryEnv = "SCION_APISERVER_BINARY"
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS, or from
 // bin/k8s of this module (built by `make control-plane`), installs the
@@ -96,6 +108,12 @@ func Start() (*Env, error) { return StartWith(Options{}) }
 
 // StartWith starts a control plane as Start does, with options.
 func StartWith(o Options) (_ *Env, retErr error) {
+	if o.APIServerBinary == "" {
+		o.APIServerBinary = os.Getenv(APIServerBinaryEnv)
+	}
+	if o.APIServerBinary != "" && o.Limits != (store.Limits{}) {
+		return nil, errors.New("testenv: Options.Limits cannot be given to an API server in a process of its own")
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -166,7 +184,7 @@ func StartWith(o Options) (_ *Env, retErr error) {
 	if err := policy.Install(context.Background(), e.Storage); err != nil {
 		return nil, err
 	}
-	e.limits, e.registryCAFile = o.Limits, o.RegistryCAFile
+	e.limits, e.registryCAFile, e.apiBinary = o.Limits, o.RegistryCAFile, o.APIServerBinary
 	if !o.Earlier {
 		if err := e.RunAPIServer(); err != nil {
 			return nil, err
@@ -192,13 +210,31 @@ func (e *Env) RunAPIServer() error {
 	if err != nil {
 		return err
 	}
-	repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry}
-	api, err := apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits)
+	var api *apiserver.Local
+	if e.apiBinary != "" {
+		var args []string
+		if e.registryCAFile != "" {
+			args = append(args, "--registry-ca-file", e.registryCAFile)
+		}
+		api, err = apiserver.RunLocalProcess(ctx, e.Config, kubeconfig, e.dir, e.apiBinary, args...)
+	} else {
+		repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry}
+		api, err = apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits)
+	}
 	if err != nil {
 		return err
 	}
 	e.api = api
 	return nil
+}
+
+// APIServerPid is the process of Scion's API server when it runs in one of
+// its own (Options.APIServerBinary), else 0.
+func (e *Env) APIServerPid() int {
+	if e.api == nil {
+		return 0
+	}
+	return e.api.Pid
 }
 
 // Main is a test package's TestMain body for tests that share one control
@@ -306,8 +342,11 @@ func SampleHeap(peak *atomic.Uint64) (stop func()) {
 // PeakResident is the most resident memory the process has had (VmHWM in
 // /proc/self/status: the heap, what is outside it such as the git object
 // cache's segments, and the runtime's own), 0 where there is no such file.
-func PeakResident() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
+func PeakResident() uint64 { return PeakResidentOf("self") }
+
+// PeakResidentOf is PeakResident of another process (a pid, or "self").
+func PeakResidentOf(pid string) uint64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
