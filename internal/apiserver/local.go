@@ -244,18 +244,28 @@ func registerLocal(ctx context.Context, cfg *rest.Config, port int, ca []byte) e
 		return err
 	}
 	var last error
+	// Clients find the group's resources in the control plane's
+	// discovery document (their REST mappers read the aggregated one),
+	// which it updates after it proxies the group's own path: wait for
+	// the resources there, not only at that path.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := dc.ServerResourcesForGroupVersion(porchv1alpha1.GroupVersion.String())
-		if err != nil {
-			last = err
+		_, lists, err := dc.ServerGroupsAndResources()
+		for _, l := range lists {
+			if l.GroupVersion != porchv1alpha1.GroupVersion.String() {
+				continue
+			}
+			for _, r := range l.APIResources {
+				if r.Name == "packagerevisionresources" {
+					return true, nil
+				}
+			}
+			last = fmt.Errorf("%s is served, but not by Scion's API server", porchv1alpha1.GroupVersion)
 			return false, nil
 		}
-		for _, r := range list.APIResources {
-			if r.Name == "packagerevisionresources" {
-				return true, nil
-			}
+		last = fmt.Errorf("%s is not in the control plane's discovery yet", porchv1alpha1.GroupVersion)
+		if err != nil {
+			last = err
 		}
-		last = fmt.Errorf("%s is served, but not by Scion's API server", porchv1alpha1.GroupVersion)
 		return false, nil
 	})
 	if err != nil {
