@@ -158,7 +158,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.source = &clusterSource{client: mgr.GetClient(), kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
+	r.source = &clusterSource{client: mgr.GetClient(), apiReader: r.APIReader, kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}}
 	if err := (repairer{r}).setup(mgr, r.Options.Workers); err != nil {
 		return err
 	}

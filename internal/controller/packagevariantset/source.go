@@ -28,17 +28,33 @@ import (
 // more, and a fleet's objects cost little memory.
 type clusterSource struct {
 	client client.Client
-	kinds  *kindwatch.Watches
+	// apiReader reads around the cache: a Repository the cache does not
+	// have yet may exist.
+	apiReader client.Reader
+	kinds     *kindwatch.Watches
 }
 
-// Repository implements variantset.Source.
+// Repository implements variantset.Source. A Repository the cache does
+// not have is looked up in the API server before it is called missing
+// (a missing Repository stalls the set, with a Warning): one created just
+// before the set (kubectl apply of both, a GitOps sync) may not have
+// reached the cache yet, and then the set is looked at again, not
+// stalled.
 func (s *clusterSource) Repository(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	repo := &configv1alpha1.Repository{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, repo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	if err := s.client.Get(ctx, key, repo); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, readError(err)
 		}
-		return nil, readError(err)
+		switch err := s.apiReader.Get(ctx, key, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}}); {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, readError(err)
+		default:
+			return nil, readError(fmt.Errorf("the Repository %q exists but is not in the controller's cache yet", name))
+		}
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}, ObjectMeta: repo.ObjectMeta}, nil
 }
