@@ -160,41 +160,28 @@ func RunLocalProcess(ctx context.Context, cfg *rest.Config, kubeconfig, dir, bin
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary, append([]string{"apiserver", "--kubeconfig", kubeconfig,
+	cmd := exec.CommandContext(ctx, binary, append([]string{"apiserver", "--kubeconfig", kubeconfig,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
 		"--cache-dir", filepath.Join(dir, "git"), "--allow-file-repositories"}, args...)...)
+	// Stopped as an installation's pod is, not killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s apiserver: %w", binary, err)
 	}
 	l := &Local{done: make(chan error, 1), Pid: cmd.Process.Pid}
-	exited := make(chan struct{})
+	regCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go func() {
 		err := cmd.Wait()
 		logFile.Close()
-		close(exited)
+		cancel() // no use waiting to register a server that is gone
 		if ctx.Err() != nil {
 			err = nil // stopped as asked
 		}
 		l.done <- err
-	}()
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-		case <-exited:
-		}
-	}()
-	regCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-exited:
-			cancel() // no use waiting for a server that is gone
-		case <-regCtx.Done():
-		}
 	}()
 	if err := registerLocal(regCtx, cfg, port, ca); err != nil {
 		if ctx.Err() == nil {

@@ -34,6 +34,9 @@ type clusterSource struct {
 	kinds     *kindwatch.Watches
 }
 
+// repositoryType is the type of the Repositories the source returns.
+var repositoryType = metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: variantset.RepositoryGVK.Kind}
+
 // Repository implements variantset.Source. A Repository the cache does
 // not have is looked up in the API server before it is called missing
 // (a missing Repository stalls the set, with a Warning): one created just
@@ -47,7 +50,7 @@ func (s *clusterSource) Repository(ctx context.Context, namespace, name string) 
 		if !apierrors.IsNotFound(err) {
 			return nil, readError(err)
 		}
-		switch err := s.apiReader.Get(ctx, key, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}}); {
+		switch err := s.apiReader.Get(ctx, key, &metav1.PartialObjectMetadata{TypeMeta: repositoryType}); {
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case err != nil:
@@ -56,7 +59,7 @@ func (s *clusterSource) Repository(ctx context.Context, namespace, name string) 
 			return nil, readError(fmt.Errorf("the Repository %q exists but is not in the controller's cache yet", name))
 		}
 	}
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: variantset.RepositoryGVK.GroupVersion().String(), Kind: "Repository"}, ObjectMeta: repo.ObjectMeta}, nil
+	return &metav1.PartialObjectMetadata{TypeMeta: repositoryType, ObjectMeta: repo.ObjectMeta}, nil
 }
 
 // List implements variantset.Source.
