@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -230,33 +231,58 @@ func registerLocal(ctx context.Context, cfg *rest.Config, port int, ca []byte) e
 	if err != nil {
 		return err
 	}
+	return waitServed(ctx, dc, time.Minute)
+}
+
+// waitServed waits until clients can use porch.kpt.dev through the
+// control plane, at most timeout.
+func waitServed(ctx context.Context, dc discovery.DiscoveryInterface, timeout time.Duration) error {
 	var last error
-	// Clients find the group's resources in the control plane's
-	// discovery document (their REST mappers read the aggregated one),
-	// which it updates after it proxies the group's own path: wait for
-	// the resources there, not only at that path.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, lists, err := dc.ServerGroupsAndResources()
-		for _, l := range lists {
-			if l.GroupVersion != porchv1alpha1.GroupVersion.String() {
-				continue
-			}
-			for _, r := range l.APIResources {
-				if r.Name == "packagerevisionresources" {
-					return true, nil
-				}
-			}
+	// Two things must hold before clients can use the group, and they
+	// become true in either order: the group's own path is proxied to
+	// Scion's API server (kube-aggregator answers 503 until it has
+	// marked the APIService Available, although its discovery already
+	// reads the server), and the control plane's discovery document,
+	// which clients' REST mappers read, lists the resources.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(porchv1alpha1.GroupVersion.String())
+		if err != nil {
+			last = fmt.Errorf("the control plane does not proxy %s yet: %w", porchv1alpha1.GroupVersion, err)
+			return false, nil
+		}
+		if !servesContent(list) {
 			last = fmt.Errorf("%s is served, but not by Scion's API server", porchv1alpha1.GroupVersion)
 			return false, nil
 		}
-		last = fmt.Errorf("%s is not in the control plane's discovery yet", porchv1alpha1.GroupVersion)
+		_, lists, err := dc.ServerGroupsAndResources()
+		for _, l := range lists {
+			if l.GroupVersion == porchv1alpha1.GroupVersion.String() && servesContent(l) {
+				return true, nil
+			}
+		}
+		last = fmt.Errorf("%s is not in the control plane's discovery document yet", porchv1alpha1.GroupVersion)
 		if err != nil {
-			last = err
+			last = fmt.Errorf("%w: %w", last, err)
 		}
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the control plane does not serve %s through Scion's API server: %v", porchv1alpha1.GroupVersion, last)
+		if last == nil {
+			last = err
+		}
+		return fmt.Errorf("the control plane does not serve %s through Scion's API server: %w", porchv1alpha1.GroupVersion, last)
 	}
 	return nil
+}
+
+// servesContent reports whether a discovery list of porch.kpt.dev is
+// Scion's API server's: an earlier version's CustomResourceDefinition
+// served PackageRevisions but never their content.
+func servesContent(l *metav1.APIResourceList) bool {
+	for _, r := range l.APIResources {
+		if r.Name == "packagerevisionresources" {
+			return true
+		}
+	}
+	return false
 }
