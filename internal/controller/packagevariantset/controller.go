@@ -114,7 +114,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Cache == nil {
 		return errors.New("packagevariantset controller: APIReader, Cache, Evaluator, Objects and Recorder are required")
 	}
-	idx := mgr.GetFieldIndexer()
+	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
 		s := o.(*configv1alpha2.PackageVariantSet)
 		var out []string
@@ -401,7 +401,9 @@ func (r *Reconciler) reconcileVariants(ctx context.Context, s *scope) (ctrl.Resu
 func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1alpha1.PackageVariant) error {
 	pvs := s.pvs
 	list := &configv1alpha1.PackageVariantList{}
-	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}); err != nil {
+	// The cache's own objects, read only: a set of 10,000 variants does
+	// not copy them all for the length of its fan-out.
+	if err := r.List(ctx, list, client.InNamespace(pvs.Namespace), client.MatchingFields{OwnerIndex: string(pvs.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the set's PackageVariants: %w", err)
 	}
 	existing := make(map[string]*configv1alpha1.PackageVariant, len(list.Items))
@@ -441,8 +443,10 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, desired []*configv1al
 		delete(existing, want.Name)
 		if !ok {
 			s.notReady = append(s.notReady, want.Name)
-			// want is this reconcile's own (the kept expansion holds copies).
-			write(&sum.Created, func() error { return r.createVariant(ctx, pvs, want) })
+			write(&sum.Created, func() error {
+				_, err := r.createVariant(ctx, pvs, want)
+				return err
+			})
 			continue
 		}
 		if !cur.DeletionTimestamp.IsZero() {
@@ -512,39 +516,47 @@ func inSync(pvs *configv1alpha2.PackageVariantSet, cur, want *configv1alpha1.Pac
 		cur.Labels[configv1alpha1.ShardLabel] == want.Labels[configv1alpha1.ShardLabel]
 }
 
-// createVariant creates want, owned by the set. A variant of that name the
-// set already owns (created a moment ago, not cached yet) is
-// errNothingWritten; one it does not own is errNameTaken.
-func (r *Reconciler) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, want *configv1alpha1.PackageVariant) error {
-	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))}
-	err := r.Create(ctx, want)
+// createVariant creates want, owned by the set, and returns the server's
+// answer. want is not changed: the write goes through a copy, so the
+// set's expansion does not keep the server's whole answer (managed
+// fields included) for each of its variants until its reconcile ends. A
+// variant of that name the set already owns (created a moment ago, not
+// cached yet) is errNothingWritten; one it does not own is errNameTaken.
+func (r *Reconciler) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, want *configv1alpha1.PackageVariant) (*configv1alpha1.PackageVariant, error) {
+	obj := want.DeepCopy()
+	obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pvs, configv1alpha2.GroupVersion.WithKind("PackageVariantSet"))}
+	err := r.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
 		if r.ownedLive(ctx, pvs, want) {
-			return errNothingWritten
+			return nil, errNothingWritten
 		}
 		err = fmt.Errorf("PackageVariant %s exists and is not owned by this set: %w", want.Name, errNameTaken)
 	}
 	if err != nil {
-		return fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
+		return nil, fmt.Errorf("creating PackageVariant %s: %w", want.Name, err)
 	}
-	return nil
+	return obj, nil
 }
 
 // updateVariant sets cur's spec and the set's labels to want's (a merge
-// patch). cur is changed in place: pass a copy of a cached object.
+// patch). cur is not changed and may be the cache's own object: the
+// write goes through an object of the parts the patch sets, dropped with
+// the server's answer.
 func (r *Reconciler) updateVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, cur, want *configv1alpha1.PackageVariant) error {
-	patch := reconciler.MergeFromParts(cur.DeepCopy(), specAndLabels, false)
-	cur.Spec = *want.Spec.DeepCopy()
-	if cur.Labels == nil {
-		cur.Labels = map[string]string{}
+	obj := &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Name: cur.Name, Namespace: cur.Namespace, Labels: maps.Clone(cur.Labels)},
+		Spec:       *want.Spec.DeepCopy(),
 	}
-	cur.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[configv1alpha2.PackageVariantSetLabel] = string(pvs.UID)
 	if shard := want.Labels[configv1alpha1.ShardLabel]; shard != "" {
-		cur.Labels[configv1alpha1.ShardLabel] = shard
+		obj.Labels[configv1alpha1.ShardLabel] = shard
 	} else {
-		delete(cur.Labels, configv1alpha1.ShardLabel)
+		delete(obj.Labels, configv1alpha1.ShardLabel)
 	}
-	if err := r.Patch(ctx, cur, patch); err != nil {
+	if err := r.Patch(ctx, obj, reconciler.MergeFromParts(cur, specAndLabels, false)); err != nil {
 		return fmt.Errorf("updating PackageVariant %s: %w", cur.Name, err)
 	}
 	return nil

@@ -156,9 +156,10 @@ func (p repairer) Reconcile(ctx context.Context, req repairRequest) (ctrl.Result
 		// waits for now.
 		return ctrl.Result{}, p.wakeSet(ctx, pvs)
 	case apierrors.IsNotFound(err):
-		err = r.createVariant(ctx, pvs, want)
+		var created *configv1alpha1.PackageVariant
+		created, err = r.createVariant(ctx, pvs, want)
 		if err == nil {
-			r.Recorder.Eventf(pvs, want, "Normal", "Repaired", "Recreate", "PackageVariant %s was deleted: created again", name)
+			r.Recorder.Eventf(pvs, created, "Normal", "Repaired", "Recreate", "PackageVariant %s was deleted: created again", name)
 		}
 	case err != nil:
 		return ctrl.Result{}, err
@@ -169,7 +170,7 @@ func (p repairer) Reconcile(ctx context.Context, req repairRequest) (ctrl.Result
 	case inSync(pvs, cur, want):
 		return ctrl.Result{}, nil
 	default:
-		err = r.updateVariant(ctx, pvs, cur.DeepCopy(), want)
+		err = r.updateVariant(ctx, pvs, cur, want)
 		if err == nil {
 			r.Recorder.Eventf(pvs, cur, "Normal", "Repaired", "Revert", "PackageVariant %s differed from the set's template: set back", name)
 		}
