@@ -302,13 +302,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
-	if err := pkgdeps.IndexRepositories(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
+	if err := pkgdeps.IndexRepositories(context.Background(), idx); err != nil {
 		return nil, err
 	}
-	if err := pkgservice.IndexRevisions(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := pkgservice.IndexRevisions(context.Background(), idx); err != nil {
 		return nil, err
 	}
-	if err := variant.IndexVariants(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := variant.IndexVariants(context.Background(), idx); err != nil {
 		return nil, err
 	}
 	objects := namespaceCaches(mgr, o.ReadableKinds)

@@ -111,7 +111,7 @@ func check(t *testing.T, pkgs map[string]*listed, p *listed) (*token.FileSet, []
 		}
 		return os.Open(dep.Export)
 	})
-	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}}
+	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
 	conf := types.Config{Importer: imp}
 	if _, err := conf.Check(p.ImportPath, fset, files, info); err != nil {
 		t.Fatalf("type-checking %s: %v", p.ImportPath, err)
@@ -282,6 +282,66 @@ func TestConditionsAndReasonsDeclaredOnce(t *testing.T) {
 			sort.Strings(at)
 			bad = append(bad, fmt.Sprintf("%s is declared %d times: %s", name, len(at), strings.Join(at, ", ")))
 		}
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+const crclient = "sigs.k8s.io/controller-runtime/pkg/client"
+
+// Field indexes are registered through reconciler.NamespacedIndexer,
+// which keeps each value for its namespace only (half of what
+// controller-runtime's own indexer keeps), so every list selected by a
+// field is in one namespace: a list across namespaces would find nothing.
+func TestFieldSelectedListsAreNamespaced(t *testing.T) {
+	pkgs := load(t)
+	var bad []string
+	lists := 0
+	for _, p := range ours(pkgs) {
+		if len(p.GoFiles) == 0 {
+			continue
+		}
+		fset, files, info := check(t, pkgs, p)
+		for sel, s := range info.Selections {
+			if name := s.Obj().Name(); name == "GetFieldIndexer" {
+				bad = append(bad, fmt.Sprintf("%s: %s: register indexes with reconciler.NamespacedIndexer", relPos(fset, sel.Pos()), name))
+			}
+		}
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				fields, namespaced := false, false
+				for _, arg := range call.Args {
+					if tv, ok := info.Types[arg]; ok {
+						if named, ok := tv.Type.(*types.Named); ok && named.Obj().Pkg() != nil && named.Obj().Pkg().Path() == crclient && named.Obj().Name() == "MatchingFields" {
+							fields = true
+						}
+					}
+					if inner, ok := arg.(*ast.CallExpr); ok {
+						if fn, ok := inner.Fun.(*ast.SelectorExpr); ok {
+							if obj := info.Uses[fn.Sel]; obj != nil && obj.Pkg() != nil && obj.Pkg().Path() == crclient && obj.Name() == "InNamespace" {
+								namespaced = true
+							}
+						}
+					}
+				}
+				if fields {
+					lists++
+					if !namespaced {
+						bad = append(bad, fmt.Sprintf("%s: a list selected by a field without client.InNamespace: Scion's field indexes answer one namespace", relPos(fset, call.Pos())))
+					}
+				}
+				return true
+			})
+		}
+	}
+	if lists < 10 {
+		t.Fatalf("found only %d field-selected lists: the scan is broken", lists)
 	}
 	sort.Strings(bad)
 	for _, b := range bad {

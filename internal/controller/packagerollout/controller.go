@@ -84,7 +84,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil || r.Objects == nil {
 		return errors.New("packagerollout controller: APIReader, Cache, Objects, Service and Recorder are required")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageRollout{}, HealthKindIndex, func(o client.Object) []string {
+	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageRollout{}, HealthKindIndex, func(o client.Object) []string {
 		if h := o.(*configv1alpha1.PackageRollout).Spec.Health; h != nil && h.Object != nil {
 			return []string{healthKind(h.Object.APIVersion, h.Object.Kind)}
 		}
@@ -92,7 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageRollout{}, RevisionIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageRollout{}, RevisionIndex, func(o client.Object) []string {
 		var out []string
 		for _, w := range o.(*configv1alpha1.PackageRollout).Status.Waves {
 			out = append(out, w.Revisions...)

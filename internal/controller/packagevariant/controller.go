@@ -99,7 +99,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil || r.Deps == nil {
 		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Deps, Objects, Service and Recorder are required")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamIndex, func(o client.Object) []string {
+	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamIndex, func(o client.Object) []string {
 		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil {
 			return []string{pv.Spec.Downstream.Repo}
 		}
@@ -107,7 +108,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantOfIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantOfIndex, func(o client.Object) []string {
 		if o.GetLabels()[configv1alpha1.DependencyLabel] == "" {
 			return nil
 		}
@@ -119,7 +120,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, DependantIndex, func(o client.Object) []string {
 		if pv := o.(*configv1alpha1.PackageVariant); pv.Spec.Downstream != nil && pv.Spec.Dependencies != nil {
 			return []string{pv.Spec.Downstream.Repo}
 		}
@@ -127,16 +128,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &configv1alpha1.PackageVariant{}, InjectorIndex, indexInjectors); err != nil {
+	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, InjectorIndex, indexInjectors); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &porchv1alpha1.PackageRevision{}, RevisionIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &porchv1alpha1.PackageRevision{}, RevisionIndex, func(o client.Object) []string {
 		pr := o.(*porchv1alpha1.PackageRevision)
 		return []string{revisionKey(pr.Spec.Repository, pr.Spec.PackageName, pr.Spec.WorkspaceName)}
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &porchv1alpha1.PackageRevision{}, ControllerIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &porchv1alpha1.PackageRevision{}, ControllerIndex, func(o client.Object) []string {
 		if ref := metav1.GetControllerOf(o); ref != nil {
 			return []string{string(ref.UID)}
 		}
