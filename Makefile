@@ -93,7 +93,7 @@ lint: ## gofmt and go vet.
 
 .PHONY: test
 test: control-plane browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry.
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
+	KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
 
 .PHONY: bench-failover
 bench-failover: control-plane ## Failover: two `scion controller` replicas per shard with leader election, N PackageVariants (N=1000) made by a set per shard; the leader of one shard killed a third of the way through an upstream bump; SHARDS=3 runs three shards.
