@@ -17,14 +17,20 @@ import (
 // the indexes with a value of their own per object (a variant's
 // downstream package, a revision's owner) that second copy was about a
 // tenth of the controllers' live heap at 10,000 variants. A list across
-// all namespaces by such an index finds nothing (test/arch keeps every
-// field-selected list in one namespace).
+// all namespaces by the index of a namespaced kind finds nothing
+// (test/arch keeps every field-selected list in one namespace); a
+// cluster-scoped kind's index answers lists without a namespace, as
+// controller-runtime's does.
 type NamespacedIndexer struct {
 	// Informers are the manager's cache's.
 	Informers cache.Informers
 }
 
 var _ client.FieldIndexer = NamespacedIndexer{}
+
+// allNamespaces is what controller-runtime's cache reader puts before a
+// value it looks up for a list without a namespace.
+const allNamespaces = "__all_namespaces"
 
 // IndexField registers field as an index of obj's kind: a cached list in
 // a namespace with client.MatchingFields{field: v} returns the objects
@@ -36,16 +42,21 @@ func (n NamespacedIndexer) IndexField(ctx context.Context, obj client.Object, fi
 	}
 	// The index's name and its values' form are those
 	// controller-runtime's cache reader asks for ("field:" and the field;
-	// "<namespace>/<value>"): lists go through the manager's client
-	// unchanged. TestNamespacedIndexer proves the pair on a real cache.
+	// "<namespace>/<value>", allNamespaces for a cluster-scoped kind):
+	// lists go through the manager's client unchanged.
+	// TestNamespacedIndexer proves the pair on a real cache.
 	return informer.AddIndexers(toolscache.Indexers{"field:" + field: func(raw any) ([]string, error) {
 		o, ok := raw.(client.Object)
 		if !ok {
 			return nil, fmt.Errorf("indexing by %s: %T is not an object", field, raw)
 		}
+		// client-go panics on an index function's error, stopping every
+		// controller over one object: an object without a namespace (a
+		// cluster-scoped kind) is indexed as controller-runtime indexes
+		// it, for lists across namespaces.
 		ns := o.GetNamespace()
 		if ns == "" {
-			return nil, fmt.Errorf("indexing %s by %s: a namespaced index of an object without a namespace", o.GetName(), field)
+			ns = allNamespaces
 		}
 		vals := extract(o)
 		if len(vals) == 0 {

@@ -32,8 +32,18 @@ func TestNamespacedIndexer(t *testing.T) {
 	cache, err := crcache.New(env.Config, crcache.Options{Scheme: s})
 	g.Expect(err).NotTo(HaveOccurred())
 	const field = "data.team"
-	g.Expect(reconciler.NamespacedIndexer{Informers: cache}.IndexField(ctx, &corev1.ConfigMap{}, field, func(o client.Object) []string {
+	idx := reconciler.NamespacedIndexer{Informers: cache}
+	g.Expect(idx.IndexField(ctx, &corev1.ConfigMap{}, field, func(o client.Object) []string {
 		if team := o.(*corev1.ConfigMap).Data["team"]; team != "" {
+			return []string{team}
+		}
+		return nil
+	})).To(Succeed())
+	// A cluster-scoped kind is indexed for lists across namespaces (an
+	// index function's error would panic the informer).
+	const teamLabel = "metadata.labels.team"
+	g.Expect(idx.IndexField(ctx, &corev1.Namespace{}, teamLabel, func(o client.Object) []string {
+		if team := o.GetLabels()["team"]; team != "" {
 			return []string{team}
 		}
 		return nil
@@ -72,6 +82,20 @@ func TestNamespacedIndexer(t *testing.T) {
 	g.Expect(names(client.InNamespace(a), client.MatchingFields{field: "blue"})(g)).To(BeEmpty())
 	g.Expect(c.Delete(ctx, web)).To(Succeed())
 	g.Eventually(names(client.InNamespace(a), client.MatchingFields{field: "green"})).Should(ConsistOf(a + "/db"))
+
+	nsA := &corev1.Namespace{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: a}, nsA)).To(Succeed())
+	nsA.Labels["team"] = "red"
+	g.Expect(c.Update(ctx, nsA)).To(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		list := &corev1.NamespaceList{}
+		g.Expect(c.List(ctx, list, client.MatchingFields{teamLabel: "red"})).To(Succeed())
+		var out []string
+		for _, ns := range list.Items {
+			out = append(out, ns.Name)
+		}
+		return out
+	}).Should(ConsistOf(a))
 }
 
 // BenchmarkFieldIndex is the heap an index with a value of its own per
