@@ -1,14 +1,16 @@
 // Package policy embeds the admission policies Scion installs in the API
 // server: the ValidatingAdmissionPolicies that enforce a PackageRevision's
 // lifecycle and warn when a Repository in use is deleted, and the
-// MutatingAdmissionPolicy that sets the controllers'
-// finalizers on creation; binaries (scion dev, the tests' control plane)
+// MutatingAdmissionPolicies that set the controllers' finalizers on
+// creation and keep managed fields off the package revisions' storage;
+// binaries (scion dev, the tests' control plane)
 // install them without a checkout.
 package policy
 
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,17 +22,17 @@ import (
 	"github.com/scion-dev/scion/internal/yamlutil"
 )
 
-//go:embed lifecycle.yaml finalizers.yaml repository.yaml
+//go:embed lifecycle.yaml mutating.yaml repository.yaml
 var files embed.FS
 
 // Objects returns the policies and their bindings.
 func Objects() ([]*unstructured.Unstructured, error) {
-	return yamlutil.Manifests(files, "lifecycle.yaml", "finalizers.yaml", "repository.yaml")
+	return yamlutil.Manifests(files, "lifecycle.yaml", "mutating.yaml", "repository.yaml")
 }
 
 // Install creates or updates the policies and their bindings (server-side
-// apply, field manager "scion"). The MutatingAdmissionPolicy is left out
-// on an API server that does not serve it (before Kubernetes 1.36).
+// apply, field manager "scion"). The MutatingAdmissionPolicies are left out
+// on an API server that does not serve them (before Kubernetes 1.36).
 func Install(ctx context.Context, c client.Client) error {
 	objs, err := Objects()
 	if err != nil {
@@ -55,12 +57,15 @@ func Install(ctx context.Context, c client.Client) error {
 	return waitApplied(ctx, c)
 }
 
-// waitApplied waits until the API server sets the finalizer on a
-// PackageVariant (a dry-run create): until it has loaded the policy and
-// the CRDs' schemas, creations of the kinds the policy matches fail with
-// "Resource kind ... not found" (503) for a few seconds.
+// waitApplied waits until the API server applies the mutating policies:
+// it sets the finalizer on a PackageVariant, a PackageVariantSet and a
+// Repository, and records no managed fields on a package revision's
+// storage object (dry-run creates). Until it has loaded the policies and
+// the CRDs' schemas, creations of the kinds the finalizers' policy
+// matches fail with "Resource kind ... not found" (503) for a few seconds,
+// and revisions are stored with managed fields.
 func waitApplied(ctx context.Context, c client.Client) error {
-	// One object of each kind the policy matches: the API server loads
+	// One object of each kind the policies match: the API server loads
 	// each CustomResourceDefinition's schema for it on its own.
 	probes := func() []*unstructured.Unstructured {
 		meta := map[string]any{"name": "scion-policy-probe", "namespace": "default"}
@@ -77,22 +82,36 @@ func waitApplied(ctx context.Context, c client.Client) error {
 				}}},
 			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository", "metadata": meta,
 				"spec": map[string]any{"git": map[string]any{"repo": "https://example.com/probe.git"}}}},
+			{Object: map[string]any{"apiVersion": "internal.scion.dev/v1alpha1", "kind": "PackageRevision",
+				"metadata": map[string]any{"name": "probe.probe.probe", "namespace": "default"},
+				"spec":     map[string]any{"repository": "probe", "packageName": "probe", "workspaceName": "probe"}}},
 		}
+	}
+	applied := func(u *unstructured.Unstructured) error {
+		if u.GetKind() == "PackageRevision" {
+			if len(u.GetManagedFields()) > 0 {
+				return errors.New("a PackageRevision is still stored with managed fields")
+			}
+			return nil
+		}
+		if len(u.GetFinalizers()) == 0 {
+			return fmt.Errorf("%s has no finalizer yet", u.GetKind())
+		}
+		return nil
 	}
 	var last error
 	for range 300 {
-		applied := true
+		ok := true
 		for _, u := range probes() {
-			last = c.Create(ctx, u, client.DryRunAll)
-			if last != nil || len(u.GetFinalizers()) == 0 {
-				if last == nil {
-					last = fmt.Errorf("%s has no finalizer yet", u.GetKind())
-				}
-				applied = false
+			if last = c.Create(ctx, u, client.DryRunAll); last == nil {
+				last = applied(u)
+			}
+			if last != nil {
+				ok = false
 				break
 			}
 		}
-		if applied {
+		if ok {
 			return nil
 		}
 		select {
@@ -101,5 +120,5 @@ func waitApplied(ctx context.Context, c client.Client) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the API server does not apply the MutatingAdmissionPolicy scion-finalizers after a minute (last dry run: %v)", last)
+	return fmt.Errorf("the API server does not apply the MutatingAdmissionPolicies scion-finalizers and scion-revision-storage after a minute (last dry run: %v)", last)
 }

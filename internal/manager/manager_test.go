@@ -242,7 +242,7 @@ func TestSharding(t *testing.T) {
 			pv := &configv1alpha1.PackageVariant{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: v.name}, pv)).To(Succeed())
 			// The API server sets the finalizer on creation
-			// (config/policy/finalizers.yaml); only a controller writes
+			// (config/policy/mutating.yaml); only a controller writes
 			// status.
 			g.Expect(pv.Status.Conditions).To(BeEmpty(), "%s: not touched by the default shard", v.name)
 			for _, m := range pv.ManagedFields {

@@ -66,7 +66,7 @@ func TestInstallManifests(t *testing.T) {
 	}
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 6, "ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 4, "RoleBinding": 1,
 		"Deployment": 2, "Service": 1, "APIService": 1,
-		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}))
+		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2}))
 }
 
 // checkLeastPrivilege: the shipped role has no wildcard, reads the default
