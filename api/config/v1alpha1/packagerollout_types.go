@@ -277,8 +277,7 @@ const (
 type PackageRolloutStatus struct {
 	// Conditions: Ready (every wave complete), Progressing, Reconciling,
 	// Stalled.
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 

@@ -297,8 +297,7 @@ type InjectionSelector struct {
 type PackageVariantStatus struct {
 	// Conditions: Ready, Reconciling, Stalled, Valid, DownstreamEnsured,
 	// ContextInjected, ConfigInjected.
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 

@@ -161,8 +161,7 @@ type RepositorySync struct {
 // RepositoryStatus is the observed state of a Repository.
 type RepositoryStatus struct {
 	// Conditions: Ready, Reconciling, Stalled.
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 

@@ -343,8 +343,7 @@ type FunctionTemplate struct {
 // PackageVariantSetStatus is the observed state of a PackageVariantSet.
 type PackageVariantSetStatus struct {
 	// Conditions: Ready and Stalled (and Reconciling).
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
