@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -83,10 +84,11 @@ func TestConditionsAtomic_upgradeFromMapList(t *testing.T) {
 	round := 0
 	g.Eventually(func(g Gomega) {
 		round++
-		out := writeStatus("after " + string(rune('a'+round%26)))
+		message := fmt.Sprint("after the upgrade, round ", round)
+		out := writeStatus(message)
 		conds, _, _ := unstructured.NestedSlice(out.Object, "status", "conditions")
 		g.Expect(conds).To(HaveLen(2))
-		g.Expect(conds[0]).To(HaveKeyWithValue("message", "after "+string(rune('a'+round%26))))
+		g.Expect(conds[0]).To(HaveKeyWithValue("message", message))
 		entry := map[string]any{}
 		g.Expect(json.Unmarshal([]byte(statusEntry(out)), &entry)).To(Succeed())
 		g.Expect(entry).To(HaveKeyWithValue("f:status", HaveKeyWithValue("f:conditions", BeEmpty())))
