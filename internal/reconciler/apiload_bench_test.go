@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
@@ -90,34 +89,34 @@ func bumpVariantStatus(ctx context.Context, pv *configv1alpha1.PackageVariant, i
 		pv.Status.DownstreamTargets = []configv1alpha1.DownstreamTarget{{Name: fmt.Sprintf("%s.%s.packagevariant-%d", pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package, i)}}
 		ready := metav1.Condition{Status: metav1.ConditionTrue, Reason: "DownstreamReady", Message: fmt.Sprintf("the downstream draft reflects the variant (round %d)", i)}
 		reconciler.SetConditions(&pv.Status.Conditions, gen,
-			metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid"},
-			metav1.Condition{Type: "ContextInjected", Status: metav1.ConditionTrue, Reason: "ContextInjected", Message: "1 key set in package-context.yaml"},
-			metav1.Condition{Type: "ConfigInjected", Status: metav1.ConditionTrue, Reason: "ConfigInjected", Message: "useast1-settings injected from ConfigMap useast1-settings"},
-			metav1.Condition{Type: "DownstreamEnsured", Status: metav1.ConditionTrue, Reason: "DownstreamReady", Message: ready.Message},
-			metav1.Condition{Type: "DependenciesReady", Status: metav1.ConditionTrue, Reason: "DependenciesSatisfied", Message: "the package has no dependencies"})
+			metav1.Condition{Type: configv1alpha1.ValidCondition, Status: metav1.ConditionTrue, Reason: "Valid"},
+			metav1.Condition{Type: configv1alpha1.ContextInjectedCondition, Status: metav1.ConditionTrue, Reason: "ContextInjected", Message: "1 key set in package-context.yaml"},
+			metav1.Condition{Type: configv1alpha1.ConfigInjectedCondition, Status: metav1.ConditionTrue, Reason: "ConfigInjected", Message: "useast1-settings injected from ConfigMap useast1-settings"},
+			metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: "DownstreamReady", Message: ready.Message},
+			metav1.Condition{Type: configv1alpha1.DependenciesReadyCondition, Status: metav1.ConditionTrue, Reason: "DependenciesSatisfied", Message: "the package has no dependencies"})
 		reconciler.SetConditions(&pv.Status.Conditions, gen, reconciler.KstatusConditions(gen, reconciler.Outcome{}, ready)...)
 		return true, nil
 	})
 	return err
 }
 
+// benchRevision is a variant's draft; env.Storage writes it to the
+// storage.
 func benchRevision(ns string, i int) *porchv1alpha1.PackageRevision {
-	pr := &porchv1alpha1.PackageRevision{
+	return &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: fmt.Sprintf("cluster-%04d.tenant-%d.packagevariant-1", i/10, i%10),
 			Labels: map[string]string{
-				porchv1alpha1.LifecycleLabel: "Draft", porchv1alpha1.PackageLabel: fmt.Sprintf("tenant-%d", i%10),
-				porchv1alpha1.RepositoryLabel: fmt.Sprintf("cluster-%04d", i/10), "config.porch.kpt.dev/packagevariant": fmt.Sprintf("cluster-%04d.tenant-%d", i/10, i%10),
+				porchv1alpha1.LifecycleLabel: string(porchv1alpha1.LifecycleDraft), porchv1alpha1.PackageLabel: fmt.Sprintf("tenant-%d", i%10),
+				porchv1alpha1.RepositoryLabel: fmt.Sprintf("cluster-%04d", i/10), configv1alpha1.PackageVariantLabel: fmt.Sprintf("cluster-%04d.tenant-%d", i/10, i%10),
 			},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: fmt.Sprintf("tenant-%d", i%10), Repository: fmt.Sprintf("cluster-%04d", i/10), WorkspaceName: "packagevariant-1",
 			Lifecycle:      porchv1alpha1.LifecycleDraft,
-			ReadinessGates: []kptfilev1.ReadinessGate{{ConditionType: "config.porch.kpt.dev/packagevariant"}},
+			ReadinessGates: []kptfilev1.ReadinessGate{{ConditionType: configv1alpha1.PackageVariantReadinessGate}},
 		},
 	}
-	pr.SetGroupVersionKind(porchv1alpha1.StorageGroupVersion.WithKind("PackageRevision"))
-	return pr
 }
 
 func benchRevisions(b *testing.B, ctx context.Context, n int) []*porchv1alpha1.PackageRevision {
@@ -140,14 +139,14 @@ func benchRevisions(b *testing.B, ctx context.Context, n int) []*porchv1alpha1.P
 // new commit (round i).
 func bumpRevisionStatus(ctx context.Context, pr *porchv1alpha1.PackageRevision, i int) error {
 	commit := fmt.Sprintf("%040x", i+1)
-	_, err := reconciler.PatchStatus(ctx, client.Client(env.Storage), env.Storage, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, env.Storage, env.Storage, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) {
 		pr.Status.Commit = commit
 		pr.Status.Lifecycle = porchv1alpha1.LifecycleDraft
 		pr.Status.ObservedGeneration = pr.Generation
 		pr.Status.Deployment = true
 		pr.Status.UpstreamLock = &kptfilev1.UpstreamLock{Type: "git", Git: &kptfilev1.GitLock{Repo: "http://git.example/catalog.git", Directory: "app", Ref: "app/v1", Commit: fmt.Sprintf("%040x", 7)}}
 		pr.Status.Conditions = []porchv1alpha1.Condition{
-			{Type: "config.porch.kpt.dev/packagevariant", Status: "True", Reason: "Done", Message: "the variant's mutations are applied"},
+			{Type: configv1alpha1.PackageVariantReadinessGate, Status: "True", Reason: "Done", Message: "the variant's mutations are applied"},
 			{Type: "Ready", Status: "True", Reason: "Synced", Message: "the revision is in git at commit " + commit[:12], ObservedGeneration: pr.Generation},
 			{Type: "Reconciling", Status: "False", Reason: "Done", ObservedGeneration: pr.Generation},
 			{Type: "Stalled", Status: "False", Reason: "Done", ObservedGeneration: pr.Generation},

@@ -67,7 +67,6 @@ func TestRevisionStoragePolicy(t *testing.T) {
 	untracked := func(pr *porchv1alpha1.PackageRevision, after string) {
 		t.Helper()
 		got := &porchv1alpha1.PackageRevision{}
-		got.SetGroupVersionKind(porchv1alpha1.StorageGroupVersion.WithKind("PackageRevision"))
 		g.Expect(storage.Get(ctx, client.ObjectKeyFromObject(pr), got)).To(Succeed())
 		g.Expect(got.ManagedFields).To(BeEmpty(), "after %s", after)
 		g.Expect(pr.ManagedFields).To(BeEmpty(), "the answer to %s", after)
@@ -76,7 +75,6 @@ func TestRevisionStoragePolicy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "r.app.ws", Namespace: ns, Labels: map[string]string{"a": "1"}},
 		Spec:       porchv1alpha1.PackageRevisionSpec{PackageName: "app", Repository: "r", WorkspaceName: "ws"},
 	}
-	pr.SetGroupVersionKind(porchv1alpha1.StorageGroupVersion.WithKind("PackageRevision"))
 	g.Expect(storage.Create(ctx, pr)).To(Succeed())
 	untracked(pr, "the create")
 
