@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,12 +51,26 @@ func KstatusConditions(gen int64, o Outcome, ready metav1.Condition) []metav1.Co
 }
 
 // SetConditions sets each condition on conds (keeping the transition
-// time of a condition whose status did not change), observing gen.
+// time of a condition whose status did not change), observing gen. A type
+// it sets appears once afterwards: Scion's kinds declare conditions atomic
+// lists, so the API server no longer refuses a type twice (a list keyed by
+// type did), and a status written by someone else (an administrator's
+// patch) may hold one; readers would see two Ready conditions until the
+// controller's next write.
 func SetConditions(conds *[]metav1.Condition, gen int64, cs ...metav1.Condition) {
 	for _, c := range cs {
 		c.ObservedGeneration = gen
 		c.Message = store.Shorten(c.Message, MaxMessage)
 		meta.SetStatusCondition(conds, c)
+		seen := false
+		*conds = slices.DeleteFunc(*conds, func(have metav1.Condition) bool {
+			if have.Type != c.Type {
+				return false
+			}
+			repeat := seen
+			seen = true
+			return repeat
+		})
 	}
 }
 

@@ -192,6 +192,25 @@ func TestKstatusConditions(t *testing.T) {
 	g.Expect(KstatusConditions(1, Outcome{}, metav1.Condition{})).To(HaveLen(2), "no verdict, no Ready")
 }
 
+// A condition type written twice (an atomic list lets a status patch do
+// that) is left once by the controller's next write: the first, updated;
+// other types and their order are kept.
+func TestSetConditions_dropsARepeatedType(t *testing.T) {
+	g := NewWithT(t)
+	conds := []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Forged"},
+		{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid"},
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Forged"},
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Forged"},
+	}
+	SetConditions(&conds, 3, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RepositoryNotFound"})
+	g.Expect(conds).To(HaveLen(2))
+	g.Expect(conds[0].Type).To(Equal("Ready"))
+	g.Expect(conds[0].Reason).To(Equal("RepositoryNotFound"))
+	g.Expect(conds[0].ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(conds[1].Type).To(Equal("Valid"))
+}
+
 func TestTransition(t *testing.T) {
 	g := NewWithT(t)
 	c := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
