@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -18,9 +20,10 @@ import (
 // per variant costs the cluster's API server (its CPU, from
 // /proc: apiserver-ms/op), on objects shaped as the scale benchmark's:
 // a variant with a package context, a pipeline function and an injector
-// and the status its controller writes, and a draft's storage object
-// with the status the sync writes. Each write changes the status (as a
-// bump does), round-robin over 200 objects.
+// and the status its controller writes, a draft's storage object with the
+// status the sync writes, and the event a draft's write records. Each
+// write changes the status (as a bump does), round-robin over 200
+// objects.
 //
 //	go test -run '^$' -bench APIServerWrite -benchtime 2000x ./internal/reconciler
 func BenchmarkAPIServerWrite(b *testing.B) {
@@ -37,6 +40,10 @@ func BenchmarkAPIServerWrite(b *testing.B) {
 	b.Run("revision-status", func(b *testing.B) {
 		prs := benchRevisions(b, ctx, objects)
 		measureWrites(b, func(i int) error { return bumpRevisionStatus(ctx, prs[i%objects], i) })
+	})
+	b.Run("event", func(b *testing.B) {
+		ns := env.Namespace(b, "bench-event")
+		measureWrites(b, func(i int) error { return env.Client.Create(ctx, benchEvent(ns, i)) })
 	})
 }
 
@@ -154,4 +161,20 @@ func bumpRevisionStatus(ctx context.Context, pr *porchv1alpha1.PackageRevision, 
 		return true, nil
 	})
 	return err
+}
+
+// benchEvent is the event the variant controller records when it writes
+// a draft (DraftWritten, events.k8s.io/v1 as controller-runtime's
+// recorder sends it), round i.
+func benchEvent(ns string, i int) *eventsv1.Event {
+	variant := fmt.Sprintf("cluster-%04d.tenant-%d", i/10, i%10)
+	now := metav1.NowMicro()
+	return &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", variant, now.UnixNano())},
+		EventTime:           now,
+		ReportingController: "scion-packagevariant", ReportingInstance: "scion-packagevariant-bench",
+		Type: corev1.EventTypeNormal, Reason: "DraftWritten", Action: "Write",
+		Regarding: corev1.ObjectReference{Kind: "PackageVariant", APIVersion: configv1alpha1.GroupVersion.String(), Namespace: ns, Name: variant},
+		Note:      fmt.Sprintf("downstream draft tenant-%d/packagevariant-%d at %012x", i%10, i, i),
+	}
 }
