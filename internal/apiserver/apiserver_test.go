@@ -59,7 +59,10 @@ func newFixture(t *testing.T) *fixture {
 	draft, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws1", Contents: files, Message: "Create app", Writer: store.WriterPerson})
 	g.Expect(err).NotTo(HaveOccurred())
 	f := &fixture{ns: ns, bare: bare, st: st, draft: draft, name: pkgservice.ObjectName("deploy", "app", "ws1")}
-	f.show(t, "app", "ws1", porchv1alpha1.LifecycleDraft)
+	pr := f.show(t, "app", "ws1", porchv1alpha1.LifecycleDraft)
+	// The draft is in git: the sync's status says at which commit.
+	pr.Status.Commit = draft.Commit
+	g.Expect(storageClient.Status().Update(ctx, pr)).To(Succeed())
 	return f
 }
 
@@ -72,6 +75,29 @@ func (f *fixture) show(t *testing.T, pkgPath, ws string, lc porchv1alpha1.Lifecy
 		t.Fatal(err)
 	}
 	return pr
+}
+
+// A stored revision not in git (no commit: an administrator wrote it to
+// the storage, nothing carried it out) shows no task it does not have:
+// its Stalled condition says it has none, and kubectl must show the same.
+func TestPackageRevisions_notInGitShowsNoTask(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	f.show(t, "forged", "v9", porchv1alpha1.LifecyclePublished)
+	shown := &porchv1alpha1.PackageRevision{}
+	g.Eventually(func() error {
+		return porch.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName("deploy", "forged", "v9")}, shown)
+	}).Should(Succeed())
+	g.Expect(shown.Spec.Tasks).To(BeEmpty())
+	// The draft in git shows Porch's init task, in the list as in a get.
+	list := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	tasks := map[string][]porchv1alpha1.Task{}
+	for _, pr := range list.Items {
+		tasks[pr.Name] = pr.Spec.Tasks
+	}
+	g.Expect(tasks).To(Equal(map[string][]porchv1alpha1.Task{f.name: {{Type: porchv1alpha1.TaskTypeInit}}, shown.Name: nil}))
 }
 
 // Porch's clients list, read and create PackageRevisions through

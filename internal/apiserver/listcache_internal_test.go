@@ -167,7 +167,7 @@ func TestUpstreamNames_failureKept(t *testing.T) {
 	u := &upstreamNames{reader: r}
 	lock := &kptfilev1.UpstreamLock{Type: kptfilev1.GitOrigin, Git: &kptfilev1.GitLock{Repo: "https://git.example.com/catalog.git", Directory: "app", Ref: "app/v1"}}
 	for range 100 {
-		pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Status: porchv1alpha1.PackageRevisionStatus{UpstreamLock: lock}}
+		pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Status: porchv1alpha1.PackageRevisionStatus{Commit: "0123456789abcdef0123456789abcdef01234567", UpstreamLock: lock}}
 		u.show(context.Background(), pr)
 		g.Expect(pr.Spec.Tasks).To(BeEmpty(), "shown as stored")
 	}

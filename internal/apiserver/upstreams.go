@@ -51,14 +51,16 @@ const upstreamErrorTTL = 5 * time.Second
 // maxUpstreamNames bounds the names kept; past it, they are dropped.
 const maxUpstreamNames = 10000
 
-// show gives pr, if it has no task, the task Porch would show: a clone
-// task naming the published revision of its namespace its upstreamLock
-// records, or an init task when it records no upstream (it was made, not
-// cloned). One whose upstream is not found is left without a task. It
+// show gives pr, if it has no task and is in git, the task Porch would
+// show: a clone task naming the published revision of its namespace its
+// upstreamLock records, or an init task when it records no upstream (it
+// was made, not cloned). One whose upstream is not found is left without
+// a task, and so is one not in git (no commit: a request nothing has
+// carried out, whose Stalled condition may say its tasks are missing). It
 // only assigns pr.Spec.Tasks, never writes into what pr shares with other
 // copies, so that a list may show a shallow copy of a cached revision.
 func (u *upstreamNames) show(ctx context.Context, pr *porchv1alpha1.PackageRevision) {
-	if u == nil || len(pr.Spec.Tasks) > 0 {
+	if u == nil || len(pr.Spec.Tasks) > 0 || pr.Status.Commit == "" {
 		return
 	}
 	lock := pr.Status.UpstreamLock
