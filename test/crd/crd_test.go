@@ -110,6 +110,44 @@ func TestCRDs_validObjectsRoundTrip(t *testing.T) {
 	}
 }
 
+// A new object reads status.observedGeneration -1 until its controller's
+// first status write (none runs here), in a get and in a list, so that
+// kstatus-based tools (Flux's health checks, kpt, Config Sync) see it in
+// progress: without a status they would call it current. The first status
+// write replaces it.
+func TestCRDs_newObjectInProgress(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for _, file := range []string{"repository.yaml", "packagevariant.yaml", "packagevariantset.yaml", "ro-group.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			g := NewWithT(t)
+			u, _ := fixture(t, filepath.Join("testdata", "valid", file))
+			u.SetNamespace(ns)
+			g.Expect(k8sClient.Create(ctx, u)).To(Succeed())
+			observed := func(obj *unstructured.Unstructured) any {
+				v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "observedGeneration")
+				return v
+			}
+
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(u.GroupVersionKind())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)).To(Succeed())
+			g.Expect(got.GetGeneration()).To(BeEquivalentTo(1))
+			g.Expect(observed(got)).To(BeEquivalentTo(-1))
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(u.GroupVersionKind())
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			g.Expect(observed(&list.Items[0])).To(BeEquivalentTo(-1))
+
+			g.Expect(k8sClient.Status().Patch(ctx, got, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"observedGeneration":1}}`)))).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)).To(Succeed())
+			g.Expect(observed(got)).To(BeEquivalentTo(1))
+			g.Expect(k8sClient.Delete(ctx, got)).To(Succeed())
+		})
+	}
+}
+
 func TestCRDs_invalidObjectsRejected(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)

@@ -370,7 +370,14 @@ type PackageRollout struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   PackageRolloutSpec   `json:"spec"`
+	Spec PackageRolloutSpec `json:"spec"`
+
+	// Status is where a rollout is. Its size grows with the number of
+	// targets only through the frozen membership (revision names). Until
+	// the controller's first write it reads observedGeneration -1, so that
+	// kstatus-based tools (Flux, kpt, Config Sync) see a new object in
+	// progress, not current.
+	// +kubebuilder:default:={"observedGeneration":-1}
 	Status PackageRolloutStatus `json:"status,omitempty"`
 }
 

@@ -384,7 +384,12 @@ type PackageVariant struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   PackageVariantSpec   `json:"spec"`
+	Spec PackageVariantSpec `json:"spec"`
+
+	// Status is what the controller observed. Until its first write it
+	// reads observedGeneration -1, so that kstatus-based tools (Flux, kpt,
+	// Config Sync) see a new object in progress, not current.
+	// +kubebuilder:default:={"observedGeneration":-1}
 	Status PackageVariantStatus `json:"status,omitempty"`
 }
 

@@ -215,7 +215,12 @@ type Repository struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   RepositorySpec   `json:"spec"`
+	Spec RepositorySpec `json:"spec"`
+
+	// Status is what the controller observed. Until its first write it
+	// reads observedGeneration -1, so that kstatus-based tools (Flux, kpt,
+	// Config Sync) see a new object in progress, not current.
+	// +kubebuilder:default:={"observedGeneration":-1}
 	Status RepositoryStatus `json:"status,omitempty"`
 }
 

@@ -435,7 +435,12 @@ type PackageVariantSet struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   PackageVariantSetSpec   `json:"spec"`
+	Spec PackageVariantSetSpec `json:"spec"`
+
+	// Status is what the controller observed. Until its first write it
+	// reads observedGeneration -1, so that kstatus-based tools (Flux, kpt,
+	// Config Sync) see a new object in progress, not current.
+	// +kubebuilder:default:={"observedGeneration":-1}
 	Status PackageVariantSetStatus `json:"status,omitempty"`
 }
 
