@@ -245,6 +245,23 @@ func TestPackageRevisions_watch(t *testing.T) {
 	}
 }
 
+// A push whose Kptfile's pipeline names an image that is not a builtin
+// is rendered without running it (the server runs, as containers, only the
+// images --function-images allows: none here, as by default): the files
+// are written as given and the render status names the image and the
+// flag, as for any pipeline that fails.
+func TestPackageRevisionResources_pushImageNotAllowed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	prr := &content.PackageRevisionResources{}
+	g.Expect(porch.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, prr)).To(Succeed())
+	prr.Spec.Resources["Kptfile"] = kptfile + "pipeline:\n  mutators:\n  - image: evil.example.com/rm-rf:latest\n"
+	g.Expect(porch.Update(ctx, prr)).To(Succeed())
+	g.Expect(prr.Status.RenderStatus.Err).To(ContainSubstring("image evil.example.com/rm-rf:latest is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images"))
+	g.Expect(prr.Spec.Resources["Kptfile"]).To(ContainSubstring("evil.example.com/rm-rf:latest"), "written as given")
+}
+
 // porchctl rpkg pull reads a revision's files; push writes a draft's
 // files as one commit, against the commit it read.
 func TestPackageRevisionResources_pullPush(t *testing.T) {

@@ -115,8 +115,8 @@ func localTLS(dir string) (ca []byte, certFile, keyFile string, err error) {
 // administrator (kubeconfig is the same, as a file): an ExternalName
 // Service to localhost, the certificates in dir, the storage's role. It
 // returns once the control plane serves porch.kpt.dev through it; the
-// server stops when ctx is done.
-func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, repos *repocache.Cache, limits store.Limits) (*Local, error) {
+// server stops when ctx is done. functionImages are Options.FunctionImages.
+func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, repos *repocache.Cache, limits store.Limits, functionImages []string) (*Local, error) {
 	ca, certFile, keyFile, err := localTLS(dir)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func RunLocal(ctx context.Context, cfg *rest.Config, kubeconfig, dir string, rep
 	if err != nil {
 		return nil, err
 	}
-	srv, err := New(Options{Config: cfg, Kubeconfig: kubeconfig, Listener: lis, CertFile: certFile, KeyFile: keyFile, Repositories: repos, Limits: limits})
+	srv, err := New(Options{Config: cfg, Kubeconfig: kubeconfig, Listener: lis, CertFile: certFile, KeyFile: keyFile, Repositories: repos, Limits: limits, FunctionImages: functionImages})
 	if err != nil {
 		lis.Close()
 		return nil, err

@@ -50,7 +50,9 @@ type resources struct {
 	repos   *repocache.Cache
 	service *pkgservice.Service
 	limits  store.Limits
-	table   rest.TableConvertor
+	// functionImages are Options.FunctionImages.
+	functionImages []string
+	table          rest.TableConvertor
 }
 
 var (
@@ -293,7 +295,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	}
 	p := pkg.New(files)
 	status := content.RenderStatus{}
-	rendered, renderStatus, renderErr := engine.Render(ctx, p, builtin.NoExecRuntime())
+	rendered, renderStatus, renderErr := engine.Render(ctx, p, builtin.ServerRuntime(r.functionImages))
 	if renderErr == nil && rendered != nil {
 		p = rendered
 	}

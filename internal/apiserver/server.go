@@ -45,6 +45,10 @@ type Options struct {
 	// credentials); Limits bound what a write may hold.
 	Repositories *repocache.Cache
 	Limits       store.Limits
+	// FunctionImages are the images a pushed package's pipeline may run
+	// as containers when it is rendered (builtin.ServerRuntime); only
+	// builtin functions run when empty.
+	FunctionImages []string
 }
 
 // Server is Scion's aggregated API server.
@@ -130,7 +134,7 @@ func New(o Options) (*Server, error) {
 		"packagerevisions":          revs,
 		"packagerevisions/status":   &revisionStatus{storage: st},
 		"packagerevisions/approval": &approval{storage: st},
-		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits,
+		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits, functionImages: o.FunctionImages,
 			service: &pkgservice.Service{Client: c, APIReader: c}, table: rest.NewDefaultTableConvertor(porchv1alpha1.GroupVersion.WithResource("packagerevisionresources").GroupResource())},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -62,6 +63,7 @@ user who asked. Uses the in-cluster configuration, or the kubeconfig of
 	f.StringVar(&o.Cache.Dir, "cache-dir", "", "folder of the local git mirrors (default: $XDG_CACHE_HOME/scion/apiserver-repositories)")
 	f.DurationVar(&o.Cache.Timeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote may take before it fails")
 	f.BoolVar(&o.Cache.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs (for development)")
+	addFunctionImagesFlag(f, &o.Server.FunctionImages)
 	f.StringVar(&o.registryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	o.limits.add(f)
 	if kf := flag.CommandLine.Lookup("kubeconfig"); kf != nil {
@@ -95,6 +97,9 @@ func (o *APIServerOptions) Complete() error {
 		*d.into = filepath.Join(dir, "scion", d.name)
 	}
 	if err := o.limits.complete(&o.Server.Limits); err != nil {
+		return err
+	}
+	if err := fn.ValidateImagePatterns(o.Server.FunctionImages); err != nil {
 		return err
 	}
 	o.Cache.Limits = o.Server.Limits

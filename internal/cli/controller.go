@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/memlimit"
@@ -66,6 +68,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.Manager.Shard, "shard", "", "reconcile only objects labelled config.porch.kpt.dev/shard=SHARD, a DNS label (default: only those without the label); each shard elects its own leader")
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
+	addFunctionImagesFlag(f, &o.Manager.FunctionImages)
 	f.StringVar(&o.Manager.RegistryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
@@ -105,6 +108,9 @@ func (o *ControllerOptions) Complete() error {
 		o.Manager.GitObjectCacheSize = size.Value()
 	}
 	if err := o.limits.complete(&o.Manager.Limits); err != nil {
+		return err
+	}
+	if err := fn.ValidateImagePatterns(o.Manager.FunctionImages); err != nil {
 		return err
 	}
 	kinds, err := kindwatch.ParseKinds(o.readableKinds)
@@ -151,6 +157,12 @@ func (l *limitFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&l.maxPackage, "max-package-size", store.Quantity(store.DefaultLimits.PackageBytes), "the most a package's files may add up to; a larger package is refused (LimitExceeded) before its files are read")
 	f.IntVar(&l.maxFiles, "max-package-files", store.DefaultLimits.PackageFiles, "the most files a package may have")
 	f.StringVar(&l.maxFile, "max-file-size", store.Quantity(store.DefaultLimits.FileBytes), "the largest a file of a package may be")
+}
+
+// addFunctionImagesFlag defines --function-images, which a server's
+// Complete checks with fn.ValidateImagePatterns.
+func addFunctionImagesFlag(f *pflag.FlagSet, into *[]string) {
+	f.StringSliceVar(into, strings.TrimPrefix(fn.ImageFlag, "--"), nil, `images that packages' pipelines may run as containers, with a container runtime (docker, podman or nerdctl) on the PATH, besides the builtin functions, which always run: an image, or a prefix ending in "*" (registry.example.com/fns/*); none by default`)
 }
 
 // complete parses the flags into limits.

@@ -25,7 +25,25 @@ func parseControllerFlags(t *testing.T, args ...string) (*ControllerOptions, err
 	o.limits.maxFiles, _ = cmd.Flags().GetInt("max-package-files")
 	o.Manager.CacheDir, _ = cmd.Flags().GetString("cache-dir")
 	o.Manager.SyncPeriod, _ = cmd.Flags().GetDuration("sync-period")
+	o.Manager.FunctionImages, _ = cmd.Flags().GetStringSlice("function-images")
 	return o, o.Complete()
+}
+
+// --function-images: none by default (only builtin functions run); images
+// and prefixes ending in "*" are taken, a "*" elsewhere or an empty
+// pattern refused naming the flag.
+func TestControllerFlags_functionImages(t *testing.T) {
+	g := NewWithT(t)
+	o, err := parseControllerFlags(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.Manager.FunctionImages).To(BeEmpty())
+	o, err = parseControllerFlags(t, "--function-images", "registry.example.com/fns/*,ghcr.io/acme/fn:v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.Manager.FunctionImages).To(Equal([]string{"registry.example.com/fns/*", "ghcr.io/acme/fn:v1"}))
+	for _, bad := range []string{"registry.example.com/*/fn", "a,,b", "*/fn*"} {
+		_, err = parseControllerFlags(t, "--function-images", bad)
+		g.Expect(err).To(MatchError(ContainSubstring("--function-images")), bad)
+	}
 }
 
 // TestControllerFlags_gitObjectCacheSize: the cache size is auto (the

@@ -28,6 +28,11 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
+// devFunctionImages lets the environment's pipelines run any image as a
+// container (with a container runtime on the PATH): it is the developer's
+// own machine, as its file:// repositories are.
+var devFunctionImages = []string{"*"}
+
 // Serve runs the environment until ctx ends: the supervisor behind Up.
 // Each step is written to the progress file; a failing step stops
 // everything started so far and names its log.
@@ -167,7 +172,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	klog.SetOutput(apiLogFile)
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	repos := &repocache.Cache{Reader: adminClient, Dir: filepath.Join(o.path("apiserver"), "git"), AllowFileRepositories: true}
-	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(user.Config()), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{})
+	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(user.Config()), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{}, devFunctionImages)
 	if err != nil {
 		stopAPI()
 		return fail("apiserver.log", err)
@@ -211,6 +216,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
 	mgr, err := manager.New(rest.CopyConfig(user.Config()), manager.Options{
 		AllowFileRepositories: true, // the fleet in a box is local git
+		FunctionImages:        devFunctionImages,
 		MetricsAddr:           "0", ProbeAddr: "0", CacheDir: o.path("cache"),
 		RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, PackageVariantSetWorkers: 2,
 		SyncPeriod: time.Minute, TagPollPeriod: 10 * time.Second,

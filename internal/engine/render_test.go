@@ -130,6 +130,6 @@ func TestRender_unknownFunction(t *testing.T) {
 	rt := builtin.NewRuntime()
 	rt.ContainerRuntimes = []string{"no-such-container-cli"}
 	_, _, err := Render(context.Background(), in, rt)
-	g.Expect(err).To(MatchError(ContainSubstring(`function "example.com/private/fn:v1" failed`)))
-	g.Expect(err).To(MatchError(ContainSubstring("no container runtime")))
+	g.Expect(err).To(MatchError(ContainSubstring(`function "example.com/private/fn:v1" failed: image example.com/private/fn:v1 is not a builtin and no container runtime`)))
+	g.Expect(strings.Count(err.Error(), `function "example.com/private/fn:v1"`)).To(Equal(1), "the function is named once")
 }

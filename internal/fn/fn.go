@@ -43,6 +43,16 @@ type Runtime struct {
 	// ContainerRuntimes are the container CLIs tried in order; docker,
 	// podman and nerdctl when empty.
 	ContainerRuntimes []string
+	// RestrictImages refuses to run as a container any image that
+	// ContainerImages does not allow (ErrImageNotAllowed): for pipelines
+	// that come from packages and their authors, run by a server, where
+	// an administrator chooses what may run.
+	RestrictImages bool
+	// ContainerImages are the images RestrictImages lets run as
+	// containers: an image exactly, or a prefix ending in "*"
+	// ("registry.example.com/fns/*"; "*" alone allows every image). See
+	// ValidateImagePatterns.
+	ContainerImages []string
 }
 
 // DefaultTimeout bounds an exec or container function.
@@ -51,6 +61,40 @@ const DefaultTimeout = time.Minute
 // ErrNoContainerRuntime is matched when a container function cannot run
 // because no container CLI is installed.
 var ErrNoContainerRuntime = errors.New("no container runtime")
+
+// ErrImageNotAllowed is matched when a function's image is not a builtin
+// and the runtime's ContainerImages do not allow it.
+var ErrImageNotAllowed = errors.New("not allowed to run as a container")
+
+// ImageFlag is the server flag whose value becomes Runtime.ContainerImages;
+// messages name it so that whoever reads one knows what to ask for.
+const ImageFlag = "--function-images"
+
+// ValidateImagePatterns checks ContainerImages patterns: each non-empty,
+// without spaces, with "*" only as its last character.
+func ValidateImagePatterns(patterns []string) error {
+	for _, p := range patterns {
+		switch {
+		case p == "":
+			return fmt.Errorf("%s: an empty image pattern", ImageFlag)
+		case strings.ContainsAny(p, " \t\n"):
+			return fmt.Errorf("%s: image pattern %q has a space", ImageFlag, p)
+		case strings.Contains(strings.TrimSuffix(p, "*"), "*"):
+			return fmt.Errorf("%s: image pattern %q has a \"*\" before its end: a pattern is an image, or a prefix ending in \"*\"", ImageFlag, p)
+		}
+	}
+	return nil
+}
+
+// imageAllowed says whether one of patterns allows image.
+func imageAllowed(patterns []string, image string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(image, prefix) || p == image {
+			return true
+		}
+	}
+	return false
+}
 
 // BuiltinName returns the name a function image is matched to builtins by:
 // the last path element without tag or digest, so
@@ -80,25 +124,29 @@ func Describe(f kptfilev1.Function) string {
 
 // Resolve returns the function for a pipeline entry: a builtin when the
 // image's name matches one, an exec function for exec, a container
-// otherwise.
+// otherwise. Its errors do not name the entry: the caller does (a render
+// says which function failed).
 func (r *Runtime) Resolve(f kptfilev1.Function) (Function, error) {
 	switch {
 	case f.Exec != "":
 		if r.DisableExec {
-			return nil, fmt.Errorf("function %s: exec functions are disabled", Describe(f))
+			return nil, errors.New("exec functions are disabled")
 		}
 		return &Exec{Path: f.Exec, Timeout: r.timeout()}, nil
 	case f.Image != "":
 		if b, ok := r.Builtins[BuiltinName(f.Image)]; ok {
 			return b, nil
 		}
+		if r.RestrictImages && !imageAllowed(r.ContainerImages, f.Image) {
+			return nil, fmt.Errorf("image %s is not a builtin and is %w here: an administrator lets images run with %s", f.Image, ErrImageNotAllowed, ImageFlag)
+		}
 		rt, err := r.containerRuntime()
 		if err != nil {
-			return nil, fmt.Errorf("function %s: image %s is not a builtin and %w", Describe(f), f.Image, err)
+			return nil, fmt.Errorf("image %s is not a builtin and %w", f.Image, err)
 		}
 		return &Container{Runtime: rt, Image: f.Image, Timeout: r.timeout()}, nil
 	default:
-		return nil, fmt.Errorf("function %s: one of image and exec is required", Describe(f))
+		return nil, errors.New("one of image and exec is required")
 	}
 }
 

@@ -104,10 +104,44 @@ func TestResolve(t *testing.T) {
 
 	_, err = rt.Resolve(kptfilev1.Function{Image: "gcr.io/example/custom-fn:v1", Name: "custom"})
 	g.Expect(errors.Is(err, ErrNoContainerRuntime)).To(BeTrue())
-	g.Expect(err.Error()).To(Equal(`function "custom" (gcr.io/example/custom-fn:v1): image gcr.io/example/custom-fn:v1 is not a builtin and no container runtime: none of no-such-runtime-cli is on the PATH`))
+	g.Expect(err.Error()).To(Equal(`image gcr.io/example/custom-fn:v1 is not a builtin and no container runtime: none of no-such-runtime-cli is on the PATH`))
 
 	_, err = (&Runtime{DisableExec: true}).Resolve(kptfilev1.Function{Exec: fnprog})
 	g.Expect(err).To(MatchError(ContainSubstring("exec functions are disabled")))
+}
+
+// A server's runtime (RestrictImages) runs builtins, and as containers only
+// the images its ContainerImages allow: an image exactly, or a prefix
+// ending in "*". Any other is refused before a container runtime is looked
+// for, naming the flag that allows it.
+func TestResolve_restrictedImages(t *testing.T) {
+	g := NewWithT(t)
+	builtin := FunctionFunc(func(context.Context, *framework.ResourceList) error { return nil })
+	rt := &Runtime{Builtins: map[string]Function{"set-namespace": builtin}, RestrictImages: true,
+		ContainerImages: []string{"registry.example.com/fns/*", "ghcr.io/acme/fn:v1"}, ContainerRuntimes: []string{"no-such-runtime-cli"}}
+	f, err := rt.Resolve(kptfilev1.Function{Image: "evil.example.com/set-namespace:v1"})
+	g.Expect(err).NotTo(HaveOccurred(), "a builtin runs in process, whatever its registry")
+	g.Expect(f).To(BeAssignableToTypeOf(FunctionFunc(nil)))
+	for _, allowed := range []string{"registry.example.com/fns/labeler:v2", "registry.example.com/fns/x@sha256:0123", "ghcr.io/acme/fn:v1"} {
+		_, err := rt.Resolve(kptfilev1.Function{Image: allowed})
+		g.Expect(errors.Is(err, ErrNoContainerRuntime)).To(BeTrue(), "allowed, so it looks for a runtime: %s", allowed)
+	}
+	for _, refused := range []string{"registry.example.com/other/fn:v1", "ghcr.io/acme/fn:v2", "registry.example.com/fns"} {
+		_, err := rt.Resolve(kptfilev1.Function{Image: refused})
+		g.Expect(errors.Is(err, ErrImageNotAllowed)).To(BeTrue(), refused)
+	}
+	_, err = rt.Resolve(kptfilev1.Function{Image: "evil.example.com/rm-rf:latest", Name: "wipe"})
+	g.Expect(err.Error()).To(Equal(`image evil.example.com/rm-rf:latest is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images`))
+
+	_, err = (&Runtime{RestrictImages: true}).Resolve(kptfilev1.Function{Image: "ghcr.io/acme/fn:v1"})
+	g.Expect(errors.Is(err, ErrImageNotAllowed)).To(BeTrue(), "none allowed")
+	_, err = (&Runtime{RestrictImages: true, ContainerImages: []string{"*"}, ContainerRuntimes: []string{"no-such-runtime-cli"}}).Resolve(kptfilev1.Function{Image: "ghcr.io/acme/fn:v1"})
+	g.Expect(errors.Is(err, ErrNoContainerRuntime)).To(BeTrue(), `"*" allows every image`)
+
+	g.Expect(ValidateImagePatterns([]string{"*", "a/b:v1", "a/*"})).To(Succeed())
+	for _, bad := range [][]string{{""}, {"a/*/b"}, {"**"}, {"a b"}} {
+		g.Expect(ValidateImagePatterns(bad)).To(MatchError(ContainSubstring("--function-images")), "%q", bad)
+	}
 }
 
 // TestContainer checks the command line the container runtime gets

@@ -99,6 +99,10 @@ type Options struct {
 	// AllowFileRepositories lets Repositories use file:// URLs (paths on
 	// the controller's file system): for development and tests.
 	AllowFileRepositories bool
+	// FunctionImages are the images a variant's pipeline may run as
+	// containers, besides the builtin functions (fn.Runtime.ContainerImages):
+	// none when empty.
+	FunctionImages []string
 	// TagPollPeriod is how often variants following a floating tag check
 	// whether it moved.
 	TagPollPeriod time.Duration
@@ -346,7 +350,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Objects:     objects,
 		Definitions: named,
 		Deps:        depsReader,
-		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard},
+		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard, FunctionImages: o.FunctionImages},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}

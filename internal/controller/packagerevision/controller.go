@@ -73,10 +73,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("packagerevision").
-		Watches(&porchv1alpha1.PackageRevision{}, reconciler.EnqueueAt(revisionPriority), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&porchv1alpha1.PackageRevision{}, reconciler.EnqueueAt(revisionPriority), builder.WithPredicates(r.Options.Shard.Predicate(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: conditionsChanged},
-		))).
+		)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
 }

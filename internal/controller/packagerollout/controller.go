@@ -106,7 +106,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("packagerollout").
 		// A person's approval, pause or abort first.
 		Watches(&configv1alpha1.PackageRollout{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)),
-			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(r.Options.Shard.Predicate(predicate.GenerationChangedPredicate{}))).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)

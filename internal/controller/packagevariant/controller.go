@@ -60,6 +60,9 @@ type Options struct {
 	TagPollPeriod time.Duration
 	// Shard is the share of PackageVariants this replica reconciles.
 	Shard reconciler.Shard
+	// FunctionImages are the images pipelines may run as containers
+	// (builtin.ServerRuntime); only builtin functions run when empty.
+	FunctionImages []string
 }
 
 // Reconciler reconciles PackageVariants.
@@ -164,7 +167,7 @@ func (r *Reconciler) watch(b *builder.Builder) *builder.Builder {
 		// The variant itself: its spec (a person's edit, or its set's
 		// rewrite when a set controls it) or its hold.
 		Watches(&configv1alpha1.PackageVariant{}, reconciler.EnqueueAt(reconciler.PersonUnlessOwned),
-			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged))).
+			builder.WithPredicates(r.Options.Shard.Predicate(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdChanged)))).
 		// Its own downstream revision (approved, published, deleted).
 		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(r.requestsForOwnRevision), reconciler.Fixed(reconciler.PriorityDefault))).
 		// An upstream's revision to its followers, a dependency's to its
@@ -490,7 +493,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
 		Origin:  pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin(),
 		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
-		Runtime: builtin.NoExecRuntime(),
+		Runtime: builtin.ServerRuntime(r.Options.FunctionImages),
 	}
 	if !downObj.Spec.Deployment {
 		s.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)

@@ -530,6 +530,66 @@ func createReady(t *testing.T, pv *configv1alpha1.PackageVariant) {
 	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
 }
 
+// A variant moved into this replica's shard is reconciled here, though a
+// label change moves no generation; one deleted while it was another
+// shard's (whose replica is not running) and moved here is deleted here,
+// its draft with it, instead of keeping its finalizer for good.
+func TestPackageVariant_movedIntoTheShard(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Labels = map[string]string{configv1alpha1.ShardLabel: "nobody"} // no replica of this suite
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	move := func(shard string) {
+		t.Helper()
+		cur := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		if shard == "" {
+			delete(cur.Labels, configv1alpha1.ShardLabel)
+		} else {
+			cur.Labels = map[string]string{configv1alpha1.ShardLabel: shard}
+		}
+		g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	}
+
+	move("")
+	g.Eventually(func(g Gomega) { ready(g, pv) }, timeout, interval).Should(Succeed())
+	g.Expect(drafts(t, cluster)).To(HaveLen(1))
+
+	move("nobody")
+	g.Expect(k8sClient.Delete(ctx, pv)).To(Succeed())
+	got := &configv1alpha1.PackageVariant{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+	g.Expect(got.DeletionTimestamp).NotTo(BeNil(), "held by its finalizer: its shard's replica is not running")
+	move("")
+	g.Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), &configv1alpha1.PackageVariant{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		g.Expect(drafts(t, cluster)).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+}
+
+// A tenant's pipeline naming an image that is not a builtin does not run
+// it: the controller runs, as containers, only the images an administrator
+// allows (--function-images; none here, as by default), and refuses the
+// image before looking for a container runtime: the variant stalls naming
+// the image and the flag (its draft records the failed render, as for any
+// pipeline that fails).
+func TestPackageVariant_imageNotAllowed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, _ := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	pv.Spec.Pipeline.Mutators = append(pv.Spec.Pipeline.Mutators, kptfilev1.Function{Image: "evil.example.com/rm-rf:latest", ConfigMap: map[string]string{"path": "/"}})
+	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, c := stalled(g, pv, "RenderFailed")
+		g.Expect(c.Message).To(ContainSubstring("image evil.example.com/rm-rf:latest is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images"))
+	}, timeout, interval).Should(Succeed())
+}
+
 // A pipeline that fails to render stalls the variant with the function's
 // message (the draft shows the results); fixing the spec recovers it.
 func TestPackageVariant_renderFailureStalls(t *testing.T) {

@@ -144,7 +144,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("packagevariantset").
 		// A person's edit of a set first, then what reaches many sets.
 		Watches(&configv1alpha2.PackageVariantSet{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)),
-			builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			builder.WithPredicates(r.Options.Shard.Predicate(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Watches(&porchv1alpha1.PackageRevision{}, reconciler.WithPriority(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			pr := o.(*porchv1alpha1.PackageRevision)

@@ -77,10 +77,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").
-		Watches(&configv1alpha1.Repository{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)), builder.WithPredicates(r.Options.Shard.Predicate(), predicate.Or(
+		Watches(&configv1alpha1.Repository{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)), builder.WithPredicates(r.Options.Shard.Predicate(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			syncRequested,
-		))).
+		)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Complete(r)
 }

@@ -33,9 +33,9 @@ type usersReconciler struct {
 func (u *usersReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository-users").
-		For(&configv1alpha1.Repository{}, builder.WithPredicates(u.Shard.Predicate(), predicate.Funcs{
+		For(&configv1alpha1.Repository{}, builder.WithPredicates(u.Shard.Predicate(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		})).
+		}))).
 		// A variant that comes or goes, or whose spec moves it to other
 		// Repositories, changes their counts (the old and the new ones
 		// are both mapped; a burst makes one reconcile per Repository).

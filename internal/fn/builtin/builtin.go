@@ -48,13 +48,16 @@ func NewRuntime() *fn.Runtime {
 	return &fn.Runtime{Builtins: Functions()}
 }
 
-// NoExecRuntime runs builtin and container functions but not exec ones:
+// ServerRuntime runs builtin functions, and as containers only the images
+// allowed (fn.Runtime.ContainerImages; none when empty), never exec ones:
 // for pipelines that come from packages and their authors (the
 // controller's variants, pushes through the API server), not from whoever
 // runs the process.
-func NoExecRuntime() *fn.Runtime {
+func ServerRuntime(images []string) *fn.Runtime {
 	rt := NewRuntime()
 	rt.DisableExec = true
+	rt.RestrictImages = true
+	rt.ContainerImages = images
 	return rt
 }
 

@@ -219,7 +219,7 @@ func (e *Env) RunAPIServer() error {
 		api, err = apiserver.RunLocalProcess(ctx, e.Config, kubeconfig, e.dir, e.apiBinary, args...)
 	} else {
 		repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry}
-		api, err = apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits)
+		api, err = apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits, nil)
 	}
 	if err != nil {
 		return err
