@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/deps"
 	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdeps"
@@ -34,6 +35,9 @@ type PvRenderOptions struct {
 	Catalog, Installed                         string
 	Objects                                    []string
 	Deployment, AllowExec                      bool
+	// FunctionImages are the images the pipeline may run as containers,
+	// as the controller's --function-images: none unless given.
+	FunctionImages []string
 }
 
 // NewCmdPvRender returns `scion pv render`.
@@ -74,6 +78,7 @@ checkout of the downstream repository) holds.`,
 	f.StringArrayVar(&o.Objects, "objects", nil, "YAML of in-cluster objects for injection, several documents or a List; - reads standard input (repeatable)")
 	f.BoolVar(&o.Deployment, "deployment", false, "the downstream repository is a deployment repository (clone with a package context)")
 	f.BoolVar(&o.AllowExec, "allow-exec", false, "allow exec functions in the pipeline")
+	addFunctionImagesFlag(f, &o.FunctionImages)
 	f.StringVar(&o.OutDir, "out", "", "folder to write the resulting package to (required)")
 	f.StringVar(&o.Catalog, "catalog", "", "folder of published revisions, <package path>/<version>/: check the variant's dependencies")
 	f.StringVar(&o.Installed, "installed", "", "with --catalog: checkout of the downstream repository")
@@ -95,6 +100,9 @@ func (o *PvRenderOptions) Validate() error {
 		errs = append(errs, errors.New("--installed needs --catalog"))
 	}
 	if err := stdinOnce(append([]string{o.File}, o.Objects...)...); err != nil {
+		errs = append(errs, err)
+	}
+	if err := fn.ValidateImagePatterns(o.FunctionImages); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -160,6 +168,7 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 	}
 	rt := builtin.NewRuntime()
 	rt.DisableExec = !o.AllowExec
+	rt.RestrictImages, rt.ContainerImages = true, o.FunctionImages // as the controller
 	in.Runtime = rt
 	ctx := cmdContext(cmd)
 	out, produceErr := variant.Produce(ctx, in)

@@ -83,6 +83,17 @@ func TestPvRender(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("the downstream is not ensured: configuration injection is incomplete")))
 	g.Expect(out).To(ContainSubstring("type: ConfigInjected\n"))
 
+	// A pipeline image that is not a builtin fails as in the controller
+	// unless --function-images allows it (then it looks for a runtime).
+	withImage := strings.Replace(pvYAML, "pipeline:\n", "pipeline:\n    validators:\n    - image: example.com/fns/check:v1\n", 1)
+	g.Expect(withImage).NotTo(Equal(pvYAML))
+	g.Expect(os.WriteFile(filepath.Join(dir, "image.yaml"), []byte(withImage), 0o644)).To(Succeed())
+	_, err = runIn(t, dir, "pv", "render", "-f", "image.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--deployment", "--out", "image")
+	g.Expect(err).To(MatchError(ContainSubstring("image example.com/fns/check:v1 is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images")))
+	t.Setenv("PATH", t.TempDir()) // no container runtime
+	_, err = runIn(t, dir, "pv", "render", "-f", "image.yaml", "--upstream", "v1", "--objects", "objects.yaml", "--deployment", "--out", "image", "--function-images", "example.com/fns/*")
+	g.Expect(err).To(MatchError(ContainSubstring("image example.com/fns/check:v1 is not a builtin and no container runtime")))
+
 	// An invalid PackageVariant: non-zero, with the validation messages.
 	bad := strings.Replace(pvYAML, "revision: v1", "revision: v1, tag: stable", 1)
 	g.Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644)).To(Succeed())
