@@ -73,7 +73,7 @@ func waitApplied(ctx context.Context, c client.Client) error {
 			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant", "metadata": meta,
 				"spec": map[string]any{
 					"upstream":   map[string]any{"repo": "probe", "package": "probe", "revision": "1"},
-					"downstream": map[string]any{"repo": "probe", "package": "probe"},
+					"downstream": map[string]any{"repo": "probe-downstream", "package": "probe"},
 				}}},
 			{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet", "metadata": meta,
 				"spec": map[string]any{

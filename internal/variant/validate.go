@@ -35,6 +35,9 @@ func Validate(pv *configv1alpha1.PackageVariant) field.ErrorList {
 		}
 		errs = append(errs, ValidatePackagePath(spec.Child("downstream", "package"), d.Package)...)
 	}
+	if u, d := s.Upstream, s.Downstream; u != nil && d != nil && u.Repo == d.Repo && u.Package == d.Package {
+		errs = append(errs, field.Invalid(spec.Child("downstream"), d.Repo+"/"+d.Package, "the downstream package is the upstream package: a package cannot be a variant of itself; name another package or repository"))
+	}
 	switch s.AdoptionPolicy {
 	case "", configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting:
 	default:

@@ -336,6 +336,15 @@ func TestValidate(t *testing.T) {
 		ContainSubstring(`spec.annotations: Invalid value: "also bad"`)))
 	g.Expect(len(strings.Join(msgs, "\n"))).To(BeNumerically("<", 1500))
 
+	// A variant of its own upstream package (the CRD refuses it too).
+	pv = &configv1alpha1.PackageVariant{Spec: configv1alpha1.PackageVariantSpec{
+		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "app", Revision: "-1"},
+		Downstream: &configv1alpha1.Downstream{Repo: "catalog", Package: "app"},
+	}}
+	g.Expect(Validate(pv).ToAggregate()).To(MatchError(`spec.downstream: Invalid value: "catalog/app": the downstream package is the upstream package: a package cannot be a variant of itself; name another package or repository`))
+	pv.Spec.Downstream.Package = "app-variant"
+	g.Expect(Validate(pv)).To(BeEmpty())
+
 	// Paths that leave the repository, and injectors naming another
 	// namespace, are refused with the field named (the CRD refuses them
 	// too; this is for objects that bypassed it).

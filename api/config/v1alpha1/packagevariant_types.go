@@ -95,6 +95,7 @@ const (
 )
 
 // PackageVariantSpec defines a downstream variant of an upstream package.
+// +kubebuilder:validation:XValidation:rule="!has(self.upstream) || !has(self.downstream) || self.upstream.repo != self.downstream.repo || self.upstream.__package__ != self.downstream.__package__",message="the downstream package is the upstream package: a package cannot be a variant of itself; name another package or repository in spec.downstream"
 type PackageVariantSpec struct {
 	// Upstream is the package revision to derive from.
 	// +required
