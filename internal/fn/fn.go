@@ -89,7 +89,8 @@ func ValidateImagePatterns(patterns []string) error {
 // imageAllowed says whether one of patterns allows image.
 func imageAllowed(patterns []string, image string) bool {
 	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(image, prefix) || p == image {
+		prefix, wildcard := strings.CutSuffix(p, "*")
+		if p == image || wildcard && strings.HasPrefix(image, prefix) {
 			return true
 		}
 	}

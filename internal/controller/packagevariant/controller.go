@@ -29,6 +29,7 @@ import (
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/metrics"
@@ -87,6 +88,9 @@ type Reconciler struct {
 	memo producedMemo
 	// upstreams shares the upstream packages variants are made from.
 	upstreams upstreamPackages
+	// runtime runs the pipelines (builtin.ServerRuntime of
+	// Options.FunctionImages), made once: it only reads.
+	runtime *fn.Runtime
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=packagevariants,verbs=get;list;watch;create;update;patch;delete
@@ -155,6 +159,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient(), memo: &r.memo}
+	r.runtime = builtin.ServerRuntime(r.Options.FunctionImages)
 	return nil
 }
 
@@ -493,7 +498,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
 		Origin:  pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin(),
 		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
-		Runtime: builtin.ServerRuntime(r.Options.FunctionImages),
+		Runtime: r.runtime,
 	}
 	if !downObj.Spec.Deployment {
 		s.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
