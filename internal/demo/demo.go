@@ -505,7 +505,13 @@ func (o *Options) waitDraftImage(ctx context.Context, ns, variant, image string)
 		return strings.Contains(deployment, image), nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("the draft of %s did not get %s: %w", variant, image, err)
+		// Say why: a person may have left its revision proposed.
+		why := ""
+		pv := &configv1alpha1.PackageVariant{}
+		if o.Client.Get(context.WithoutCancel(ctx), types.NamespacedName{Namespace: ns, Name: variant}, pv) == nil {
+			why = readyReason(pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration)
+		}
+		return "", fmt.Errorf("the draft of %s did not get %s%s: %w", variant, image, why, err)
 	}
 	return deployment, nil
 }
