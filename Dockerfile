@@ -1,18 +1,24 @@
-# The Scion controller image: `docker build -t registry.example.com/scion:v0.1.0 .`
-# then `cd config/default && kustomize edit set image scion=registry.example.com/scion:v0.1.0`.
+# Scion's image, for those who build with a daemon:
+#   docker build -t registry.example.com/scion:v0.1.0 --build-arg VERSION=v0.1.0 .
+# `make image REGISTRY=registry.example.com` builds the same image without
+# a daemon or a base image (docs/install.md). Both put the same root
+# filesystem (go run ./hack/image rootfs) onto scratch with the same
+# configuration; TestDockerfile_sameLayout (internal/image) keeps the
+# lines below equal to what make image writes.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/scion ./cmd/scion
+ARG VERSION=dev
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -X github.com/scion-dev/scion/internal/version.Version=${VERSION}" -o /out/scion ./cmd/scion \
+ && go run ./hack/image rootfs --binary /out/scion /rootfs
 
-# git is needed for file:// remotes (mounted repositories); http(s)
-# remotes are spoken by the binary itself.
-FROM alpine:3.22
-RUN apk add --no-cache git ca-certificates && adduser -D -u 65532 scion
-COPY --from=build /out/scion /usr/local/bin/scion
+# No shell and no git binary: Scion speaks git (and OCI) itself.
+FROM scratch
+COPY --from=build /rootfs/ /
 USER 65532:65532
-ENV XDG_CACHE_HOME=/var/cache
+ENV PATH=/usr/local/bin XDG_CACHE_HOME=/var/cache HOME=/home/scion
+WORKDIR /
 ENTRYPOINT ["/usr/local/bin/scion"]
 CMD ["controller", "--leader-elect"]

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Builds the test control plane (etcd, kube-apiserver, kube-controller-manager)
 # of one pinned Kubernetes release from the Go module proxy into bin/k8s/.
-# Each binary already built at the pinned version is reused.
+# With --node it also builds what a real node and a whole control plane
+# add (kube-scheduler, kubelet, kube-proxy) and the kubectl of the same
+# release, for the cluster test
+# (make test-cluster). Each binary already built at the pinned version is
+# reused.
 #
-# Usage: hack/build-control-plane.sh [OUTDIR]
+# Usage: hack/build-control-plane.sh [--node] [OUTDIR]
 set -euo pipefail
+
+binaries=(kube-apiserver kube-controller-manager)
+if [[ "${1:-}" == "--node" ]]; then
+  binaries+=(kube-scheduler kubelet kube-proxy kubectl)
+  shift
+fi
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
@@ -69,9 +79,9 @@ GO
   stamp etcd "$ETCD_VERSION"
 fi
 
-# --- kube-apiserver and kube-controller-manager -----------------------------
+# --- kube-apiserver, kube-controller-manager (and the node's) ---------------
 need=()
-for bin in kube-apiserver kube-controller-manager; do
+for bin in "${binaries[@]}"; do
   if built "$bin" "$K8S_VERSION"; then step "$bin $K8S_VERSION already built"; else need+=("$bin"); fi
 done
 if ((${#need[@]})); then
@@ -90,7 +100,7 @@ if ((${#need[@]})); then
     printf 'replace %s => %s %s\n' "$m" "$m" "$STAGING_VERSION"
   done >>"$kd/go.mod"
   for bin in "${need[@]}"; do
-    step "building $bin $K8S_VERSION (several minutes on two cores)"
+    step "building $bin $K8S_VERSION (several minutes on two cores; the kubelet about five)"
     (cd "$kd" && go build -trimpath -o "$out/$bin" "k8s.io/kubernetes/cmd/$bin") || fail "building $bin failed (log above)"
     stamp "$bin" "$K8S_VERSION"
   done
