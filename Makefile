@@ -92,8 +92,28 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry.
-	KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 ./...
+test: control-plane node browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry, then the cluster test (make test-cluster).
+	KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$')
+	$(MAKE) --no-print-directory test-cluster
+
+.PHONY: node
+node: ## Build kube-scheduler, the kubelet, kube-proxy and kubectl into bin/k8s and install Debian's containerd, runc, CNI plugins and docker-registry: what the test node runs.
+	hack/build-control-plane.sh --node $(K8S_ASSETS)
+	hack/install-node.sh
+
+.PHONY: test-cluster
+test-cluster: control-plane node ## Scion as Pods on a real node (containerd, runc, kubelet, kube-proxy): its image, kubectl apply -k, an upgrade from the previous commit, failover, approvals through kubectl and the console in the cluster. Tears the node down even when it fails.
+	rc=0; KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -count=1 -timeout 40m -v ./test/cluster/ || rc=$$?; \
+	  go run ./hack/node sweep || rc=1; exit $$rc
+
+# image builds Scion's image without a daemon or a base image and pushes
+# it: make image REGISTRY=registry.example.com[/path] [TAG=v0.1.0] [INSECURE=1].
+TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: image
+image: ## Build Scion's image without a daemon and push it: REGISTRY=host[:port][/path] (TAG=..., INSECURE=1 for plain HTTP).
+	@test -n "$(REGISTRY)" || { echo "make image needs REGISTRY=host[:port][/path], for example make image REGISTRY=registry.example.com"; exit 1; }
+	go run ./hack/image push --image $(REGISTRY)/scion:$(TAG) --version $(TAG) $(if $(INSECURE),--insecure)
 
 .PHONY: bench-failover
 bench-failover: control-plane ## Failover: two `scion controller` replicas per shard with leader election, N PackageVariants (N=1000) made by a set per shard; the leader of one shard killed a third of the way through an upstream bump; SHARDS=3 runs three shards.
@@ -101,4 +121,4 @@ bench-failover: control-plane ## Failover: two `scion controller` replicas per s
 
 .PHONY: bench
 bench: control-plane ## Run the benchmarks.
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchmem ./...
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v '/test/cluster$$')

@@ -79,7 +79,7 @@ func run(args []string) error {
 		if *version != "" {
 			labels["org.opencontainers.image.version"] = *version
 		}
-		img, err := image.Build(image.RootFS(bin, certs), labels)
+		img, err := image.Build(image.RootFS(bin, certs), image.Config(labels))
 		if err != nil {
 			return err
 		}

@@ -164,9 +164,10 @@ func Config(labels map[string]string) v1.Config {
 	}
 }
 
-// Build makes the image of files, for this machine's architecture (the
-// binary's, which `make image` builds with GOARCH unset).
-func Build(files []File, labels map[string]string) (v1.Image, error) {
+// Build makes an image of files with the configuration cfg (Config for
+// Scion's), for this machine's architecture (the binary's, which `make
+// image` builds with GOARCH unset).
+func Build(files []File, cfg v1.Config) (v1.Image, error) {
 	layer, err := Layer(files)
 	if err != nil {
 		return nil, fmt.Errorf("making the layer: %w", err)
@@ -183,7 +184,7 @@ func Build(files []File, labels map[string]string) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Created = v1.Time{Time: epoch}
-	cf.Config = Config(labels)
+	cf.Config = cfg
 	return mutate.ConfigFile(img, cf)
 }
 

@@ -31,7 +31,7 @@ func TestBuild_pushedAndPulledBack(t *testing.T) {
 	g.Expect(image.BuildBinary(context.Background(), "../..", bin, "v9.8.7")).To(Succeed())
 	binData, err := os.ReadFile(bin)
 	g.Expect(err).NotTo(HaveOccurred())
-	img, err := image.Build(image.RootFS(binData, []byte("CERTS\n")), map[string]string{"org.opencontainers.image.version": "v9.8.7"})
+	img, err := image.Build(image.RootFS(binData, []byte("CERTS\n")), image.Config(map[string]string{"org.opencontainers.image.version": "v9.8.7"}))
 	g.Expect(err).NotTo(HaveOccurred())
 
 	reg := registry.Start(t)
@@ -99,9 +99,9 @@ func TestBuild_pushedAndPulledBack(t *testing.T) {
 func TestBuild_reproducible(t *testing.T) {
 	g := NewWithT(t)
 	files := image.RootFS([]byte("binary"), []byte("certs"))
-	a, err := image.Build(files, nil)
+	a, err := image.Build(files, image.Config(nil))
 	g.Expect(err).NotTo(HaveOccurred())
-	b, err := image.Build(files, nil)
+	b, err := image.Build(files, image.Config(nil))
 	g.Expect(err).NotTo(HaveOccurred())
 	da, _ := a.Digest()
 	db, _ := b.Digest()

@@ -53,6 +53,16 @@ func New(name string) (*Authority, error) {
 // one for the host names given (DNS names, or IP addresses such as
 // 127.0.0.1).
 func (a *Authority) Issue(name string, serial int64, hosts ...string) (certPEM, keyPEM []byte, err error) {
+	return a.issue(pkix.Name{CommonName: name}, serial, hosts)
+}
+
+// IssueClient signs a client certificate for the user name in groups, as
+// Kubernetes reads them (the common name and the organizations).
+func (a *Authority) IssueClient(name string, groups []string, serial int64) (certPEM, keyPEM []byte, err error) {
+	return a.issue(pkix.Name{CommonName: name, Organization: groups}, serial, nil)
+}
+
+func (a *Authority) issue(subject pkix.Name, serial int64, hosts []string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -63,7 +73,7 @@ func (a *Authority) Issue(name string, serial int64, hosts ...string) (certPEM, 
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
+		Subject:      subject,
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

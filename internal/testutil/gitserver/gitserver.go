@@ -96,6 +96,14 @@ type Server struct {
 // Close when done (t.Cleanup does it).
 func NewServer(t testing.TB, root string) *Server {
 	t.Helper()
+	return NewServerOn(t, root, "127.0.0.1:0")
+}
+
+// NewServerOn is NewServer listening on addr (host:port; port 0 picks
+// one): an address of this machine that others reach, such as the test
+// node's Pods.
+func NewServerOn(t testing.TB, root, addr string) *Server {
+	t.Helper()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatalf("git is required: %v", err)
@@ -106,7 +114,7 @@ func NewServer(t testing.TB, root string) *Server {
 		Args: []string{"http-backend"},
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
 	}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -122,6 +130,13 @@ func NewServer(t testing.TB, root string) *Server {
 		h.Env = append(append([]string{}, backend.Env...), "REMOTE_USER=scion")
 		h.ServeHTTP(w, r)
 	}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("git server: listening on %s: %v", addr, err)
+	}
+	_ = s.Server.Listener.Close()
+	s.Server.Listener = l
+	s.Server.Start()
 	t.Cleanup(s.Close)
 	return s
 }
