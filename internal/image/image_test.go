@@ -80,7 +80,7 @@ func TestBuild_pushedAndPulledBack(t *testing.T) {
 	}
 	g.Expect(entries).To(HaveKey("etc/ssl/certs/ca-certificates.crt"))
 	g.Expect(entries).To(HaveKey("etc/passwd"))
-	g.Expect(entries["tmp/"].Mode & 0o1777).To(Equal(int64(0o1777)), "/tmp is writable by the non-root user")
+	g.Expect(entries["tmp/"].Mode&0o1777).To(Equal(int64(0o1777)), "/tmp is writable by the non-root user")
 	g.Expect(entries["usr/local/bin/scion"].Mode).To(Equal(int64(0o755)))
 	g.Expect(entries["usr/local/bin/scion"].Uid).To(Equal(0), "the binary is root's: the user cannot change it")
 
