@@ -74,7 +74,7 @@ func TestScionOnANode(t *testing.T) {
 	} else {
 		install(t, filepath.Join(prevSrc, "config"), previous, 1)
 	}
-	kubectl(t, fleetYAML(server, downstreams), "apply", "-f", "-")
+	applyWhenServed(t, fleetYAML(server, downstreams))
 	waitVariants(t, c, "every variant Ready at revision 1", func(pv *configv1alpha1.PackageVariant) bool {
 		return pv.Spec.Upstream.Revision == "1"
 	})
@@ -88,8 +88,10 @@ func TestScionOnANode(t *testing.T) {
 		waitVariants(t, c, "every variant Ready after the upgrade", func(pv *configv1alpha1.PackageVariant) bool {
 			return pv.Spec.Upstream.Revision == "1"
 		})
-		// The new controller has looked at every variant: still the same
-		// drafts, at the same commits.
+		// The new controller has looked at every variant (its own
+		// count of reconciles): still the same drafts, at the same
+		// commits.
+		waitReconciled(t, c)
 		if after := draftRefs(t, gitRoot, downstreams); !equalMaps(before, after) {
 			t.Errorf("the upgrade changed the drafts in git:\nbefore %v\nafter  %v", before, after)
 		}
@@ -170,6 +172,7 @@ replicas:
 	}
 	start := time.Now()
 	kubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
+	kubectl(t, "", "wait", "--for=condition=Established", "crd", "--all", "--timeout=2m")
 	waitRollout(t)
 	t.Logf("installed %s in %s", img, time.Since(start).Round(time.Second))
 }
@@ -196,6 +199,26 @@ func waitRollout(t *testing.T) {
 	}
 	if out, err := kubectlErr("", "wait", "--for=condition=Available", "apiservice/v1alpha1.porch.kpt.dev", "--timeout=3m"); err != nil {
 		t.Fatalf("the APIService is not Available: %v\n%s\n%s", err, out, kubectlOr("get", "apiservice", "v1alpha1.porch.kpt.dev", "-o", "yaml"))
+	}
+}
+
+// applyWhenServed applies objects of Scion's kinds right after an
+// install, as docs/troubleshooting.md says to: for a few seconds after the
+// CRDs are created, the API server's admission policies answer 503 "There
+// can be a delay between when CustomResourceDefinitions are created and
+// when they are available"; try again.
+func applyWhenServed(t *testing.T, objects string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := kubectlErr(objects, "apply", "-f", "-")
+		if err == nil {
+			return
+		}
+		if !strings.Contains(out, "There can be a delay between when CustomResourceDefinitions are created") || time.Now().After(deadline) {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 
@@ -271,6 +294,48 @@ func waitVariants(t *testing.T, c client.Client, what string, want func(*configv
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// waitReconciled waits until the controller that leads has reconciled
+// every variant since it started, by its own metrics
+// (controller_runtime_reconcile_total of the packagevariant controller).
+func waitReconciled(t *testing.T, c client.Client) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		l := &coordinationv1.Lease{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "scion-system", Name: manager.LeaderElectionID}, l); err != nil {
+			last = err.Error()
+			continue
+		}
+		podName, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
+		pod := &corev1.Pod{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "scion-system", Name: podName}, pod); err != nil || pod.Status.PodIP == "" {
+			last = fmt.Sprintf("the leader's Pod %q: %v", podName, err)
+			continue
+		}
+		resp, err := http.Get("http://" + pod.Status.PodIP + ":8080/metrics")
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="packagevariant",result="success"} `) {
+				fmt.Sscan(strings.Fields(line)[1], &n)
+			}
+		}
+		if n >= variants {
+			t.Logf("the controller %s has reconciled the variants %d times since it started", podName, n)
+			return
+		}
+		last = fmt.Sprintf("%s has reconciled variants %d times", podName, n)
+	}
+	t.Fatalf("the new controller has not reconciled every variant within 3m: %s", last)
 }
 
 // draftRefs is every draft branch of the deployment repositories with

@@ -37,7 +37,7 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	ctx := context.Background()
 	var err error
 	if root, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
@@ -62,6 +62,7 @@ func run(m *testing.M) int {
 	defer func() {
 		if err := node.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			code = 1
 		}
 	}()
 	fmt.Printf("==> node up in %s\n", time.Since(start).Round(time.Second))
@@ -71,7 +72,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("==> image %s built and pushed in %s\n", current, time.Since(start).Round(time.Second))
-	code := m.Run()
+	code = m.Run()
 	if code != 0 {
 		fmt.Println("==> the node's logs (their ends):")
 		fmt.Println(node.Logs(40))

@@ -136,8 +136,12 @@ func netnsExists() bool {
 // ones before did; the errors are joined.
 func teardown(st *state, keepDir bool) error {
 	var errs []error
-	// The containers: their processes are in the Pods' namespaces, not
-	// the node's, so killing the node's processes would orphan them.
+	// First what makes containers (the kubelet, containerd and its
+	// shims: every process in the node's namespace), so that none is
+	// made again; then the containers, whose processes are in the Pods'
+	// namespaces (runc needs only its state folder); then the node's
+	// namespace again, for the containers of hostNetwork Pods.
+	errs = append(errs, killNetnsProcesses())
 	if st.Dir != "" {
 		errs = append(errs, killContainers(filepath.Join(st.Dir, "runc")))
 	}
@@ -307,15 +311,28 @@ func removeNewCgroups(hierarchy string, before []string) error {
 }
 
 // removeCgroup removes a cgroup and its children (a cgroup folder is
-// removed with rmdir, once it has no children and no processes).
+// removed with rmdir, once it has no children and no processes). A
+// process still in it is the node's (a container whose runc state was
+// lost): it is killed first.
 func removeCgroup(dir string) error {
 	for _, d := range subdirs(dir) {
 		if err := removeCgroup(filepath.Join(dir, d)); err != nil {
 			return err
 		}
 	}
-	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("removing the cgroup %s: %w", dir, err)
+	var err error
+	for try := 0; try < 50; try++ {
+		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, aerr := strconv.Atoi(f); aerr == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return nil
+	return fmt.Errorf("removing the cgroup %s: %w", dir, err)
 }
