@@ -58,7 +58,7 @@ func TestScionOnANode(t *testing.T) {
 	gitRoot := t.TempDir()
 	server := gitserver.NewServerOn(t, gitRoot, cluster.HostIP+":0")
 	catalog := gitserver.InitBare(t, gitRoot, "catalog.git")
-	gitserver.SeedRevisions(t, catalog, 1, 2, 5) // pkg-0000 v1 and v2
+	gitserver.SeedRevisions(t, catalog, 1, 3, 5) // pkg-0000 v1, v2 and v3
 	var downstreams []string
 	for i := range repos {
 		name := fmt.Sprintf("cluster-%02d", i)
@@ -101,9 +101,29 @@ func TestScionOnANode(t *testing.T) {
 		t.Fatalf("the controller runs %s, want %s", out, current)
 	}
 
-	// 3. Two controller replicas; the upstream moves; the leader's Pod is
-	// killed a third of the way through.
-	t.Run("failover", func(t *testing.T) { failover(t, c) })
+	// 3. Two controller replicas; the upstream moves; the leader is
+	// killed a third of the way through: its Pod force-deleted (the
+	// kubelet stops it), then, on the next move, its process killed
+	// outright (a crash: the lease must expire).
+	kubectl(t, "", "-n", "scion-system", "scale", "deployment/scion-controller", "--replicas=2")
+	waitRollout(t)
+	t.Run("failover: leader Pod force-deleted", func(t *testing.T) {
+		failover(t, c, "2", func(pod *corev1.Pod) {
+			kubectl(t, "", "-n", "scion-system", "delete", "pod", pod.Name, "--grace-period=0", "--force", "--wait=false")
+		})
+	})
+	oneDraftEach(t, c, gitRoot, downstreams)
+	waitRollout(t)
+	t.Run("failover: leader process killed", func(t *testing.T) {
+		failover(t, c, "3", func(pod *corev1.Pod) {
+			if len(pod.Status.ContainerStatuses) == 0 {
+				t.Fatalf("the Pod %s has no container status", pod.Name)
+			}
+			if err := node.KillContainer(pod.Status.ContainerStatuses[0].ContainerID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
 	oneDraftEach(t, c, gitRoot, downstreams)
 
 	// 4. Approvals, through kubectl and through the console in the
@@ -402,27 +422,30 @@ func oneDraftEach(t *testing.T, c client.Client, gitRoot string, downstreams []s
 	}
 }
 
-// failover runs two controller replicas, moves the set's upstream to
-// revision 2 and force-deletes the leader's Pod once a third of the
-// variants have moved: the other replica finishes.
-func failover(t *testing.T, c client.Client) {
+// failover moves the set's upstream to revision and, once a third of the
+// variants have moved, kills the controller that leads: the other
+// replica takes the lease and finishes.
+func failover(t *testing.T, c client.Client, revision string, kill func(*corev1.Pod)) {
 	ctx := context.Background()
-	kubectl(t, "", "-n", "scion-system", "scale", "deployment/scion-controller", "--replicas=2")
-	waitRollout(t)
+	// The lease's holder: the Pod's name and the process's own UID (a
+	// restarted container is a new holder in the same Pod).
 	leader := func() string {
 		l := &coordinationv1.Lease{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "scion-system", Name: manager.LeaderElectionID}, l); err != nil {
 			return ""
 		}
-		holder := ptr.Deref(l.Spec.HolderIdentity, "")
-		pod, _, _ := strings.Cut(holder, "_")
-		return pod
+		return ptr.Deref(l.Spec.HolderIdentity, "")
 	}
 	old := leader()
-	if !strings.HasPrefix(old, "scion-controller-") {
+	oldPodName, _, _ := strings.Cut(old, "_")
+	if !strings.HasPrefix(oldPodName, "scion-controller-") {
 		t.Fatalf("the lease %s is held by %q, not a controller Pod", manager.LeaderElectionID, old)
 	}
-	kubectl(t, "", "-n", ns, "patch", "packagevariantset", "tenants", "--type=merge", "-p", `{"spec":{"upstream":{"revision":"2"}}}`)
+	oldPod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "scion-system", Name: oldPodName}, oldPod); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "", "-n", ns, "patch", "packagevariantset", "tenants", "--type=merge", "-p", `{"spec":{"upstream":{"revision":"`+revision+`"}}}`)
 	bumped := func() int {
 		list := &configv1alpha1.PackageVariantList{}
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -430,7 +453,7 @@ func failover(t *testing.T, c client.Client) {
 		}
 		n := 0
 		for _, pv := range list.Items {
-			if pv.Spec.Upstream.Revision == "2" && pv.Status.ObservedGeneration == pv.Generation {
+			if string(pv.Spec.Upstream.Revision) == revision && pv.Status.ObservedGeneration == pv.Generation {
 				n++
 			}
 		}
@@ -439,13 +462,13 @@ func failover(t *testing.T, c client.Client) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for bumped() < variants/3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d variants moved to revision 2 in 3m", bumped())
+			t.Fatalf("only %d variants moved to revision %s in 3m", bumped(), revision)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	atKill := bumped()
 	killed := time.Now()
-	kubectl(t, "", "-n", "scion-system", "delete", "pod", old, "--grace-period=0", "--force", "--wait=false")
+	kill(oldPod)
 	var moved time.Time
 	for {
 		if l := leader(); l != "" && l != old {
@@ -454,7 +477,7 @@ func failover(t *testing.T, c client.Client) {
 			break
 		}
 		if time.Since(killed) > 3*time.Minute {
-			t.Fatalf("the lease is still %s's 3m after its Pod was killed", old)
+			t.Fatalf("the lease is still %s's 3m after it was killed", old)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -471,8 +494,8 @@ func failover(t *testing.T, c client.Client) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitVariants(t, c, "every variant Ready at revision 2 after the failover", func(pv *configv1alpha1.PackageVariant) bool {
-		return pv.Spec.Upstream.Revision == "2"
+	waitVariants(t, c, "every variant Ready at revision "+revision+" after the failover", func(pv *configv1alpha1.PackageVariant) bool {
+		return string(pv.Spec.Upstream.Revision) == revision
 	})
 	t.Logf("failover: %d of %d variants had moved at the kill; kill → the standby holds the lease %s; kill → its first write %s; all moved %s after the kill",
 		atKill, variants, moved.Sub(killed).Round(100*time.Millisecond), firstWrite.Round(100*time.Millisecond), time.Since(killed).Round(100*time.Millisecond))

@@ -268,6 +268,17 @@ healthzBindAddress: 127.0.0.1:10256
 	return c.start("kube-proxy", filepath.Join(c.o.Assets, "kube-proxy"), "--config="+cfgPath)
 }
 
+// KillContainer kills a container's processes with SIGKILL, as a crash
+// would (no handler runs): id as a Pod's status names it
+// (containerd://ID). The kubelet restarts it per the Pod's policy.
+func (c *Cluster) KillContainer(id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	if out, err := exec.Command("runc", "--root", c.path("runc", "k8s.io"), "kill", "--all", id, "KILL").CombinedOutput(); err != nil {
+		return fmt.Errorf("runc kill %s: %w: %s", id, err, out)
+	}
+	return nil
+}
+
 // Clientset is a client of the cluster as its administrator.
 func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(c.Config)
