@@ -10,9 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/scion-dev/scion/internal/testutil/cluster"
 )
@@ -43,11 +41,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("node up: export KUBECONFIG=%s (Ctrl-C stops it)\n", c.Kubeconfig)
-		s := make(chan os.Signal, 1)
-		signal.Notify(s, syscall.SIGUSR1)
-		<-s
-		return c.Stop()
+		fmt.Printf("node up: export KUBECONFIG=%s (Ctrl-C tears it down)\n", c.Kubeconfig)
+		select {} // the node's own handler of Ctrl-C and SIGTERM tears it down and exits
 	default:
 		return fmt.Errorf("unknown command %q: up or sweep", os.Args[1])
 	}

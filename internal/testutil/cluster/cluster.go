@@ -643,6 +643,7 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
+	procs := append([]*proc(nil), c.procs...)
 	c.mu.Unlock()
 	if c.sigDone != nil {
 		signal.Stop(c.signals)
@@ -653,7 +654,7 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, teardown(c.st, c.o.KeepDir))
 	}
 	// The processes were killed by teardown; reap them.
-	for _, p := range c.procs {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second):
@@ -675,9 +676,6 @@ func (c *Cluster) Logs(n int) string {
 	}
 	return b.String()
 }
-
-// jsonUnmarshal is json.Unmarshal.
-var jsonUnmarshal = json.Unmarshal
 
 // writeJSON writes v as JSON to path, atomically.
 func writeJSON(path string, v any) error {

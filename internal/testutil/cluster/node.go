@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/scion-dev/scion/internal/image"
 )
@@ -277,9 +276,4 @@ func (c *Cluster) KillContainer(id string) error {
 		return fmt.Errorf("runc kill %s: %w: %s", id, err, out)
 	}
 	return nil
-}
-
-// Clientset is a client of the cluster as its administrator.
-func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
-	return kubernetes.NewForConfig(c.Config)
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +115,7 @@ func sweep(w io.Writer) error {
 		return err
 	}
 	st := &state{}
-	if err := jsonUnmarshal(b, st); err != nil {
+	if err := json.Unmarshal(b, st); err != nil {
 		return fmt.Errorf("reading %s: %w", statePath, err)
 	}
 	if w != nil {
