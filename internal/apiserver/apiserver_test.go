@@ -90,14 +90,17 @@ func TestPackageRevisions_notInGitShowsNoTask(t *testing.T) {
 		return porch.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName("deploy", "forged", "v9")}, shown)
 	}).Should(Succeed())
 	g.Expect(shown.Spec.Tasks).To(BeEmpty())
-	// The draft in git shows Porch's init task, in the list as in a get.
+	// The draft in git shows Porch's init task, in the list as in a get
+	// (once the API server's watch has brought its status).
 	list := &porchv1alpha1.PackageRevisionList{}
-	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
-	tasks := map[string][]porchv1alpha1.Task{}
-	for _, pr := range list.Items {
-		tasks[pr.Name] = pr.Spec.Tasks
-	}
-	g.Expect(tasks).To(Equal(map[string][]porchv1alpha1.Task{f.name: {{Type: porchv1alpha1.TaskTypeInit}}, shown.Name: nil}))
+	g.Eventually(func(g Gomega) {
+		g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+		tasks := map[string][]porchv1alpha1.Task{}
+		for _, pr := range list.Items {
+			tasks[pr.Name] = pr.Spec.Tasks
+		}
+		g.Expect(tasks).To(Equal(map[string][]porchv1alpha1.Task{f.name: {{Type: porchv1alpha1.TaskTypeInit}}, shown.Name: nil}))
+	}).Should(Succeed())
 }
 
 // Porch's clients list, read and create PackageRevisions through
@@ -109,18 +112,18 @@ func TestPackageRevisions_throughPorchAPI(t *testing.T) {
 	f := newFixture(t)
 
 	// (Written to the storage directly, as the sync does: lists show it
-	// once the API server's watch brings it.)
+	// once the API server's watch brings it, its creation and then its
+	// status, which says it is in git.) Stored without a task and without
+	// an upstream, it shows the init task Porch's clients look for
+	// (porchctl rpkg upgrade indexes spec.tasks[0]).
 	list := &porchv1alpha1.PackageRevisionList{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1))
+		g.Expect(list.Items[0].Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}))
 	}).Should(Succeed())
 	g.Expect(list.Items[0].Name).To(Equal("deploy.app.ws1"))
 	g.Expect(list.Items[0].APIVersion).To(Or(BeEmpty(), Equal("porch.kpt.dev/v1alpha1")))
-	// Stored without a task and without an upstream, it shows the init
-	// task Porch's clients look for (porchctl rpkg upgrade indexes
-	// spec.tasks[0]).
-	g.Expect(list.Items[0].Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}))
 
 	// Field selectors the storage declares.
 	g.Expect(porch.List(ctx, list, client.InNamespace(f.ns), client.MatchingFields{"spec.packageName": "other"})).To(Succeed())
