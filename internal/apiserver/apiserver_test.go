@@ -100,7 +100,7 @@ func TestPackageRevisions_notInGitShowsNoTask(t *testing.T) {
 			tasks[pr.Name] = pr.Spec.Tasks
 		}
 		g.Expect(tasks).To(Equal(map[string][]porchv1alpha1.Task{f.name: {{Type: porchv1alpha1.TaskTypeInit}}, shown.Name: nil}))
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // Porch's clients list, read and create PackageRevisions through
@@ -121,7 +121,7 @@ func TestPackageRevisions_throughPorchAPI(t *testing.T) {
 		g.Expect(porch.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1))
 		g.Expect(list.Items[0].Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit}}))
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(list.Items[0].Name).To(Equal("deploy.app.ws1"))
 	g.Expect(list.Items[0].APIVersion).To(Or(BeEmpty(), Equal("porch.kpt.dev/v1alpha1")))
 
