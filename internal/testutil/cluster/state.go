@@ -155,9 +155,15 @@ func teardown(st *state, keepDir bool) error {
 			errs = append(errs, fmt.Errorf("ip netns delete %s: %w: %s", Netns, err, out))
 		}
 	}
-	// The host's end of the pair goes with the node's; make sure.
-	if exec.Command("ip", "link", "show", hostVeth).Run() == nil {
-		if out, err := exec.Command("ip", "link", "delete", hostVeth).CombinedOutput(); err != nil {
+	// The host's end of the pair goes with the node's, once the kernel
+	// has let go of the namespace (a moment after it is deleted): wait
+	// for it, then delete it if it is still there.
+	linkThere := func() bool { return exec.Command("ip", "link", "show", hostVeth).Run() == nil }
+	for deadline := time.Now().Add(10 * time.Second); linkThere() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if linkThere() {
+		if out, err := exec.Command("ip", "link", "delete", hostVeth).CombinedOutput(); err != nil && linkThere() {
 			errs = append(errs, fmt.Errorf("ip link delete %s: %w: %s", hostVeth, err, out))
 		}
 	}
