@@ -93,8 +93,9 @@ lint: ## gofmt and go vet.
 
 .PHONY: test
 test: control-plane node browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry, then the cluster test (make test-cluster).
-	KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$')
-	$(MAKE) --no-print-directory test-cluster
+	rc=0; KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$') || rc=$$?; \
+	  go run ./hack/node sweep || rc=1; \
+	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory test-cluster || rc=$$?; fi; exit $$rc
 
 .PHONY: node
 node: ## Build kube-scheduler, the kubelet, kube-proxy and kubectl into bin/k8s and install Debian's containerd, runc, CNI plugins and docker-registry: what the test node runs.

@@ -30,7 +30,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("node up", c.Dir)
 		select {} // until a signal: Start's handler tears down and exits
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// A test that failed half-way may have left a node: tear it down.
+	if err := Sweep(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // assets is the control plane's and node's binaries (make node).
