@@ -15,13 +15,13 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/config/rbac"
 	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/controlplane"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -85,22 +85,6 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	if err != nil {
 		return fail("kube-apiserver.log", err)
 	}
-	crds, err := crd.Definitions()
-	if err != nil {
-		return fail(serveLog, err)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    o.Assets,
-		CRDs:                     crds,
-		Scheme:                   scheme.NewStorage(),
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-		ControlPlane: envtest.ControlPlane{
-			// Explicit paths: --assets wins over KUBEBUILDER_ASSETS.
-			Etcd:      &envtest.Etcd{Path: filepath.Join(o.Assets, "etcd"), DataDir: o.path("etcd"), Out: etcdLog, Err: etcdLog},
-			APIServer: &envtest.APIServer{Path: filepath.Join(o.Assets, "kube-apiserver"), Out: apiLog, Err: apiLog},
-		},
-	}
 	// Aggregation, for Scion's API server (porch.kpt.dev).
 	if err := os.MkdirAll(o.path("apiserver"), 0o700); err != nil {
 		return fail(serveLog, err)
@@ -109,18 +93,25 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	if err != nil {
 		return fail(serveLog, err)
 	}
-	apiArgs := env.ControlPlane.GetAPIServer().Configure()
-	for k, v := range proxyFlags {
-		apiArgs.Set(k, v)
-	}
-	if _, err := env.Start(); err != nil {
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Assets: o.Assets, Dir: o.Dir, EtcdLog: etcdLog, APIServerLog: apiLog,
+		APIServerFlags: proxyFlags, Timeout: 2 * time.Minute,
+	})
+	if err != nil {
 		return fail("kube-apiserver.log", err)
 	}
 	defer func() {
-		if err := env.Stop(); err != nil && retErr == nil {
+		if err := cp.Stop(); err != nil && retErr == nil {
 			retErr = err
 		}
 	}()
+	crds, err := crd.Definitions()
+	if err != nil {
+		return fail(serveLog, err)
+	}
+	if err := controlplane.InstallCRDs(ctx, cp.Config, crds); err != nil {
+		return fail("kube-apiserver.log", err)
+	}
 
 	begin("starting a local OCI registry (docker-registry)")
 	regLog, err := openLog("registry.log")
@@ -138,19 +129,11 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	}
 
 	begin("writing the kubeconfig")
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "scion-dev", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fail(serveLog, err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return fail(serveLog, err)
-	}
-	if err := os.WriteFile(o.Kubeconfig(), kc, 0o600); err != nil {
+	if err := os.WriteFile(o.Kubeconfig(), cp.Kubeconfig, 0o600); err != nil {
 		return fail(serveLog, err)
 	}
 
-	adminClient, err := client.New(user.Config(), client.Options{Scheme: scheme.NewStorage()})
+	adminClient, err := client.New(cp.Config, client.Options{Scheme: scheme.NewStorage()})
 	if err != nil {
 		return fail(serveLog, err)
 	}
@@ -172,7 +155,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	klog.SetOutput(apiLogFile)
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	repos := &repocache.Cache{Reader: adminClient, Dir: filepath.Join(o.path("apiserver"), "git"), AllowFileRepositories: true}
-	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(user.Config()), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{}, devFunctionImages)
+	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(cp.Config), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{}, devFunctionImages)
 	if err != nil {
 		stopAPI()
 		return fail("apiserver.log", err)
@@ -214,7 +197,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		return fail("controller.log", err)
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
-	mgr, err := manager.New(rest.CopyConfig(user.Config()), manager.Options{
+	mgr, err := manager.New(rest.CopyConfig(cp.Config), manager.Options{
 		AllowFileRepositories: true, // the fleet in a box is local git
 		FunctionImages:        devFunctionImages,
 		MetricsAddr:           "0", ProbeAddr: "0", CacheDir: o.path("cache"),
@@ -242,6 +225,9 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	select {
 	case <-ctx.Done():
 		return nil
+	case err := <-cp.Exited():
+		report(fmt.Sprintf("%s%v (logs: %s, %s)", failedPrefix, err, o.path("etcd.log"), o.path("kube-apiserver.log")))
+		return err
 	case err := <-kcmDone:
 		report(fmt.Sprintf("%skube-controller-manager exited: %v (log: %s)", failedPrefix, err, o.path("kube-controller-manager.log")))
 		return fmt.Errorf("kube-controller-manager exited: %w", err)

@@ -348,3 +348,41 @@ func TestFieldSelectedListsAreNamespaced(t *testing.T) {
 		t.Error(b)
 	}
 }
+
+// The binary the image runs links no test library: controller-runtime's
+// envtest (whose package init makes a cache folder, so that a container
+// with a read-only root filesystem and no /tmp panicked on `scion
+// version`) and this module's test utilities stay in tests.
+func TestBinaryLinksNoTestLibraries(t *testing.T) {
+	pkgs := load(t)
+	forbidden := func(path string) bool {
+		return strings.HasPrefix(path, "sigs.k8s.io/controller-runtime/pkg/envtest") ||
+			strings.HasPrefix(path, "sigs.k8s.io/controller-runtime/pkg/internal/testing") ||
+			strings.HasPrefix(path, module+"/internal/testutil/")
+	}
+	// Breadth first from the command, remembering who brought each in.
+	from := map[string]string{module + "/cmd/scion": ""}
+	queue := []string{module + "/cmd/scion"}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if forbidden(p) {
+			chain := []string{p}
+			for q := from[p]; q != ""; q = from[q] {
+				chain = append([]string{q}, chain...)
+			}
+			t.Errorf("cmd/scion links %s: %s", p, strings.Join(chain, " -> "))
+			continue
+		}
+		l, ok := pkgs[p]
+		if !ok {
+			continue
+		}
+		for _, imp := range l.Imports {
+			if _, seen := from[imp]; !seen {
+				from[imp] = p
+				queue = append(queue, imp)
+			}
+		}
+	}
+}

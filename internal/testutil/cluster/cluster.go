@@ -24,12 +24,7 @@ package cluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -517,20 +512,11 @@ func (c *Cluster) makePKI() (map[string]string, error) {
 		return nil, err
 	}
 	// The service accounts' tokens are signed with this key.
-	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	saKey, saPub, err := localca.SigningKey()
 	if err != nil {
 		return nil, err
 	}
-	saDER, err := x509.MarshalECPrivateKey(saKey)
-	if err != nil {
-		return nil, err
-	}
-	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(write("sa.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER})),
-		write("sa.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub}))); err != nil {
+	if err := errors.Join(write("sa.key", saKey), write("sa.pub", saPub)); err != nil {
 		return nil, err
 	}
 	users := []struct {
