@@ -70,9 +70,9 @@ func TestScionOnANode(t *testing.T) {
 	previous, prevSrc := previousImage(t)
 	if previous == "" {
 		t.Log("no previous commit to upgrade from: installing this commit's image")
-		install(t, filepath.Join(root, "config"), current, 1)
+		install(t, filepath.Join(root, "config"), current)
 	} else {
-		install(t, filepath.Join(prevSrc, "config"), previous, 1)
+		install(t, filepath.Join(prevSrc, "config"), previous)
 	}
 	applyWhenServed(t, fleetYAML(server, downstreams))
 	waitVariants(t, c, "every variant Ready at revision 1", func(pv *configv1alpha1.PackageVariant) bool {
@@ -84,7 +84,7 @@ func TestScionOnANode(t *testing.T) {
 	// 2. The upgrade: nothing lost, no draft written again.
 	if previous != "" {
 		t.Logf("upgrading from %s to %s", previous, current)
-		install(t, filepath.Join(root, "config"), current, 1)
+		install(t, filepath.Join(root, "config"), current)
 		waitVariants(t, c, "every variant Ready after the upgrade", func(pv *configv1alpha1.PackageVariant) bool {
 			return pv.Spec.Upstream.Revision == "1"
 		})
@@ -166,15 +166,33 @@ func previousImage(t *testing.T) (string, string) {
 }
 
 // install applies an overlay over configDir/default that sets the image
-// (by digest) and the controller's replicas, as docs/install.md shows,
-// and waits for both Deployments and the APIService.
-func install(t *testing.T, configDir, img string, replicas int) {
+// (by digest), as docs/install.md shows, and waits for both Deployments
+// and the APIService.
+func install(t *testing.T, configDir, img string) {
+	t.Helper()
+	overlay := writeOverlay(t, filepath.Join(configDir, "default"), img, "")
+	start := time.Now()
+	kubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
+	kubectl(t, "", "wait", "--for=condition=Established", "crd", "--all", "--timeout=2m")
+	waitRollout(t)
+	t.Logf("installed %s in %s", img, time.Since(start).Round(time.Second))
+}
+
+// writeOverlay writes a kustomization over base (a folder of config/)
+// that sets Scion's image to img (by digest), as docs/install.md shows,
+// with more fields (extra, YAML), and returns its folder.
+func writeOverlay(t *testing.T, base, img, extra string) string {
 	t.Helper()
 	name, digest, ok := strings.Cut(img, "@")
 	if !ok {
 		t.Fatalf("image %s is not by digest", img)
 	}
 	overlay := t.TempDir()
+	// kustomize takes no absolute path.
+	rel, err := filepath.Rel(overlay, base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -183,28 +201,11 @@ images:
 - name: scion
   newName: %s
   digest: %s
-replicas:
-- name: scion-controller
-  count: %d
-`, relative(t, overlay, filepath.Join(configDir, "default")), name, digest, replicas)
+%s`, rel, name, digest, extra)
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	kubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
-	kubectl(t, "", "wait", "--for=condition=Established", "crd", "--all", "--timeout=2m")
-	waitRollout(t)
-	t.Logf("installed %s in %s", img, time.Since(start).Round(time.Second))
-}
-
-// relative is target's path from dir: kustomize takes no absolute path.
-func relative(t *testing.T, dir, target string) string {
-	t.Helper()
-	rel, err := filepath.Rel(dir, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rel
+	return overlay
 }
 
 // waitRollout waits for both Deployments to have rolled out and the
@@ -605,17 +606,7 @@ func waitShown(t *testing.T, name, want string) {
 // returns the Pod's IP (the test reaches the Pod network).
 func deployConsole(t *testing.T) string {
 	t.Helper()
-	overlay := t.TempDir()
-	name, digest, _ := strings.Cut(current, "@")
-	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: scion
-  newName: %s
-  digest: %s
-patches:
+	overlay := writeOverlay(t, filepath.Join(root, "config", "console"), current, fmt.Sprintf(`patches:
 - target: {kind: Deployment, name: scion-console}
   patch: |-
     - op: remove
@@ -623,10 +614,7 @@ patches:
     - op: replace
       path: /spec/template/spec/containers/0/args
       value: [console, --auth=bearer, --listen=0.0.0.0:8080, --namespace=%s]
-`, relative(t, overlay, filepath.Join(root, "config", "console")), name, digest, ns)
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, ns))
 	kubectl(t, "", "apply", "-k", overlay)
 	if out, err := kubectlErr("", "-n", "scion-system", "rollout", "status", "deployment/scion-console", "--timeout=3m"); err != nil {
 		t.Fatalf("the console did not roll out: %v\n%s\n%s", err, out, kubectlOr("-n", "scion-system", "describe", "pods", "-l", "app.kubernetes.io/component=console"))
