@@ -38,13 +38,9 @@ func run(args []string) error {
 	insecure := fs.Bool("insecure", false, "speak plain HTTP to the registry")
 	binary := fs.String("binary", "", "the scion binary to put in the image (push: built from this module when empty)")
 	version := fs.String("version", "", "the version stamped into the binary it builds")
-	caCerts := fs.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "the CA certificates to put in the image")
+	caCerts := fs.String("ca-certificates", image.DefaultCACertificates, "the CA certificates to put in the image")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
-	}
-	certs, err := os.ReadFile(*caCerts)
-	if err != nil {
-		return fmt.Errorf("reading the CA certificates (--ca-certificates): %w", err)
 	}
 	switch args[0] {
 	case "rootfs":
@@ -54,6 +50,10 @@ func run(args []string) error {
 		bin, err := os.ReadFile(*binary)
 		if err != nil {
 			return err
+		}
+		certs, err := os.ReadFile(*caCerts)
+		if err != nil {
+			return fmt.Errorf("reading the CA certificates (--ca-certificates): %w", err)
 		}
 		return image.WriteDir(fs.Arg(0), image.RootFS(bin, certs))
 	case "push":
@@ -71,15 +71,7 @@ func run(args []string) error {
 				return err
 			}
 		}
-		bin, err := os.ReadFile(*binary)
-		if err != nil {
-			return err
-		}
-		labels := map[string]string{}
-		if *version != "" {
-			labels["org.opencontainers.image.version"] = *version
-		}
-		img, err := image.Build(image.RootFS(bin, certs), image.Config(labels))
+		img, err := image.ForBinary(*binary, *caCerts, *version)
 		if err != nil {
 			return err
 		}

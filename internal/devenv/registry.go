@@ -35,6 +35,21 @@ func (o *Options) Registry() string {
 	return strings.TrimSpace(string(data))
 }
 
+// WriteRegistryConfig writes the configuration of a plain-HTTP
+// docker-registry listening on addr with its data under dir, and returns
+// its path.
+func WriteRegistryConfig(dir, addr string) (string, error) {
+	cfg := filepath.Join(dir, "config.yml")
+	return cfg, os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: %s}
+  delete: {enabled: true}
+http:
+  addr: %s
+`, filepath.Join(dir, "data"), addr)), 0o644)
+}
+
 // startRegistry runs a local OCI registry (the distribution project's,
 // plain HTTP on loopback, no authentication, deletes allowed) with its
 // data in the state directory, on the port of the previous run when there
@@ -60,15 +75,8 @@ func (o *Options) startRegistry(logFile *os.File) (stop func(), ok bool, err err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, false, err
 	}
-	cfg := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 0.1
-log: {level: warn}
-storage:
-  filesystem: {rootdirectory: %s}
-  delete: {enabled: true}
-http:
-  addr: %s
-`, filepath.Join(dir, "data"), addr)), 0o644); err != nil {
+	cfg, err := WriteRegistryConfig(dir, addr)
+	if err != nil {
 		return nil, false, err
 	}
 	cmd := exec.Command(bin, "serve", cfg)

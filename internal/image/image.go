@@ -188,6 +188,29 @@ func Build(files []File, cfg v1.Config) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
+// DefaultCACertificates is the CA bundle of a Debian machine, which the
+// image takes from the machine that builds it.
+const DefaultCACertificates = "/etc/ssl/certs/ca-certificates.crt"
+
+// ForBinary is Scion's image of the scion binary at binPath, with the CA
+// certificates of caFile, labelled with version when it is not empty:
+// what make image pushes.
+func ForBinary(binPath, caFile, version string) (v1.Image, error) {
+	bin, err := os.ReadFile(binPath)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA certificates for the image: %w", err)
+	}
+	labels := map[string]string{}
+	if version != "" {
+		labels["org.opencontainers.image.version"] = version
+	}
+	return Build(RootFS(bin, certs), Config(labels))
+}
+
 // Push writes img to ref (registry/repository:tag), over plain HTTP when
 // insecure, with the credentials of the Docker config (DOCKER_CONFIG) for
 // the registry, and opts (a transport trusting a private CA). It returns

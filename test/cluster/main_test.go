@@ -88,15 +88,7 @@ func buildImage(ctx context.Context, src, repoTag, version string) (string, erro
 	if err := image.BuildBinary(ctx, src, bin, version); err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	certs, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		return "", fmt.Errorf("the CA certificates for the image: %w", err)
-	}
-	img, err := image.Build(image.RootFS(data, certs), image.Config(map[string]string{"org.opencontainers.image.version": version}))
+	img, err := image.ForBinary(bin, image.DefaultCACertificates, version)
 	if err != nil {
 		return "", err
 	}

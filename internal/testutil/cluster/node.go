@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/scion-dev/scion/internal/devenv"
 	"github.com/scion-dev/scion/internal/image"
 )
 
@@ -24,15 +25,8 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfg := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`version: 0.1
-log: {level: warn}
-storage:
-  filesystem: {rootdirectory: %s}
-  delete: {enabled: true}
-http:
-  addr: 0.0.0.0:5000
-`, filepath.Join(dir, "data"))), 0o644); err != nil {
+	cfg, err := devenv.WriteRegistryConfig(dir, "0.0.0.0:5000")
+	if err != nil {
 		return err
 	}
 	bin, err := exec.LookPath("docker-registry")
