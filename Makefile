@@ -8,6 +8,9 @@ CONTROLLER_TOOLS_VERSION := v0.23.0
 K8S_ASSETS     := $(BIN)/k8s
 GO_TEST_FLAGS  ?= -race
 export GOTOOLCHAIN := local
+# Podman's settings for function images on machines like the CI's
+# (hack/podman/containers.conf), unless the caller gives its own.
+export CONTAINERS_CONF ?= $(CURDIR)/hack/podman/containers.conf
 
 .PHONY: all
 all: generate build
@@ -82,6 +85,14 @@ browser: ## Install Debian's Chromium for the console's browser tests, unless th
 registry: ## Install Debian's docker-registry for the OCI registry tests, unless there is one.
 	hack/install-registry.sh
 
+.PHONY: podman
+podman: ## Install Debian's podman and runc, which run function images (test/functions), unless they are there.
+	hack/install-podman.sh
+
+.PHONY: catalog-functions
+catalog-functions: ## Build the kpt catalog's functions Scion has builtins for, from their own modules, into bin/catalog (test/functions compares them with the builtins).
+	hack/catalog-functions.sh $(BIN)/catalog
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)
@@ -92,7 +103,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane node browser registry verify-generate lint ## Run every test against a real API server, real git, a real browser and a real OCI registry, then the cluster test (make test-cluster).
+test: control-plane node browser registry podman catalog-functions verify-generate lint ## Run every test against a real API server, real git, a real browser, a real OCI registry and real function images, then the cluster test (make test-cluster).
 	rc=0; KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$') || rc=$$?; \
 	  go run ./hack/node sweep || rc=1; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory test-cluster || rc=$$?; fi; exit $$rc

@@ -9,7 +9,13 @@
 //	go run ./hack/image rootfs --binary /out/scion DIR
 //
 // writes the same root filesystem into DIR, which the Dockerfile copies
-// onto scratch.
+// onto scratch; and
+//
+//	go run ./hack/image function --binary FILE --image REF [--insecure]
+//
+// pushes the image of a static KRM function executable
+// (image.ForFunction): hack/catalog-functions.sh makes the kpt catalog's
+// images with it.
 package main
 
 import (
@@ -18,6 +24,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/scion-dev/scion/internal/image"
 )
@@ -31,7 +39,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: image push --image REF [--insecure] | image rootfs --binary FILE DIR")
+		return fmt.Errorf("usage: image push --image REF [--insecure] | image rootfs --binary FILE DIR | image function --binary FILE --image REF [--insecure]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	ref := fs.String("image", "", "the image reference to push to (registry/repository:tag)")
@@ -75,13 +83,31 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		pushed, err := image.Push(img, *ref, *insecure)
+		return push(img, *ref, *insecure)
+	case "function":
+		if *binary == "" || *ref == "" {
+			return fmt.Errorf("usage: image function --binary FILE --image REF [--insecure]")
+		}
+		bin, err := os.ReadFile(*binary)
 		if err != nil {
 			return err
 		}
-		fmt.Println(pushed)
-		return nil
+		img, err := image.ForFunction(bin)
+		if err != nil {
+			return err
+		}
+		return push(img, *ref, *insecure)
 	default:
-		return fmt.Errorf("unknown command %q: push or rootfs", args[0])
+		return fmt.Errorf("unknown command %q: push, rootfs or function", args[0])
 	}
+}
+
+// push pushes img to ref and prints the reference by digest.
+func push(img v1.Image, ref string, insecure bool) error {
+	pushed, err := image.Push(img, ref, insecure)
+	if err != nil {
+		return err
+	}
+	fmt.Println(pushed)
+	return nil
 }

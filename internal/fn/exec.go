@@ -17,6 +17,16 @@ import (
 // maxStderr bounds the stderr kept from a function.
 const maxStderr = 8 << 10
 
+// MaxOutput bounds what a function may write to stdout: twice the largest
+// package the servers take by default (64Mi), room for a function that
+// adds resources. A function writing more is stopped and
+// fails (ErrOutputTooLarge), whatever it wrote, so that one function
+// cannot take the process's memory.
+const MaxOutput = 128 << 20
+
+// ErrOutputTooLarge is matched when a function wrote more than MaxOutput.
+var ErrOutputTooLarge = errors.New("wrote more than 128Mi to stdout")
+
 // Exec runs a local executable speaking ResourceList on stdin and stdout.
 type Exec struct {
 	Path    string
@@ -60,10 +70,13 @@ func runProcess(ctx context.Context, timeout time.Duration, name string, args []
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
+	cmd.Stdout = &cappedWriter{buf: &stdout, max: MaxOutput, cancel: cancel}
 	cmd.Stderr = &limitedWriter{buf: &stderr, max: maxStderr}
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
+	if stdout.Len() > MaxOutput {
+		return &StderrError{Err: ErrOutputTooLarge, ExitCode: -1, Stderr: stderr.String()}
+	}
 	if ctx.Err() == context.DeadlineExceeded {
 		return &StderrError{Err: fmt.Errorf("timed out after %s", timeout), ExitCode: -1, Stderr: stderr.String()}
 	}
@@ -102,6 +115,26 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// cappedWriter keeps up to max bytes and one more, then cancels the
+// process (whose pipe writes then fail): more than max is an error, not a
+// truncated ResourceList.
+type cappedWriter struct {
+	buf    *bytes.Buffer
+	max    int
+	cancel context.CancelFunc
+}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	if room := w.max + 1 - w.buf.Len(); room < len(p) {
+		if room > 0 {
+			w.buf.Write(p[:room])
+		}
+		w.cancel()
+		return 0, ErrOutputTooLarge
+	}
+	return w.buf.Write(p)
 }
 
 func encodeResourceList(rl *framework.ResourceList) ([]byte, error) {

@@ -251,3 +251,23 @@ func BuildBinary(ctx context.Context, src, out, version string) error {
 	}
 	return nil
 }
+
+// FunctionBinaryPath is where a KRM function's executable is in the
+// images ForFunction makes.
+const FunctionBinaryPath = "/usr/local/bin/function"
+
+// ForFunction is the image of a KRM function: the static executable
+// function (speaking a ResourceList on stdin and stdout) on nothing else
+// but an empty world-writable /tmp, run as User: how the tests and
+// hack/catalog-functions.sh make images of the kpt catalog's functions
+// and of their own.
+func ForFunction(function []byte) (v1.Image, error) {
+	files := []File{
+		{Path: "tmp", Dir: true, Mode: 0o1777},
+		{Path: "usr", Dir: true, Mode: 0o755},
+		{Path: "usr/local", Dir: true, Mode: 0o755},
+		{Path: "usr/local/bin", Dir: true, Mode: 0o755},
+		{Path: FunctionBinaryPath[1:], Mode: 0o755, Data: function},
+	}
+	return Build(files, v1.Config{User: User, Entrypoint: []string{FunctionBinaryPath}, WorkingDir: "/", Env: []string{"PATH=/usr/local/bin"}})
+}

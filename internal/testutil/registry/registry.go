@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/scion-dev/scion/internal/devenv"
 	"github.com/scion-dev/scion/internal/localca"
 )
 
@@ -49,7 +50,13 @@ type harness interface {
 }
 
 // Start runs a registry until the test ends.
-func Start(t testing.TB) *Registry { return start(t) }
+func Start(t testing.TB) *Registry { return start(t, false) }
+
+// StartPlain runs a registry with neither TLS nor authentication until the
+// test ends: what a container engine pulls from on a machine whose own
+// trust and credentials the test must not change (its CAFile and Transport
+// are empty; references name it as an insecure registry).
+func StartPlain(t testing.TB) *Registry { return start(t, true) }
 
 // StartMain runs a registry for a whole test package (from TestMain, to
 // configure the controllers with its CA before they start); stop stops
@@ -67,7 +74,7 @@ func StartMain() (r *Registry, stop func(), err error) {
 			r, stop, err = nil, nil, errors.New(string(f))
 		}
 	}()
-	return start(h), stop, nil
+	return start(h, false), stop, nil
 }
 
 // mainHarness is a harness outside a test: Fatal panics with a
@@ -93,7 +100,7 @@ func (h *mainHarness) TempDir() string {
 	return dir
 }
 
-func start(t harness) *Registry {
+func start(t harness, plain bool) *Registry {
 	t.Helper()
 	bin := os.Getenv("SCION_REGISTRY")
 	if bin == "" {
@@ -110,6 +117,16 @@ func start(t harness) *Registry {
 	}
 	r.Host = l.Addr().String()
 	_ = l.Close()
+	if plain {
+		cfg, err := devenv.WriteRegistryConfig(dir, r.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Username, r.Password = "", ""
+		run(t, bin, dir, cfg)
+		waitServing(t, dir, "http://"+r.Host+"/v2/", http.DefaultTransport, http.StatusOK)
+		return r
+	}
 	caPEM, certPEM, keyPEM := certificates(t)
 	r.CAFile = filepath.Join(dir, "ca.pem")
 	write(t, r.CAFile, caPEM)
@@ -131,11 +148,23 @@ http:
 auth:
   htpasswd: {realm: scion-test, path: %s}
 `, filepath.Join(dir, "data"), r.Host, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "htpasswd"))))
+	run(t, bin, dir, filepath.Join(dir, "config.yml"))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	r.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	waitServing(t, dir, "https://"+r.Host+"/v2/", r.Transport, http.StatusUnauthorized)
+	return r
+}
+
+// run starts the registry with its configuration cfg, logging to dir,
+// until the test ends.
+func run(t harness, bin, dir, cfg string) {
+	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, "registry.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", filepath.Join(dir, "config.yml"))
+	cmd := exec.Command(bin, "serve", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -145,17 +174,19 @@ auth:
 		_ = cmd.Wait()
 		_ = logf.Close()
 	})
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	r.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	c := &http.Client{Transport: r.Transport, Timeout: time.Second}
+}
+
+// waitServing waits until url answers want.
+func waitServing(t harness, dir, url string, transport http.RoundTripper, want int) {
+	t.Helper()
+	c := &http.Client{Transport: transport, Timeout: time.Second}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := c.Get("https://" + r.Host + "/v2/")
+		resp, err := c.Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusUnauthorized {
-				return r
+			if resp.StatusCode == want {
+				return
 			}
 		}
 		if time.Now().After(deadline) {

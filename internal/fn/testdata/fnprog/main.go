@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
@@ -31,6 +32,17 @@ func main() {
 				ResourceRef: &yaml.ResourceIdentifier{TypeMeta: yaml.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, NameMeta: yaml.NameMeta{Name: "app"}}})
 		case "sleep":
 			time.Sleep(30 * time.Second)
+		case "hang":
+			time.Sleep(time.Hour)
+		case "flood":
+			// 1Gi of comment lines, then nothing: a function gone wrong.
+			line := []byte("# " + strings.Repeat("x", 1021) + "\n")
+			for i := 0; i < 1<<20; i++ {
+				if _, err := os.Stdout.Write(line); err != nil {
+					os.Exit(4)
+				}
+			}
+			os.Exit(0)
 		case "garbage":
 			fmt.Println("this is not YAML: [")
 			os.Exit(0)
