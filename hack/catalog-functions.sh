@@ -4,8 +4,10 @@
 # module of its own outside this one, into DIR (bin/catalog): static
 # executables that test/functions makes FROM-scratch images of
 # (image.ForFunction) to compare with Scion's builtins. DIR/VERSIONS lists
-# "name version module" per function; a function already built at its
-# version is kept.
+# "name version module source" per function, source being the module's
+# folder in the module cache (test/functions reads the catalog's own test
+# cases from its _test.go files); a function already built at its version,
+# whose source is still there, is kept.
 #
 # The proxy serves these versions (and no set-labels, set-annotations or
 # set-image source: docs/functions.md says so). Three are served under the
@@ -34,10 +36,13 @@ trap 'rm -rf "$work"' EXIT
 : > "$out/VERSIONS.new"
 for f in "${FUNCTIONS[@]}"; do
   read -r name version where <<<"$f"
-  echo "$name $version $NEW/$name" >> "$out/VERSIONS.new"
   stamp="$out/.$name.version"
-  if [[ -x "$out/$name" ]] && [[ "$(cat "$stamp" 2>/dev/null)" == "$version" ]]; then
-    continue
+  if [[ -x "$out/$name" ]] && [[ -f "$stamp" ]]; then
+    read -r built src <"$stamp"
+    if [[ "$built" == "$version" ]] && [[ -d "$src" ]]; then
+      echo "$name $version $NEW/$name $src" >> "$out/VERSIONS.new"
+      continue
+    fi
   fi
   echo "==> building the catalog's $name $version"
   mod="$work/$name"
@@ -50,7 +55,9 @@ for f in "${FUNCTIONS[@]}"; do
     fi
     go get -tool "$NEW/$name@$version" >"$mod/log" 2>&1 || { cat "$mod/log"; exit 1; }
     go build -trimpath -ldflags="-s -w" -o "$out/$name" "$NEW/$name"
+    echo "$version $(go list -m -f '{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}' "$NEW/$name")" > "$stamp"
   )
-  echo "$version" > "$stamp"
+  read -r _ src <"$stamp"
+  echo "$name $version $NEW/$name $src" >> "$out/VERSIONS.new"
 done
 mv "$out/VERSIONS.new" "$out/VERSIONS"

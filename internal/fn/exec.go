@@ -167,7 +167,18 @@ func decodeResourceList(data []byte) (*framework.ResourceList, error) {
 	return out, nil
 }
 
+// decodeResults reads a ResourceList's results: a list (the KRM functions
+// specification's config.kubernetes.io/v1), or, as functions built with
+// kyaml before v0.11 write them (the catalog's apply-setters v0.2 does),
+// a map whose items are the list.
 func decodeResults(n *yaml.RNode, into *framework.Results) error {
+	if n.YNode().Kind == yaml.MappingNode {
+		items := n.Field("items")
+		if items == nil {
+			return nil
+		}
+		n = items.Value
+	}
 	s, err := n.String()
 	if err != nil {
 		return err

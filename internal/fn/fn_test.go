@@ -158,3 +158,26 @@ func TestContainer(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(args)).To(MatchRegexp(`^run --rm -i --name scion-fn-[0-9a-f]{16} --network none --security-opt no-new-privileges --quiet example.com/fns/labeler:v1\n$`))
 }
+
+// Functions built with kyaml before v0.11 (the kpt catalog's apply-setters
+// v0.2) write results as a map with the list under items; they are read
+// as the list.
+func TestDecodeResourceList_oldResults(t *testing.T) {
+	g := NewWithT(t)
+	out, err := decodeResourceList([]byte(`apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+results:
+  name: apply-setters
+  items:
+    - message: set field value to "new"
+      severity: warning
+      field:
+        path: metadata.name
+`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Results).To(HaveLen(1))
+	g.Expect(out.Results[0].Message).To(Equal(`set field value to "new"`))
+	g.Expect(out.Results[0].Severity).To(Equal(framework.Warning))
+	g.Expect(out.Results[0].Field.Path).To(Equal("metadata.name"))
+}

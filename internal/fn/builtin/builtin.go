@@ -62,11 +62,26 @@ func ServerRuntime(images []string) *fn.Runtime {
 }
 
 // configData returns the data map of a ConfigMap-like functionConfig.
+//
+// A typed functionConfig (the catalog's SetNamespace, EnsureNameSubstring,
+// ...: any kind but ConfigMap) gives its top-level string fields instead,
+// as the catalog's functions read them.
 func configData(config *yaml.RNode) map[string]string {
 	if config == nil {
 		return map[string]string{}
 	}
-	return config.GetDataMap()
+	if config.GetKind() == "ConfigMap" || config.Field("data") != nil {
+		return config.GetDataMap()
+	}
+	out := map[string]string{}
+	_ = config.VisitFields(func(f *yaml.MapNode) error {
+		k := f.Key.YNode().Value
+		if v := f.Value.YNode(); v.Kind == yaml.ScalarNode && k != "apiVersion" && k != "kind" {
+			out[k] = v.Value
+		}
+		return nil
+	})
+	return out
 }
 
 // fail records an error result and returns it as an error.

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
@@ -20,7 +21,12 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 	d := configData(rl.FunctionConfig)
 	byValue, byRegex, byPath, put := d["by-value"], d["by-value-regex"], d["by-path"], d["put-value"]
 	if byValue == "" && byRegex == "" && byPath == "" {
-		return fail(rl, "search-replace: one of data.by-value, data.by-value-regex and data.by-path is required")
+		// As the catalog's: nothing to look for is nothing to do.
+		info(rl, "search-replace: none of data.by-value, data.by-value-regex and data.by-path is given: nothing to do")
+		return nil
+	}
+	if byValue != "" && byRegex != "" {
+		return fail(rl, "search-replace: only one of data.by-value and data.by-value-regex may be given")
 	}
 	_, hasPut := d["put-value"]
 	var re *regexp.Regexp
@@ -28,6 +34,11 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 		var err error
 		if re, err = regexp.Compile("^(?:" + byRegex + ")$"); err != nil {
 			return fail(rl, "search-replace: data.by-value-regex: %v", err)
+		}
+		for _, m := range captureRef.FindAllStringSubmatch(put, -1) {
+			if i, _ := strconv.Atoi(m[1]); i > re.NumSubexp() {
+				return fail(rl, "search-replace: data.put-value refers to capture group ${%d}, and data.by-value-regex has %d", i, re.NumSubexp())
+			}
 		}
 	}
 	var pathParts []string
@@ -62,6 +73,19 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 			v.Style = 0
 		})
 	}
+	if hasPut && byValue == "" && re == nil && !strings.ContainsAny(byPath, "*[") {
+		// A path without wildcards names one field: put-value adds it
+		// where it is missing, as the catalog's function does.
+		for _, n := range rl.Items {
+			if f, err := n.Pipe(yaml.Lookup(pathParts...)); err != nil || f != nil {
+				continue
+			}
+			if err := n.PipeE(yaml.LookupCreate(yaml.MappingNode, pathParts[:len(pathParts)-1]...), yaml.SetField(pathParts[len(pathParts)-1], yaml.NewStringRNode(put))); err != nil {
+				return fail(rl, "search-replace: adding %s: %v", byPath, err)
+			}
+			count++
+		}
+	}
 	verb := "matched"
 	if hasPut {
 		verb = "replaced"
@@ -69,6 +93,9 @@ func searchReplace(_ context.Context, rl *framework.ResourceList) error {
 	info(rl, "search-replace: %s %d fields", verb, count)
 	return nil
 }
+
+// captureRef finds ${N} in a put-value.
+var captureRef = regexp.MustCompile(`\$\{(\d+)\}`)
 
 // matchPath matches a field path against a pattern with '*' (one field)
 // and '**' (any number of fields).

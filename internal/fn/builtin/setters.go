@@ -23,8 +23,20 @@ var (
 // one item per line).
 func applySetters(_ context.Context, rl *framework.ResourceList) error {
 	setters := configData(rl.FunctionConfig)
+	if c := rl.FunctionConfig; c != nil && c.GetKind() != "ConfigMap" {
+		// The catalog's typed ApplySetters lists them under setters.
+		if m, err := c.Pipe(yaml.Lookup("setters")); err == nil && m != nil {
+			setters = map[string]string{}
+			_ = m.VisitFields(func(f *yaml.MapNode) error {
+				setters[f.Key.YNode().Value] = f.Value.YNode().Value
+				return nil
+			})
+		}
+	}
 	if len(setters) == 0 {
-		return fail(rl, "apply-setters: functionConfig data lists no setters")
+		// As the catalog's: no setters is nothing to do.
+		info(rl, "apply-setters: no setters given: nothing to do")
+		return nil
 	}
 	count := 0
 	for _, n := range rl.Items {

@@ -30,7 +30,15 @@ func Setup(t testing.TB, insecureRegistries ...string) string {
 	if err != nil {
 		t.Fatal("podman is not installed: make test installs it (make podman: hack/install-podman.sh)")
 	}
-	dir := t.TempDir()
+	// A short folder: the sockets conmon makes under the run root carry
+	// the container's 64-character id, and a path past a socket's 108
+	// bytes (t.TempDir's names carry the test's) leaves podman waiting
+	// out conmon's 20 s timeout on every run.
+	dir, err := os.MkdirTemp("", "podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	base, err := os.ReadFile(ProjectConfig())
 	if err != nil {
 		t.Fatal(err)
