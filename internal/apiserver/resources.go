@@ -24,6 +24,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
 	"github.com/scion-dev/scion/internal/engine"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -52,6 +53,8 @@ type resources struct {
 	limits  store.Limits
 	// functionImages are Options.FunctionImages.
 	functionImages []string
+	// functionRunner is Options.FunctionRunner.
+	functionRunner fn.ImageRunner
 	table          rest.TableConvertor
 }
 
@@ -295,7 +298,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	}
 	p := pkg.New(files)
 	status := content.RenderStatus{}
-	rendered, renderStatus, renderErr := engine.Render(ctx, p, builtin.ServerRuntime(r.functionImages))
+	rendered, renderStatus, renderErr := engine.Render(ctx, p, builtin.ServerRuntime(r.functionImages, r.functionRunner))
 	if renderErr == nil && rendered != nil {
 		p = rendered
 	}

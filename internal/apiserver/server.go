@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -49,6 +50,9 @@ type Options struct {
 	// as containers when it is rendered (builtin.ServerRuntime); only
 	// builtin functions run when empty.
 	FunctionImages []string
+	// FunctionRunner runs the allowed images (as Pods) instead of a
+	// container CLI on this machine, when set.
+	FunctionRunner fn.ImageRunner
 }
 
 // Server is Scion's aggregated API server.
@@ -134,7 +138,7 @@ func New(o Options) (*Server, error) {
 		"packagerevisions":          revs,
 		"packagerevisions/status":   &revisionStatus{storage: st},
 		"packagerevisions/approval": &approval{storage: st},
-		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits, functionImages: o.FunctionImages,
+		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits, functionImages: o.FunctionImages, functionRunner: o.FunctionRunner,
 			service: &pkgservice.Service{Client: c, APIReader: c}, table: rest.NewDefaultTableConvertor(porchv1alpha1.GroupVersion.WithResource("packagerevisionresources").GroupResource())},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {

@@ -30,6 +30,7 @@ type APIServerOptions struct {
 	address string
 	// registryCAFile is --registry-ca-file.
 	registryCAFile string
+	functionRunner functionRunnerFlags
 }
 
 // NewCmdAPIServer returns `scion apiserver`, Scion's aggregated API
@@ -64,6 +65,7 @@ user who asked. Uses the in-cluster configuration, or the kubeconfig of
 	f.DurationVar(&o.Cache.Timeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote may take before it fails")
 	f.BoolVar(&o.Cache.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs (for development)")
 	addFunctionImagesFlag(f, &o.Server.FunctionImages)
+	o.functionRunner.add(f)
 	f.StringVar(&o.registryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	o.limits.add(f)
 	if kf := flag.CommandLine.Lookup("kubeconfig"); kf != nil {
@@ -102,6 +104,9 @@ func (o *APIServerOptions) Complete() error {
 	if err := fn.ValidateImagePatterns(o.Server.FunctionImages); err != nil {
 		return err
 	}
+	if err := o.functionRunner.complete(); err != nil {
+		return err
+	}
 	o.Cache.Limits = o.Server.Limits
 	t, err := oci.TransportWithCA(o.registryCAFile)
 	if err != nil {
@@ -136,9 +141,13 @@ func (o *APIServerOptions) Run(cmd *cobra.Command) error {
 	o.Cache.Reader = reader
 	o.Server.Config = cfg
 	o.Server.Repositories = &o.Cache
+	ctx := ctrl.SetupSignalHandler()
+	if o.Server.FunctionRunner, err = o.functionRunner.start(ctx, cfg); err != nil {
+		return err
+	}
 	srv, err := apiserver.New(o.Server)
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctrl.SetupSignalHandler())
+	return srv.Run(ctx)
 }

@@ -32,6 +32,7 @@ type ControllerOptions struct {
 	readableKinds  []string
 	gitObjectCache string
 	limits         limitFlags
+	functionRunner functionRunnerFlags
 }
 
 // NewCmdController returns `scion controller`, the controller manager.
@@ -69,6 +70,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.DurationVar(&o.Manager.TagPollPeriod, "tag-poll-period", time.Minute, "how often variants following a floating tag check whether it moved")
 	f.BoolVar(&o.Manager.AllowFileRepositories, "allow-file-repositories", false, "let Repositories use file:// URLs, paths on the controller's file system (for development; never into its own cache)")
 	addFunctionImagesFlag(f, &o.Manager.FunctionImages)
+	o.functionRunner.add(f)
 	f.StringVar(&o.Manager.RegistryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
@@ -113,6 +115,9 @@ func (o *ControllerOptions) Complete() error {
 	if err := fn.ValidateImagePatterns(o.Manager.FunctionImages); err != nil {
 		return err
 	}
+	if err := o.functionRunner.complete(); err != nil {
+		return err
+	}
 	kinds, err := kindwatch.ParseKinds(o.readableKinds)
 	if err != nil {
 		return fmt.Errorf("--readable-kinds: %w", err)
@@ -129,7 +134,11 @@ func (o *ControllerOptions) Run() error {
 	if err != nil {
 		return fmt.Errorf("finding the cluster: %w", err)
 	}
-	return manager.Run(ctrl.SetupSignalHandler(), cfg, o.Manager)
+	ctx := ctrl.SetupSignalHandler()
+	if o.Manager.FunctionRunner, err = o.functionRunner.start(ctx, cfg); err != nil {
+		return err
+	}
+	return manager.Run(ctx, cfg, o.Manager)
 }
 
 // setMemoryLimit gives the Go runtime a soft memory limit under the

@@ -18,7 +18,7 @@ func NewCmdFn(streams Streams) *cobra.Command {
 		Use:   "fn",
 		Short: "Run KRM function pipelines",
 	}
-	cmd.AddCommand(NewCmdFnRender(streams))
+	cmd.AddCommand(NewCmdFnRender(streams), newCmdFnWrapper(streams))
 	return cmd
 }
 

@@ -166,8 +166,8 @@ func (o *PvRenderOptions) Run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	rt := builtin.ServerRuntime(o.FunctionImages) // as the controller,
-	rt.DisableExec = !o.AllowExec                 // but exec functions when asked
+	rt := builtin.ServerRuntime(o.FunctionImages, nil) // as the controller,
+	rt.DisableExec = !o.AllowExec                      // but exec functions when asked
 	in.Runtime = rt
 	ctx := cmdContext(cmd)
 	out, produceErr := variant.Produce(ctx, in)

@@ -137,9 +137,32 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// encodeResourceList writes rl as a function's input: its items and
+// functionConfig, not the results earlier functions gave (a function
+// echoing them would add them again).
 func encodeResourceList(rl *framework.ResourceList) ([]byte, error) {
+	return encode(rl, nil)
+}
+
+// encodeOutput writes rl as a function's output, with its results.
+func encodeOutput(rl *framework.ResourceList) ([]byte, error) {
+	if len(rl.Results) == 0 {
+		return encode(rl, nil)
+	}
+	data, err := yaml.Marshal(rl.Results)
+	if err != nil {
+		return nil, err
+	}
+	results, err := yaml.Parse(string(data))
+	if err != nil {
+		return nil, err
+	}
+	return encode(rl, results)
+}
+
+func encode(rl *framework.ResourceList, results *yaml.RNode) ([]byte, error) {
 	var buf bytes.Buffer
-	w := kio.ByteWriter{Writer: &buf, KeepReaderAnnotations: true, WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind, FunctionConfig: rl.FunctionConfig}
+	w := kio.ByteWriter{Writer: &buf, KeepReaderAnnotations: true, WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind, FunctionConfig: rl.FunctionConfig, Results: results}
 	if err := w.Write(rl.Items); err != nil {
 		return nil, fmt.Errorf("encoding the ResourceList: %w", err)
 	}
@@ -158,7 +181,7 @@ func decodeResourceList(data []byte) (*framework.ResourceList, error) {
 	if r.WrappingKind != kio.ResourceListKind {
 		return nil, fmt.Errorf("the function wrote a %q, not a ResourceList", r.WrappingKind)
 	}
-	out := &framework.ResourceList{Items: items}
+	out := &framework.ResourceList{Items: items, FunctionConfig: r.FunctionConfig}
 	if r.Results != nil {
 		if err := decodeResults(r.Results, &out.Results); err != nil {
 			return nil, fmt.Errorf("reading results: %w", err)

@@ -3,7 +3,9 @@
 // functionConfig) and returns one with the items changed and results
 // added. Three runtimes are chosen by the pipeline entry: builtin
 // functions (matched by image name, whatever the registry and tag), local
-// executables (exec) and containers (docker, podman or nerdctl).
+// executables (exec) and containers: with docker, podman or nerdctl, or,
+// for a server in a cluster, as Pods (Runtime.Images, through the
+// wrapper's protocol: WrapperHandler and Remote).
 package fn
 
 import (
@@ -53,6 +55,17 @@ type Runtime struct {
 	// ("registry.example.com/fns/*"; "*" alone allows every image). See
 	// ValidateImagePatterns.
 	ContainerImages []string
+	// Images, when set, runs container functions instead of a container
+	// CLI: the function runner of a server in a cluster, which runs them
+	// as Pods (podrunner).
+	Images ImageRunner
+}
+
+// ImageRunner runs function images somewhere other than this machine's
+// container CLI.
+type ImageRunner interface {
+	// RunImage runs image on rl, within timeout.
+	RunImage(ctx context.Context, image string, timeout time.Duration, rl *framework.ResourceList) error
 }
 
 // DefaultTimeout bounds an exec or container function.
@@ -140,6 +153,12 @@ func (r *Runtime) Resolve(f kptfilev1.Function) (Function, error) {
 		}
 		if r.RestrictImages && !imageAllowed(r.ContainerImages, f.Image) {
 			return nil, fmt.Errorf("image %s is not a builtin and is %w here: an administrator lets images run with %s", f.Image, ErrImageNotAllowed, ImageFlag)
+		}
+		if r.Images != nil {
+			image, timeout := f.Image, r.timeout()
+			return FunctionFunc(func(ctx context.Context, rl *framework.ResourceList) error {
+				return r.Images.RunImage(ctx, image, timeout, rl)
+			}), nil
 		}
 		rt, err := r.containerRuntime()
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -180,4 +181,56 @@ results:
 	g.Expect(out.Results[0].Message).To(Equal(`set field value to "new"`))
 	g.Expect(out.Results[0].Severity).To(Equal(framework.Warning))
 	g.Expect(out.Results[0].Field.Path).To(Equal("metadata.name"))
+}
+
+// The wrapper's protocol, end to end over HTTP: the function runs on what
+// is sent, its output comes back; its failures come back with exit code
+// and stderr; a caller without the token is refused before anything runs.
+func TestWrapper(t *testing.T) {
+	srv := httptest.NewServer(WrapperHandler(&Exec{Path: fnprogBin}, "s3cret"))
+	defer srv.Close()
+	remote := func(token string, timeout time.Duration) *Remote {
+		return &Remote{URL: srv.URL, Token: token, Timeout: timeout}
+	}
+	ctx := context.Background()
+	t.Run("success", func(t *testing.T) {
+		g := NewWithT(t)
+		rl := resourceList("label")
+		g.Expect(remote("s3cret", time.Minute).Run(ctx, rl)).To(Succeed())
+		g.Expect(rl.Items[0].GetLabels()).To(HaveKeyWithValue("touched-by", "fnprog"))
+	})
+	t.Run("exit code and stderr", func(t *testing.T) {
+		g := NewWithT(t)
+		err := remote("s3cret", time.Minute).Run(ctx, resourceList("crash"))
+		var se *StderrError
+		g.Expect(errors.As(err, &se)).To(BeTrue(), "%v", err)
+		g.Expect(se.ExitCode).To(Equal(3))
+		g.Expect(se.Stderr).To(ContainSubstring("something broke"))
+	})
+	t.Run("error results", func(t *testing.T) {
+		g := NewWithT(t)
+		rl := resourceList("result-error")
+		g.Expect(remote("s3cret", time.Minute).Run(ctx, rl)).To(Succeed())
+		g.Expect(rl.Results).To(HaveLen(1))
+		g.Expect(rl.Results[0].Severity).To(Equal(framework.Error))
+	})
+	t.Run("the caller's timeout is the function's", func(t *testing.T) {
+		g := NewWithT(t)
+		err := remote("s3cret", 300*time.Millisecond).Run(ctx, resourceList("hang"))
+		var se *StderrError
+		g.Expect(errors.As(err, &se)).To(BeTrue(), "%v", err)
+		g.Expect(se.ExitCode).To(Equal(-1))
+		g.Expect(err).To(MatchError(ContainSubstring("timed out after 300ms")))
+	})
+	t.Run("1Gi of output", func(t *testing.T) {
+		g := NewWithT(t)
+		err := remote("s3cret", time.Minute).Run(ctx, resourceList("flood"))
+		g.Expect(err).To(MatchError(ContainSubstring(ErrOutputTooLarge.Error())))
+	})
+	t.Run("wrong token", func(t *testing.T) {
+		g := NewWithT(t)
+		err := remote("guess", time.Minute).Run(ctx, resourceList("label"))
+		g.Expect(errors.Is(err, ErrUnreachable)).To(BeTrue(), "%v", err)
+		g.Expect(err).To(MatchError(ContainSubstring("401")))
+	})
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/lenient"
 	"github.com/scion-dev/scion/internal/memlimit"
@@ -103,6 +104,9 @@ type Options struct {
 	// containers, besides the builtin functions (fn.Runtime.ContainerImages):
 	// none when empty.
 	FunctionImages []string
+	// FunctionRunner runs the allowed images (as Pods: podrunner) instead
+	// of a container CLI on this machine, when set.
+	FunctionRunner fn.ImageRunner
 	// TagPollPeriod is how often variants following a floating tag check
 	// whether it moved.
 	TagPollPeriod time.Duration
@@ -350,7 +354,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Objects:     objects,
 		Definitions: named,
 		Deps:        depsReader,
-		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard, FunctionImages: o.FunctionImages},
+		Options:     packagevariant.Options{Workers: o.PackageVariantWorkers, TagPollPeriod: o.TagPollPeriod, Shard: shard, FunctionImages: o.FunctionImages, FunctionRunner: o.FunctionRunner},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagevariant controller: %w", err)
 	}

@@ -50,7 +50,7 @@ func benchInput(b *testing.B) Input {
 		Origin:     engine.Origin{Repo: "https://git.example.com/catalog.git", Directory: "app", Ref: "app/v1", Commit: "1111111111111111111111111111111111111111"},
 		Deployment: true,
 		Objects:    &StaticObjects{Objects: objs},
-		Runtime:    builtin.ServerRuntime(nil),
+		Runtime:    builtin.ServerRuntime(nil, nil),
 	}
 }
 

@@ -64,6 +64,9 @@ type Options struct {
 	// FunctionImages are the images pipelines may run as containers
 	// (builtin.ServerRuntime); only builtin functions run when empty.
 	FunctionImages []string
+	// FunctionRunner runs the allowed images (as Pods) instead of a
+	// container CLI on this machine, when set.
+	FunctionRunner fn.ImageRunner
 }
 
 // Reconciler reconciles PackageVariants.
@@ -159,7 +162,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	r.watches = &injectionWatches{kinds: &kindwatch.Watches{Ctrl: c, Caches: r.Objects}, client: mgr.GetClient(), memo: &r.memo}
-	r.runtime = builtin.ServerRuntime(r.Options.FunctionImages)
+	r.runtime = builtin.ServerRuntime(r.Options.FunctionImages, r.Options.FunctionRunner)
 	return nil
 }
 

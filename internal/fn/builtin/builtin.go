@@ -49,15 +49,17 @@ func NewRuntime() *fn.Runtime {
 }
 
 // ServerRuntime runs builtin functions, and as containers only the images
-// allowed (fn.Runtime.ContainerImages; none when empty), never exec ones:
+// allowed (fn.Runtime.ContainerImages; none when empty), with runner when
+// it is not nil (the server's function Pods), never exec ones:
 // for pipelines that come from packages and their authors (the
 // controller's variants, pushes through the API server), not from whoever
 // runs the process.
-func ServerRuntime(images []string) *fn.Runtime {
+func ServerRuntime(images []string, runner fn.ImageRunner) *fn.Runtime {
 	rt := NewRuntime()
 	rt.DisableExec = true
 	rt.RestrictImages = true
 	rt.ContainerImages = images
+	rt.Images = runner
 	return rt
 }
 
