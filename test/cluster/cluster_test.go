@@ -132,6 +132,9 @@ func TestScionOnANode(t *testing.T) {
 
 	// 5. Scion's API server loses one of two replicas.
 	t.Run("apiserver failover", func(t *testing.T) { apiserverFailover(t) })
+
+	// 6. Function images run as Pods in scion-functions.
+	t.Run("function runner", func(t *testing.T) { functionRunner(t, c, porch) })
 }
 
 // previousImage builds the image of the commit before HEAD

@@ -155,3 +155,48 @@ func TestContainer_faults(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(fn.RuntimeEnv))
 	})
 }
+
+// `scion pv render` runs a variant's pipeline function from an image the
+// flag allows, as the controller would (and refuses one it does not).
+func TestPvRender_realImage(t *testing.T) {
+	g := NewWithT(t)
+	reg := registry.StartPlain(t)
+	podman.Setup(t, reg.Host)
+	ref := pushFunction(t, reg, fnprog.Package, "fns/fnprog:v1")
+	dir := t.TempDir()
+	up := filepath.Join(dir, "upstream")
+	g.Expect(os.MkdirAll(up, 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(up, "Kptfile"), []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(up, "deployment.yaml"), []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n"), 0o644)).To(Succeed())
+	pv := filepath.Join(dir, "pv.yaml")
+	g.Expect(os.WriteFile(pv, []byte(`apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata:
+  name: app
+  namespace: default
+spec:
+  upstream: {repo: catalog, package: app, revision: "1"}
+  downstream: {repo: cluster, package: app}
+  pipeline:
+    mutators:
+    - image: `+ref+`
+      configMap: {mode: label}
+`), 0o644)).To(Succeed())
+	render := func(allow, outDir string) (string, error) {
+		var out bytes.Buffer
+		cmd := cli.NewCmdPvRender(cli.Streams{Out: &out, ErrOut: &out})
+		cmd.SetArgs([]string{"-f", pv, "--upstream", up, "--out", filepath.Join(dir, outDir), "--function-images", allow})
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := render(reg.Host+"/fns/*", "allowed")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	written, err := os.ReadFile(filepath.Join(dir, "allowed", "deployment.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(written)).To(MatchRegexp(`touched-by: '?fnprog`))
+	out, err = render(reg.Host+"/other/*", "refused")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out + err.Error()).To(ContainSubstring("not allowed to run as a container"))
+}

@@ -347,9 +347,11 @@ func (r *Runner) start(ctx context.Context, image string) (*warmPod, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
+	waiting := "it was not scheduled"
 	for {
 		p, err := r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
 		if err == nil {
+			waiting = pending(p)
 			if why := failedStart(p); why != "" {
 				r.delete(created.Name)
 				return nil, fmt.Errorf("function Pod %s/%s for %s: %s", r.opts.Namespace, created.Name, image, why)
@@ -361,10 +363,21 @@ func (r *Runner) start(ctx context.Context, image string) (*warmPod, error) {
 		select {
 		case <-ctx.Done():
 			r.delete(created.Name)
-			return nil, fmt.Errorf("function Pod %s/%s for %s did not start within %s", r.opts.Namespace, created.Name, image, r.opts.StartTimeout)
+			return nil, fmt.Errorf("function Pod %s/%s for %s did not start in time (%s)", r.opts.Namespace, created.Name, image, waiting)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// pending says what a Pod that has not started waits for: the first
+// condition that is not True, with its reason and message.
+func pending(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			return strings.TrimSpace(fmt.Sprintf("%s: %s %s", c.Type, c.Reason, c.Message))
+		}
+	}
+	return "phase " + string(p.Status.Phase)
 }
 
 func ready(p *corev1.Pod) bool {
@@ -476,8 +489,14 @@ func (r *Runner) podFor(image string, entrypoint []string) *corev1.Pod {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Args:            []string{"fn", "wrapper", "install", wrapperDir},
 				SecurityContext: restricted,
-				Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "wrapper", MountPath: wrapperDir}},
+				// Requests of its own: left out, they would be the limits,
+				// and the scheduler reserves the most of any init
+				// container's for the whole Pod.
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "wrapper", MountPath: wrapperDir}},
 			}},
 			Containers: []corev1.Container{{
 				Name:            "function",
