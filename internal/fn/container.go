@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,10 +40,16 @@ type Container struct {
 func (c *Container) Run(ctx context.Context, rl *framework.ResourceList) error {
 	name := containerName()
 	args := []string{"run", "--rm", "-i", "--name", name, "--network", "none", "--security-opt", "no-new-privileges"}
-	if cli := filepath.Base(c.Runtime); cli == "podman" || cli == "docker" {
+	cli := filepath.Base(c.Runtime)
+	if cli == "podman" || cli == "docker" {
 		// No pull progress in the function's stderr, which a render
 		// reports.
 		args = append(args, "--quiet")
+	}
+	if cli == "podman" && loopbackRegistry(c.Image) {
+		// As docker's daemon does by default: a registry on this
+		// machine's loopback (scion dev's) speaks plain HTTP.
+		args = append(args, "--tls-verify=false")
 	}
 	args = append(args, c.Image)
 	err := runProcess(ctx, c.Timeout, c.Runtime, args, rl)
@@ -127,4 +134,21 @@ func lastLine(out []byte, err error) string {
 		return l
 	}
 	return err.Error()
+}
+
+// loopbackRegistry says whether image names a registry on this machine's
+// loopback (localhost or 127.0.0.0/8, with a port or not).
+func loopbackRegistry(image string) bool {
+	host, _, ok := strings.Cut(image, "/")
+	if !ok {
+		return false
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -234,3 +234,13 @@ func TestWrapper(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("401")))
 	})
 }
+
+func TestLoopbackRegistry(t *testing.T) {
+	g := NewWithT(t)
+	for image, want := range map[string]bool{
+		"127.0.0.1:5000/fns/x:v1": true, "localhost:5000/x": true, "localhost/x": true, "127.1.2.3/x@sha256:00": true,
+		"10.0.0.1:5000/x": false, "registry.example.com/x": false, "x": false, "library/x:v1": false, "[::1]:5000/x": true,
+	} {
+		g.Expect(loopbackRegistry(image)).To(Equal(want), image)
+	}
+}

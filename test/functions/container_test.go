@@ -66,7 +66,9 @@ func pushBinary(t *testing.T, reg *registry.Registry, bin, repo string) string {
 func TestFnRender_realImage(t *testing.T) {
 	g := NewWithT(t)
 	reg := registry.StartPlain(t)
-	podman.Setup(t, reg.Host)
+	// No registries.conf entry for it: a registry on loopback is taken
+	// as plain HTTP, as docker's daemon takes it (scion dev's registry).
+	podman.Setup(t)
 	ref := pushFunction(t, reg, fnprog.Package, "fns/fnprog:v1")
 
 	dir := t.TempDir()
