@@ -26,6 +26,9 @@ func parseControllerFlags(t *testing.T, args ...string) (*ControllerOptions, err
 	o.Manager.CacheDir, _ = cmd.Flags().GetString("cache-dir")
 	o.Manager.SyncPeriod, _ = cmd.Flags().GetDuration("sync-period")
 	o.Manager.FunctionImages, _ = cmd.Flags().GetStringSlice("function-images")
+	o.functionRunner.runner, _ = cmd.Flags().GetString("function-runner")
+	o.functionRunner.timeout, _ = cmd.Flags().GetDuration("function-timeout")
+	o.functionRunner.idleTTL, _ = cmd.Flags().GetDuration("function-pod-idle-ttl")
 	return o, o.Complete()
 }
 
@@ -85,4 +88,19 @@ func TestControllerFlags_limits(t *testing.T) {
 		_, err = parseControllerFlags(t, bad...)
 		g.Expect(err).To(MatchError(ContainSubstring(bad[0])), bad[1])
 	}
+}
+
+// --function-runner: local by default, pod taken, anything else refused
+// naming the flag; negative durations refused.
+func TestControllerFlags_functionRunner(t *testing.T) {
+	g := NewWithT(t)
+	o, err := parseControllerFlags(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.functionRunner.runner).To(Equal("local"))
+	_, err = parseControllerFlags(t, "--function-runner", "pod", "--function-timeout", "20s", "--function-pod-idle-ttl", "1m")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = parseControllerFlags(t, "--function-runner", "docker")
+	g.Expect(err).To(MatchError(`--function-runner "docker": want local or pod`))
+	_, err = parseControllerFlags(t, "--function-timeout", "-1s")
+	g.Expect(err).To(MatchError(ContainSubstring("must not be negative")))
 }

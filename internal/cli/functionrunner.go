@@ -38,11 +38,11 @@ func (f *functionRunnerFlags) add(fs *pflag.FlagSet) {
 }
 
 func (f *functionRunnerFlags) complete() error {
-	if f.timeout <= 0 || f.idleTTL <= 0 {
-		return fmt.Errorf("--function-timeout and --function-pod-idle-ttl must be positive")
+	if f.timeout < 0 || f.idleTTL < 0 {
+		return fmt.Errorf("--function-timeout and --function-pod-idle-ttl must not be negative")
 	}
 	switch f.runner {
-	case "local", "pod":
+	case "", "local", "pod":
 		return nil
 	default:
 		return fmt.Errorf("--function-runner %q: want local or pod", f.runner)
