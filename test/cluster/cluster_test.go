@@ -75,7 +75,7 @@ func TestScionOnANode(t *testing.T) {
 		install(t, filepath.Join(prevSrc, "config"), previous)
 	}
 	applyWhenServed(t, fleetYAML(server, downstreams))
-	waitVariants(t, c, "every variant Ready at revision 1", func(pv *configv1alpha1.PackageVariant) bool {
+	waitVariants(t, c, "every variant Ready at revision 1", variants, func(pv *configv1alpha1.PackageVariant) bool {
 		return pv.Spec.Upstream.Revision == "1"
 	})
 	before := draftRefs(t, gitRoot, downstreams)
@@ -85,7 +85,7 @@ func TestScionOnANode(t *testing.T) {
 	if previous != "" {
 		t.Logf("upgrading from %s to %s", previous, current)
 		install(t, filepath.Join(root, "config"), current)
-		waitVariants(t, c, "every variant Ready after the upgrade", func(pv *configv1alpha1.PackageVariant) bool {
+		waitVariants(t, c, "every variant Ready after the upgrade", variants, func(pv *configv1alpha1.PackageVariant) bool {
 			return pv.Spec.Upstream.Revision == "1"
 		})
 		// The new controller has looked at every variant (its own
@@ -280,9 +280,9 @@ spec:
 	return b.String()
 }
 
-// waitVariants waits until the namespace has every variant Ready at its
-// generation and matching want.
-func waitVariants(t *testing.T, c client.Client, what string, want func(*configv1alpha1.PackageVariant) bool) {
+// waitVariants waits until the namespace has n variants, every one Ready
+// at its generation and matching want.
+func waitVariants(t *testing.T, c client.Client, what string, n int, want func(*configv1alpha1.PackageVariant) bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -309,11 +309,11 @@ func waitVariants(t *testing.T, c client.Client, what string, want func(*configv
 				}
 			}
 		}
-		if err == nil && done == variants && len(list.Items) == variants {
+		if err == nil && done == n && len(list.Items) == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d of %d after 5m (list error: %v); the others: %v\n%s", what, done, variants, err, reasons,
+			t.Fatalf("%s: %d of %d after 5m (list error: %v); the others: %v\n%s", what, done, n, err, reasons,
 				kubectlOr("-n", "scion-system", "logs", "deployment/scion-controller", "--tail=30"))
 		}
 		time.Sleep(time.Second)
@@ -500,7 +500,7 @@ func failover(t *testing.T, c client.Client, revision string, kill func(*corev1.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitVariants(t, c, "every variant Ready at revision "+revision+" after the failover", func(pv *configv1alpha1.PackageVariant) bool {
+	waitVariants(t, c, "every variant Ready at revision "+revision+" after the failover", variants, func(pv *configv1alpha1.PackageVariant) bool {
 		return string(pv.Spec.Upstream.Revision) == revision
 	})
 	t.Logf("failover: %d of %d variants had moved at the kill; kill → the standby holds the lease %s; kill → its first write %s; all moved %s after the kill",

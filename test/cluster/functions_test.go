@@ -152,7 +152,7 @@ spec:
         - image: %s
           configMap: {mode: label}
 `, ns, strings.Join(names, ", "), ref))
-		waitVariants(t, c, fmt.Sprintf("%d more variants Ready, each rendered with %s", fanOut, ref), func(*configv1alpha1.PackageVariant) bool { return true })
+		waitVariants(t, c, fmt.Sprintf("%d more variants Ready, each rendered with %s", fanOut, ref), variants+fanOut, func(*configv1alpha1.PackageVariant) bool { return true })
 		t.Logf("%d variants whose pipeline has one container function, from the set's creation to every variant Ready: %s (function Pods at the end: %d)",
 			fanOut, time.Since(start).Round(time.Second), len(functionPods(t, podrunner.ImageHash(ref))))
 		list := &configv1alpha1.PackageVariantList{}
