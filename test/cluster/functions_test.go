@@ -211,9 +211,11 @@ func pushFnprog(t *testing.T) string {
 func fleetDrafts(t *testing.T, porch client.Client) []*porchv1alpha1.PackageRevision {
 	t.Helper()
 	list := &porchv1alpha1.PackageRevisionList{}
-	if err := porch.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	// Right after the API server's Pods are replaced, the kube-apiserver
+	// may still answer 503 for a moment.
+	waitFor(t, "listing the fleet's revisions", time.Minute, func() error {
+		return porch.List(context.Background(), list, client.InNamespace(ns))
+	})
 	var out []*porchv1alpha1.PackageRevision
 	for i := range list.Items {
 		if pr := &list.Items[i]; pr.Spec.Repository != "catalog" && pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft {
