@@ -17,15 +17,15 @@ import (
 // maxStderr bounds the stderr kept from a function.
 const maxStderr = 8 << 10
 
-// MaxOutput bounds what a function may write to stdout: twice the largest
-// package the servers take by default (64Mi), room for a function that
-// adds resources. A function writing more is stopped and
-// fails (ErrOutputTooLarge), whatever it wrote, so that one function
-// cannot take the process's memory.
-const MaxOutput = 128 << 20
+// MaxOutput bounds what a function may write to stdout: the largest
+// package the servers take by default (--max-package-size 64Mi). A
+// function writing more is stopped and fails (ErrOutputTooLarge), whatever
+// it wrote, so that one function cannot take the process's memory (or its
+// Pod's).
+const MaxOutput = 64 << 20
 
 // ErrOutputTooLarge is matched when a function wrote more than MaxOutput.
-var ErrOutputTooLarge = errors.New("wrote more than 128Mi to stdout")
+var ErrOutputTooLarge = errors.New("wrote more than 64Mi to stdout")
 
 // Exec runs a local executable speaking ResourceList on stdin and stdout.
 type Exec struct {
@@ -58,47 +58,63 @@ func (e *StderrError) Error() string {
 func (e *StderrError) Unwrap() error { return e.Err }
 
 func runProcess(ctx context.Context, timeout time.Duration, name string, args []string, rl *framework.ResourceList) error {
+	in, err := encodeResourceList(rl)
+	if err != nil {
+		return err
+	}
+	stdout, err := runRaw(ctx, timeout, name, args, in)
+	var se *StderrError
+	if errors.As(err, &se) && se.ExitCode >= 0 {
+		// Results of a failing function are still worth reading.
+		if out, decodeErr := decodeResourceList(stdout); decodeErr == nil {
+			rl.Results = append(rl.Results, out.Results...)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	out, err := decodeResourceList(stdout)
+	if err != nil {
+		return &StderrError{Err: fmt.Errorf("reading its output: %w", err)}
+	}
+	rl.Items = out.Items
+	rl.Results = append(rl.Results, out.Results...)
+	return nil
+}
+
+// runRaw runs name with in on stdin and returns what it wrote to stdout,
+// at most MaxOutput bytes: a *StderrError when it failed (ExitCode -1 when
+// it did not exit by itself: timed out, or stopped for writing too much),
+// with stdout still returned when it exited non-zero.
+func runRaw(ctx context.Context, timeout time.Duration, name string, args []string, in []byte) ([]byte, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	in, err := encodeResourceList(rl)
-	if err != nil {
-		return err
-	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &cappedWriter{buf: &stdout, max: MaxOutput, cancel: cancel}
+	var stderr bytes.Buffer
+	stdout := &cappedWriter{max: MaxOutput, cancel: cancel}
+	cmd.Stdout = stdout
 	cmd.Stderr = &limitedWriter{buf: &stderr, max: maxStderr}
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
-	if stdout.Len() > MaxOutput {
-		return &StderrError{Err: ErrOutputTooLarge, ExitCode: -1, Stderr: stderr.String()}
+	if stdout.over {
+		return nil, &StderrError{Err: ErrOutputTooLarge, ExitCode: -1, Stderr: stderr.String()}
 	}
 	if ctx.Err() == context.DeadlineExceeded {
-		return &StderrError{Err: fmt.Errorf("timed out after %s", timeout), ExitCode: -1, Stderr: stderr.String()}
+		return nil, &StderrError{Err: fmt.Errorf("timed out after %s", timeout), ExitCode: -1, Stderr: stderr.String()}
 	}
-	// Results of a failing function are still worth reading.
-	out, decodeErr := decodeResourceList(stdout.Bytes())
 	if runErr != nil {
 		code := -1
 		var ee *exec.ExitError
 		if errors.As(runErr, &ee) {
 			code = ee.ExitCode()
 		}
-		if decodeErr == nil {
-			rl.Results = append(rl.Results, out.Results...)
-		}
-		return &StderrError{Err: runErr, ExitCode: code, Stderr: stderr.String()}
+		return stdout.bytes(), &StderrError{Err: runErr, ExitCode: code, Stderr: stderr.String()}
 	}
-	if decodeErr != nil {
-		return &StderrError{Err: fmt.Errorf("reading its output: %w", decodeErr), Stderr: stderr.String()}
-	}
-	rl.Items = out.Items
-	rl.Results = append(rl.Results, out.Results...)
-	return nil
+	return stdout.bytes(), nil
 }
 
 type limitedWriter struct {
@@ -117,24 +133,47 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// cappedWriter keeps up to max bytes and one more, then cancels the
-// process (whose pipe writes then fail): more than max is an error, not a
-// truncated ResourceList.
+// cappedWriter keeps up to max bytes in chunks (no buffer doubled and
+// copied as it grows: a function's output is held once), and past max
+// cancels the process (whose pipe writes then fail): more than max is an
+// error, not a truncated ResourceList.
 type cappedWriter struct {
-	buf    *bytes.Buffer
-	max    int
+	chunks [][]byte
+	n, max int
+	over   bool
 	cancel context.CancelFunc
 }
 
+// chunkSize is the size of the chunks a cappedWriter fills.
+const chunkSize = 1 << 20
+
 func (w *cappedWriter) Write(p []byte) (int, error) {
-	if room := w.max + 1 - w.buf.Len(); room < len(p) {
-		if room > 0 {
-			w.buf.Write(p[:room])
-		}
+	if w.n+len(p) > w.max {
+		w.over = true
 		w.cancel()
 		return 0, ErrOutputTooLarge
 	}
-	return w.buf.Write(p)
+	written := len(p)
+	for len(p) > 0 {
+		if k := len(w.chunks); k == 0 || len(w.chunks[k-1]) == cap(w.chunks[k-1]) {
+			w.chunks = append(w.chunks, make([]byte, 0, chunkSize))
+		}
+		last := &w.chunks[len(w.chunks)-1]
+		m := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:m]...)
+		p = p[m:]
+	}
+	w.n += written
+	return written, nil
+}
+
+// bytes joins the chunks.
+func (w *cappedWriter) bytes() []byte {
+	out := make([]byte, 0, w.n)
+	for _, c := range w.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // encodeResourceList writes rl as a function's input: its items and
@@ -142,22 +181,6 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 // echoing them would add them again).
 func encodeResourceList(rl *framework.ResourceList) ([]byte, error) {
 	return encode(rl, nil)
-}
-
-// encodeOutput writes rl as a function's output, with its results.
-func encodeOutput(rl *framework.ResourceList) ([]byte, error) {
-	if len(rl.Results) == 0 {
-		return encode(rl, nil)
-	}
-	data, err := yaml.Marshal(rl.Results)
-	if err != nil {
-		return nil, err
-	}
-	results, err := yaml.Parse(string(data))
-	if err != nil {
-		return nil, err
-	}
-	return encode(rl, results)
 }
 
 func encode(rl *framework.ResourceList, results *yaml.RNode) ([]byte, error) {

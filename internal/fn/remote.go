@@ -62,30 +62,25 @@ func WrapperHandler(e *Exec, token string) http.Handler {
 			http.Error(w, "reading the ResourceList: "+err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		rl, err := decodeResourceList(body)
-		if err != nil {
-			http.Error(w, "reading the ResourceList: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		run := *e
+		timeout := e.Timeout
 		if d, err := time.ParseDuration(r.Header.Get(timeoutHeader)); err == nil && d > 0 {
-			run.Timeout = d
+			timeout = d
 		}
-		rl.Results = nil
-		if err := run.Run(r.Context(), rl); err != nil {
-			f := RemoteFailure{Error: err.Error(), ExitCode: -1, Results: rl.Results}
+		// The ResourceList goes to the function and its output back as
+		// they are: the caller reads them.
+		out, err := runRaw(r.Context(), timeout, e.Path, e.Args, body)
+		if err != nil {
+			f := RemoteFailure{Error: err.Error(), ExitCode: -1}
 			var se *StderrError
 			if errors.As(err, &se) {
 				f.Error, f.ExitCode, f.Stderr = se.Err.Error(), se.ExitCode, se.Stderr
 			}
+			if rl, derr := decodeResourceList(out); out != nil && derr == nil {
+				f.Results = rl.Results
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			_ = json.NewEncoder(w).Encode(f)
-			return
-		}
-		out, err := encodeOutput(rl)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/yaml")

@@ -88,7 +88,7 @@ func functionRunner(t *testing.T, c, porch client.Client) {
 			{"an image that does not exist", cluster.RegistryHost + "/fns/missing:v1", "label", "missing:v1"},
 			{"exits non-zero", ref, "crash", "something broke"},
 			{"hangs", ref, "hang", "timed out after 15s"},
-			{"writes 1Gi to stdout", ref, "flood", "wrote more than 128Mi to stdout"},
+			{"writes 1Gi to stdout", ref, "flood", "wrote more than 64Mi to stdout"},
 		} {
 			t.Run(f.name, func(t *testing.T) {
 				pr := draft()
