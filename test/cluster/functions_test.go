@@ -93,6 +93,13 @@ func functionRunner(t *testing.T, c, porch client.Client) {
 			t.Run(f.name, func(t *testing.T) {
 				pr := draft()
 				before, kptfileBefore := resourcesOf(t, porch, pr), fileOf(t, porch, pr, "Kptfile")
+				// The draft is its variant's: give it back its Kptfile,
+				// or the variant stays RenderFailed.
+				defer func() {
+					if err := pushFile(ctx, porch, pr, "Kptfile", kptfileBefore); err != nil {
+						t.Errorf("giving %s its Kptfile back: %v", pr.Name, err)
+					}
+				}()
 				err := renderWith(ctx, porch, pr, f.image, f.mode)
 				if err == nil || !strings.Contains(err.Error(), f.want) {
 					t.Fatalf("want the push refused with %q, got %v", f.want, err)
@@ -102,11 +109,6 @@ func functionRunner(t *testing.T, c, porch client.Client) {
 				}
 				if after := resourcesOf(t, porch, pr); after != before {
 					t.Errorf("%s changed after a failed render", pr.Name)
-				}
-				// The draft is its variant's: give it back its Kptfile,
-				// or the variant stays RenderFailed.
-				if err := pushFile(ctx, porch, pr, "Kptfile", kptfileBefore); err != nil {
-					t.Errorf("taking the pipeline out of %s again: %v", pr.Name, err)
 				}
 				if f.image != ref {
 					if left := functionPods(t, podrunner.ImageHash(f.image)); len(left) > 0 {
