@@ -62,10 +62,17 @@ func TestInstallManifests(t *testing.T) {
 			g.Expect(args[0]).To(Equal(cmd.Name()), u.GetName())
 			g.Expect(cmd.ParseFlags(args[1:])).To(Succeed(), "the arguments of %s are flags scion %s knows", u.GetName(), cmd.Name())
 			g.Expect(u.GetNamespace()).To(Equal("scion-system"))
+			g.Expect(args).To(ContainElement("--function-runner=pod"), "%s runs function images as Pods", u.GetName())
+		}
+		if u.GetKind() == "Role" && u.GetName() == "scion-function-runner" {
+			g.Expect(u.GetNamespace()).To(Equal("scion-functions"), "function Pods are made in their own namespace only")
 		}
 	}
-	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 1, "CustomResourceDefinition": 6, "ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 4, "RoleBinding": 1,
-		"Deployment": 2, "Service": 1, "APIService": 1,
+	// Two namespaces: scion-system and scion-functions (function Pods,
+	// with its Role, RoleBinding and NetworkPolicy; a Role and a
+	// RoleBinding in scion-system let the servers read their own Pods).
+	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 2, "CustomResourceDefinition": 6, "ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 4, "RoleBinding": 3,
+		"Role": 2, "NetworkPolicy": 1, "Deployment": 2, "Service": 1, "APIService": 1,
 		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2}))
 }
 
