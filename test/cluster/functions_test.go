@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -188,11 +186,9 @@ spec:
 // registry and returns its reference by digest.
 func pushFnprog(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fnprog")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, fnprog.Package)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building fnprog: %v\n%s", err, out)
+	bin, err := fnprog.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,16 +26,13 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/registry"
 )
 
-// pushFunction builds the static Go program in src (a package path of this
-// module) into a function image and pushes it to reg as repo:tag,
-// returning the reference by tag.
-func pushFunction(t *testing.T, reg *registry.Registry, src, repo string) string {
+// pushFnprog builds the test function into an image and pushes it to reg
+// as repo:tag, returning the reference by tag.
+func pushFnprog(t *testing.T, reg *registry.Registry, repo string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fn")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", src, err, out)
+	bin, err := fnprog.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return pushBinary(t, reg, bin, repo)
 }
@@ -69,7 +65,7 @@ func TestFnRender_realImage(t *testing.T) {
 	// No registries.conf entry for it: a registry on loopback is taken
 	// as plain HTTP, as docker's daemon takes it (scion dev's registry).
 	podman.Setup(t)
-	ref := pushFunction(t, reg, fnprog.Package, "fns/fnprog:v1")
+	ref := pushFnprog(t, reg, "fns/fnprog:v1")
 
 	dir := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, "Kptfile"), []byte(`apiVersion: kpt.dev/v1
@@ -102,7 +98,7 @@ pipeline:
 func TestContainer_faults(t *testing.T) {
 	reg := registry.StartPlain(t)
 	bin := podman.Setup(t, reg.Host)
-	ref := pushFunction(t, reg, fnprog.Package, "fns/fnprog:v1")
+	ref := pushFnprog(t, reg, "fns/fnprog:v1")
 	run := func(image, mode string, timeout time.Duration) (*framework.ResourceList, error) {
 		rl := fnprog.ResourceList(mode)
 		return rl, (&fn.Container{Runtime: bin, Image: image, Timeout: timeout}).Run(context.Background(), rl)
@@ -164,7 +160,7 @@ func TestPvRender_realImage(t *testing.T) {
 	g := NewWithT(t)
 	reg := registry.StartPlain(t)
 	podman.Setup(t, reg.Host)
-	ref := pushFunction(t, reg, fnprog.Package, "fns/fnprog:v1")
+	ref := pushFnprog(t, reg, "fns/fnprog:v1")
 	dir := t.TempDir()
 	up := filepath.Join(dir, "upstream")
 	g.Expect(os.MkdirAll(up, 0o755)).To(Succeed())

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -41,9 +39,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	fnprogBin = filepath.Join(dir, "fnprog")
-	if out, err := exec.Command("go", "build", "-o", fnprogBin, fnprog.Package).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the test function: %v\n%s", err, out)
+	if fnprogBin, err = fnprog.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := testenv.Main(m, testenv.Options{}, func(env *testenv.Env) error {

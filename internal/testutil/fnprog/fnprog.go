@@ -4,6 +4,11 @@
 package fnprog
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -20,4 +25,16 @@ func ResourceList(mode string) *framework.ResourceList {
 		Items:          []*yaml.RNode{yaml.MustParse("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n")},
 		FunctionConfig: cfg,
 	}
+}
+
+// Build builds the function into dir, static (CGO_ENABLED=0, so that it
+// runs FROM scratch in an image), and returns its path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "fnprog")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, Package)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the test function: %v\n%s", err, out)
+	}
+	return bin, nil
 }
