@@ -107,6 +107,11 @@ type Runner struct {
 	token  string
 	http   *http.Client
 
+	// swept is closed once Start has deleted the Pods of this runner's
+	// previous process: runs wait for it, or the sweep would delete
+	// their new Pods.
+	swept chan struct{}
+
 	mu          sync.Mutex
 	pools       map[string]*pool
 	entrypoints map[string][]string
@@ -150,6 +155,7 @@ func New(client kubernetes.Interface, opts Options) (*Runner, error) {
 		http:        &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, MaxIdleConnsPerHost: 2}},
 		pools:       map[string]*pool{},
 		entrypoints: map[string][]string{},
+		swept:       make(chan struct{}),
 	}, nil
 }
 
@@ -162,6 +168,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		metav1.ListOptions{LabelSelector: RunnerLabel + "=" + r.opts.Identity}); err != nil {
 		log.FromContext(ctx).Error(err, "deleting the function Pods of a previous run", "namespace", r.opts.Namespace)
 	}
+	close(r.swept)
 	tick := time.NewTicker(r.opts.IdleTTL / 4)
 	defer tick.Stop()
 	for {
@@ -201,6 +208,11 @@ func (r *Runner) RunImage(ctx context.Context, image string, timeout time.Durati
 // acquire takes an idle Pod of image, or makes one when the image has
 // fewer than MaxPerImage, or waits for one.
 func (r *Runner) acquire(ctx context.Context, image string) (*warmPod, error) {
+	select {
+	case <-r.swept:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the function runner has not started: %w", ctx.Err())
+	}
 	for {
 		r.mu.Lock()
 		pl := r.pools[image]
@@ -350,6 +362,9 @@ func (r *Runner) start(ctx context.Context, image string) (*warmPod, error) {
 	waiting := "it was not scheduled"
 	for {
 		p, err := r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("function Pod %s/%s for %s was deleted while it started", r.opts.Namespace, created.Name, image)
+		}
 		if err == nil {
 			waiting = pending(p)
 			if why := failedStart(p); why != "" {
