@@ -88,11 +88,7 @@ func run(args []string) error {
 		if *binary == "" || *ref == "" {
 			return fmt.Errorf("usage: image function --binary FILE --image REF [--insecure]")
 		}
-		bin, err := os.ReadFile(*binary)
-		if err != nil {
-			return err
-		}
-		img, err := image.ForFunction(bin)
+		img, err := image.ForFunction(*binary)
 		if err != nil {
 			return err
 		}

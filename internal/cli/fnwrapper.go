@@ -17,13 +17,6 @@ import (
 	"github.com/scion-dev/scion/internal/fn/podrunner"
 )
 
-// WrapperTokenEnv carries the bearer token `scion fn wrapper serve`
-// requires of its callers (the function runner puts it in the Pod).
-const WrapperTokenEnv = podrunner.TokenEnv
-
-// WrapperBinary is the name `scion fn wrapper install` gives its copy.
-const WrapperBinary = podrunner.WrapperBinary
-
 // newCmdFnWrapper returns `scion fn wrapper`, what the function runner
 // runs in a function's Pod: install (in an init container of Scion's
 // image) copies this binary into a volume the function's container
@@ -37,7 +30,7 @@ func newCmdFnWrapper(streams Streams) *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "install DIR",
-		Short: "Copy this binary into DIR as " + WrapperBinary,
+		Short: "Copy this binary into DIR as " + podrunner.WrapperBinary,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return installWrapper(args[0])
@@ -49,9 +42,9 @@ func newCmdFnWrapper(streams Streams) *cobra.Command {
 		Short: "Serve COMMAND (the function's entrypoint) over HTTP",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			token := os.Getenv(WrapperTokenEnv)
+			token := os.Getenv(podrunner.TokenEnv)
 			if token == "" {
-				return fmt.Errorf("%s is not set: the wrapper serves only callers with its token", WrapperTokenEnv)
+				return fmt.Errorf("%s is not set: the wrapper serves only callers with its token", podrunner.TokenEnv)
 			}
 			l, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -89,7 +82,7 @@ func installWrapper(dir string) error {
 		return err
 	}
 	defer in.Close()
-	dst := filepath.Join(dir, WrapperBinary)
+	dst := filepath.Join(dir, podrunner.WrapperBinary)
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 	if err != nil {
 		return err

@@ -180,12 +180,8 @@ func (w *cappedWriter) bytes() []byte {
 // functionConfig, not the results earlier functions gave (a function
 // echoing them would add them again).
 func encodeResourceList(rl *framework.ResourceList) ([]byte, error) {
-	return encode(rl, nil)
-}
-
-func encode(rl *framework.ResourceList, results *yaml.RNode) ([]byte, error) {
 	var buf bytes.Buffer
-	w := kio.ByteWriter{Writer: &buf, KeepReaderAnnotations: true, WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind, FunctionConfig: rl.FunctionConfig, Results: results}
+	w := kio.ByteWriter{Writer: &buf, KeepReaderAnnotations: true, WrappingAPIVersion: kio.ResourceListAPIVersion, WrappingKind: kio.ResourceListKind, FunctionConfig: rl.FunctionConfig}
 	if err := w.Write(rl.Items); err != nil {
 		return nil, fmt.Errorf("encoding the ResourceList: %w", err)
 	}

@@ -256,12 +256,16 @@ func BuildBinary(ctx context.Context, src, out, version string) error {
 // images ForFunction makes.
 const FunctionBinaryPath = "/usr/local/bin/function"
 
-// ForFunction is the image of a KRM function: the static executable
-// function (speaking a ResourceList on stdin and stdout) on nothing else
-// but an empty world-writable /tmp, run as User: how the tests and
+// ForFunction is the image of a KRM function: the static executable at
+// path (speaking a ResourceList on stdin and stdout) on nothing else but
+// an empty world-writable /tmp, run as User: how the tests and
 // hack/catalog-functions.sh make images of the kpt catalog's functions
 // and of their own.
-func ForFunction(function []byte) (v1.Image, error) {
+func ForFunction(path string) (v1.Image, error) {
+	function, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
 	files := []File{
 		{Path: "tmp", Dir: true, Mode: 0o1777},
 		{Path: "usr", Dir: true, Mode: 0o755},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -190,11 +189,7 @@ func pushFnprog(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := image.ForFunction(data)
+	img, err := image.ForFunction(bin)
 	if err != nil {
 		t.Fatal(err)
 	}

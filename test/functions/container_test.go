@@ -40,11 +40,7 @@ func pushFnprog(t *testing.T, reg *registry.Registry, repo string) string {
 // pushBinary pushes the image of a function executable to reg.
 func pushBinary(t *testing.T, reg *registry.Registry, bin, repo string) string {
 	t.Helper()
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := image.ForFunction(data)
+	img, err := image.ForFunction(bin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -521,7 +521,7 @@ func (r *Runner) podFor(image string, entrypoint []string) *corev1.Pod {
 				Env:             []corev1.EnvVar{{Name: TokenEnv, Value: r.token}},
 				Ports:           []corev1.ContainerPort{{Name: "wrapper", ContainerPort: Port}},
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: fn.HealthPath, Port: intstrPort()}},
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: fn.HealthPath, Port: intstr.FromInt32(Port)}},
 					PeriodSeconds: 1,
 				},
 				Resources:       r.opts.Resources,
@@ -556,8 +556,6 @@ func podNamePart(s string) string {
 	}
 	return "function"
 }
-
-func intstrPort() intstr.IntOrString { return intstr.FromInt32(Port) }
 
 // TokenEnv is the variable that gives the wrapper its token (the scion
 // command's `fn wrapper serve` reads it).
