@@ -93,6 +93,10 @@ podman: ## Install Debian's podman and runc, which run function images (test/fun
 catalog-functions: ## Build the kpt catalog's functions Scion has builtins for, from their own modules, into bin/catalog (test/functions compares them with the builtins).
 	hack/catalog-functions.sh $(BIN)/catalog
 
+.PHONY: flux
+flux: ## Build Flux's source-controller and kustomize-controller (v1.9.6) from their own modules into bin/flux, with their CRDs (test/flux deploys what Scion publishes with them).
+	hack/flux.sh $(BIN)/flux
+
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 	hack/build-control-plane.sh $(K8S_ASSETS)
@@ -103,7 +107,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane node browser registry podman catalog-functions verify-generate lint ## Run every test against a real API server, real git, a real browser, a real OCI registry and real function images, then the cluster test (make test-cluster).
+test: control-plane node browser registry podman catalog-functions flux verify-generate lint ## Run every test against a real API server, real git, a real browser, a real OCI registry and real function images, then the cluster test (make test-cluster).
 	rc=0; KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$') || rc=$$?; \
 	  go run ./hack/node sweep || rc=1; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory test-cluster || rc=$$?; fi; exit $$rc

@@ -25,6 +25,7 @@ func parseControllerFlags(t *testing.T, args ...string) (*ControllerOptions, err
 	o.limits.maxFiles, _ = cmd.Flags().GetInt("max-package-files")
 	o.Manager.CacheDir, _ = cmd.Flags().GetString("cache-dir")
 	o.Manager.SyncPeriod, _ = cmd.Flags().GetDuration("sync-period")
+	o.Manager.ClusterPoll, _ = cmd.Flags().GetDuration("cluster-poll")
 	o.Manager.FunctionImages, _ = cmd.Flags().GetStringSlice("function-images")
 	o.functionRunner.runner, _ = cmd.Flags().GetString("function-runner")
 	o.functionRunner.timeout, _ = cmd.Flags().GetDuration("function-timeout")

@@ -33,6 +33,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
+	"github.com/scion-dev/scion/internal/deployed"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/lenient"
@@ -112,6 +113,10 @@ type Options struct {
 	TagPollPeriod time.Duration
 	// SyncPeriod is the default time between repository syncs.
 	SyncPeriod time.Duration
+	// ClusterPoll is how often a deployment Repository's target cluster
+	// (spec.cluster) is read while something of it moves
+	// (repository.DefaultClusterPoll when 0).
+	ClusterPoll time.Duration
 	// ReadableKinds are the kinds whose objects PackageVariants may inject
 	// and PackageVariantSets may select (kindwatch.DefaultKinds when nil).
 	// The controller's RBAC must let it get, list and watch them.
@@ -330,7 +335,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-repository"),
-		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard},
+		Clusters:  &deployed.Clusters{Secrets: named},
+		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard, ClusterPoll: o.ClusterPoll},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
 	}

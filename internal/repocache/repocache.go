@@ -375,11 +375,12 @@ func (c *Cache) credentials(ctx context.Context, namespace, name, field string) 
 }
 
 // TrimSecret keeps of a Secret only what credentials are read from (the
-// credential keys, name, namespace and resourceVersion): what a watch of
+// credential keys and a target cluster's kubeconfig keys, name, namespace and resourceVersion): what a watch of
 // a Repository's Secret holds in memory.
 func TrimSecret(s *corev1.Secret) {
 	data := map[string][]byte{}
-	for _, k := range []string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey, corev1.DockerConfigJsonKey} {
+	keys := append([]string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey, corev1.DockerConfigJsonKey}, configv1alpha1.KubeConfigKeys...)
+	for _, k := range keys {
 		if v, ok := s.Data[k]; ok {
 			data[k] = v
 		}

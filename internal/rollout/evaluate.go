@@ -42,6 +42,10 @@ type Revision struct {
 // verdict is given as (Revision.Health), in messages.
 const HealthExprCondition = "spec.health.expr"
 
+// HealthEngineCondition is the type of the condition a GitOps engine's
+// verdict (spec.health.engine) is given as, in messages.
+const HealthEngineCondition = "spec.health.engine"
+
 // Phase is where a rollout as a whole is.
 type Phase string
 
@@ -391,8 +395,11 @@ func isHealthy(r Revision, health *configv1alpha1.RolloutHealth) (bool, string) 
 	}
 	c := r.Health
 	what := health.ConditionType
-	if health.Expr != "" {
+	switch {
+	case health.Expr != "":
 		what = HealthExprCondition
+	case health.Engine != "":
+		what = HealthEngineCondition
 	}
 	switch {
 	case c == nil:

@@ -27,6 +27,9 @@ var (
 	// ErrReadOnly is matched by errors from a write to a repository
 	// opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("read only")
+	// ErrUnknownCommit is matched by errors about a commit the local
+	// copy does not have (not fetched, or not in the repository).
+	ErrUnknownCommit = errors.New("commit not known")
 )
 
 // ConflictError says which ref changed under a writer.

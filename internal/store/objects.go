@@ -157,6 +157,9 @@ func (r *Repository) ensureEmptyTree() error {
 // or ErrNotFound.
 func (r *Repository) subtree(commit plumbing.Hash, p string) (plumbing.Hash, error) {
 	c, err := object.GetCommit(r.storer, commit)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", commit, ErrUnknownCommit)
+	}
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", commit, err)
 	}

@@ -50,7 +50,7 @@ type Store interface {
 	// DraftHistory returns the writes of a draft or proposal, newest
 	// first; DraftFork the published state it started from ("" when not
 	// known); SamePackage whether a package has the same content at two
-	// Commits.
+	// Commits (a commit a git store does not have: ErrUnknownCommit).
 	DraftHistory(ctx context.Context, rev Revision) ([]Commit, error)
 	DraftFork(ctx context.Context, rev Revision) (string, error)
 	SamePackage(ctx context.Context, p, a, b string) (bool, error)

@@ -197,9 +197,19 @@ type RolloutWave struct {
 // RolloutHealth says when a published target is healthy: by a condition
 // on its PackageRevision, or by a CEL expression over one in-cluster
 // object per target.
-// +kubebuilder:validation:XValidation:rule="has(self.conditionType) != has(self.expr)",message="set exactly one of conditionType and expr"
+// +kubebuilder:validation:XValidation:rule="(has(self.conditionType) ? 1 : 0) + (has(self.expr) ? 1 : 0) + (has(self.engine) ? 1 : 0) == 1",message="set exactly one of conditionType, expr and engine"
 // +kubebuilder:validation:XValidation:rule="has(self.expr) == has(self.object)",message="expr and object go together: expr reads the object named by object"
 type RolloutHealth struct {
+	// Engine judges each target by the GitOps engine that deploys it, in
+	// the target's cluster, as its Repository's spec.cluster says: with
+	// Flux, the target is healthy when the Kustomization applying its
+	// package is Ready, has observed its latest spec, and last applied
+	// the published revision (its content, for a git repository; its
+	// digest, for an OCI one). A Kustomization with spec.wait (or
+	// healthChecks) is Ready only once what it applied is healthy.
+	// +optional
+	Engine HealthEngine `json:"engine,omitempty"`
+
 	// ConditionType is a condition of the published PackageRevision, set
 	// by whatever deploys its repository: the target is healthy when it is
 	// True and was set after the revision was published.
@@ -225,6 +235,16 @@ type RolloutHealth struct {
 	// +optional
 	Expr string `json:"expr,omitempty"`
 }
+
+// HealthEngine is a GitOps engine a rollout reads health from.
+// +kubebuilder:validation:Enum=Flux
+type HealthEngine string
+
+// Health engines.
+const (
+	// HealthEngineFlux reads the target cluster's Flux Kustomizations.
+	HealthEngineFlux HealthEngine = "Flux"
+)
 
 // HealthObject names one in-cluster object per target.
 type HealthObject struct {

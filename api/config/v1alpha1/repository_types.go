@@ -33,6 +33,7 @@ const DefaultSyncPeriod = 5 * time.Minute
 // +kubebuilder:validation:XValidation:rule="self.type != 'git' || has(self.git)",message="spec.git is required when spec.type is git"
 // +kubebuilder:validation:XValidation:rule="self.type != 'oci' || has(self.oci)",message="spec.oci is required when spec.type is oci"
 // +kubebuilder:validation:XValidation:rule="!has(self.git) || !has(self.oci)",message="spec.git and spec.oci are exclusive: set the one spec.type names"
+// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || (has(self.deployment) && self.deployment)",message="spec.cluster is for deployment repositories: set spec.deployment: true",fieldPath=".cluster"
 type RepositorySpec struct {
 	// Description is a human-readable description of the repository.
 	// +optional
@@ -56,6 +57,14 @@ type RepositorySpec struct {
 	// readiness gate of the package to be met.
 	// +optional
 	Deployment bool `json:"deployment,omitempty"`
+
+	// Cluster says where a deployment repository's packages run and which
+	// Flux Kustomizations apply them: the controller reads them there
+	// (status.cluster), rollouts judge health by them (spec.health.engine:
+	// Flux), and scion tree, scion rollout status and the console show
+	// what the cluster runs beside what was published.
+	// +optional
+	Cluster *TargetCluster `json:"cluster,omitempty"`
 
 	// RevisionHistoryLimit keeps, per package, that many published
 	// revisions and deletes older ones from git (their commits stay in the
@@ -193,6 +202,11 @@ type RepositoryStatus struct {
 	// in use warns with it.
 	// +optional
 	PackageVariants int `json:"packageVariants,omitempty"`
+
+	// Cluster is what the target cluster (spec.cluster) runs of the
+	// repository's packages, as its Flux Kustomizations report it.
+	// +optional
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
 // Repository registers a git repository, or a prefix in an OCI registry,

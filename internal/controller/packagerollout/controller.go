@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,6 +29,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/deployed"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
@@ -86,8 +89,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := idx.IndexField(ctx, &configv1alpha1.PackageRollout{}, HealthKindIndex, func(o client.Object) []string {
-		if h := o.(*configv1alpha1.PackageRollout).Spec.Health; h != nil && h.Object != nil {
+		h := o.(*configv1alpha1.PackageRollout).Spec.Health
+		switch {
+		case h != nil && h.Object != nil:
 			return []string{healthKind(h.Object.APIVersion, h.Object.Kind)}
+		case h != nil && h.Engine != "":
+			return []string{engineKey(h.Engine)}
 		}
 		return nil
 	}); err != nil {
@@ -108,6 +115,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&configv1alpha1.PackageRollout{}, reconciler.EnqueueAt(reconciler.Fixed(reconciler.PriorityPerson)),
 			builder.WithPredicates(r.Options.Shard.Predicate(predicate.GenerationChangedPredicate{}))).
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.requestsForRevision)).
+		// What a target cluster runs (read by the repository
+		// controller): the rollouts judging health by its engine.
+		Watches(&configv1alpha1.Repository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForCluster),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return !apiequality.Semantic.DeepEqual(e.ObjectOld.(*configv1alpha1.Repository).Status.Cluster, e.ObjectNew.(*configv1alpha1.Repository).Status.Cluster)
+				},
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Options.Workers)}).
 		Build(r)
 	if err != nil {
@@ -135,6 +153,26 @@ func (r *Reconciler) requestsForHealthObject(ctx context.Context, o client.Objec
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// engineKey is the HealthKindIndex value of rollouts judging health by
+// a GitOps engine.
+func engineKey(e configv1alpha1.HealthEngine) string { return "engine/" + string(e) }
+
+// requestsForCluster maps a Repository whose cluster was read to the
+// rollouts of its namespace that judge health by Flux.
+func (r *Reconciler) requestsForCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &configv1alpha1.PackageRolloutList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{HealthKindIndex: engineKey(configv1alpha1.HealthEngineFlux)}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].Status.StartedAt != nil {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return out
 }
@@ -350,8 +388,14 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) (ctrl.Resul
 			}
 			s.objects[name] = pr
 			rev := observed(pr, s.ro.Spec.Health)
-			if rev.Lifecycle == porchv1alpha1.LifecyclePublished && s.ro.Spec.Health != nil && s.ro.Spec.Health.Expr != "" {
-				if rev.Health, err = r.healthByExpr(ctx, s, pr); err != nil {
+			if h := s.ro.Spec.Health; rev.Lifecycle == porchv1alpha1.LifecyclePublished && h != nil {
+				switch {
+				case h.Expr != "":
+					rev.Health, err = r.healthByExpr(ctx, s, pr)
+				case h.Engine != "":
+					rev.Health, err = r.healthByEngine(ctx, s, pr)
+				}
+				if err != nil {
 					return ctrl.Result{}, err
 				}
 			}
@@ -420,6 +464,29 @@ func (r *Reconciler) healthByExpr(ctx context.Context, s *scope, pr *porchv1alph
 		return verdict("False", fmt.Sprintf("%s %s does not say the revision runs", h.Object.Kind, name)), nil
 	}
 	return verdict("True", ""), nil
+}
+
+// healthByEngine judges a published revision by the GitOps engine that
+// deploys it in its cluster, as its Repository's status.cluster shows it
+// (the repository controller reads the cluster): healthy when the
+// Kustomization applying the package runs this revision, is Ready on its
+// latest spec, and waits for what it applied to be healthy. The verdict
+// is a condition observed now.
+func (r *Reconciler) healthByEngine(ctx context.Context, s *scope, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.Condition, error) {
+	now := &metav1.Time{Time: s.now}
+	verdict := func(status porchv1alpha1.ConditionStatus, format string, args ...any) *porchv1alpha1.Condition {
+		return &porchv1alpha1.Condition{Type: rollout.HealthEngineCondition, Status: status, Message: fmt.Sprintf(format, args...), LastTransitionTime: now}
+	}
+	repo := &configv1alpha1.Repository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: pr.Namespace, Name: pr.Spec.Repository}, repo); apierrors.IsNotFound(err) {
+		return verdict(porchv1alpha1.ConditionStatus(metav1.ConditionFalse), "repository %s not found", pr.Spec.Repository), nil
+	} else if err != nil {
+		return nil, err
+	}
+	if ok, why := deployed.Healthy(repo, pr.Spec.PackageName, pr.Spec.Revision); !ok {
+		return verdict(porchv1alpha1.ConditionStatus(metav1.ConditionFalse), "%s", why), nil
+	}
+	return verdict(porchv1alpha1.ConditionStatus(metav1.ConditionTrue), ""), nil
 }
 
 func stringMap(m map[string]string) map[string]any {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/deployed"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
@@ -40,6 +41,10 @@ type Options struct {
 	Workers int
 	// Shard is the share of Repositories this replica reconciles.
 	Shard reconciler.Shard
+	// ClusterPoll and ClusterIdle are how often a target cluster is read
+	// while something of it moves, and when all is settled
+	// (DefaultClusterPoll, DefaultClusterIdle when 0).
+	ClusterPoll, ClusterIdle time.Duration
 }
 
 // Reconciler reconciles Repositories.
@@ -50,7 +55,10 @@ type Reconciler struct {
 	Cache     *repocache.Cache
 	Service   *pkgservice.Service
 	Recorder  recorder.EventRecorder
-	Options   Options
+	// Clusters reads the target clusters of deployment Repositories
+	// (spec.cluster) into status.cluster; none are read when nil.
+	Clusters *deployed.Clusters
+	Options  Options
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;update;patch
@@ -74,6 +82,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := (&usersReconciler{Client: r.Client, APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr); err != nil {
 		return err
+	}
+	if r.Clusters != nil {
+		cr := &clusterReconciler{Client: r.Client, APIReader: r.APIReader, Cache: r.Cache, Clusters: r.Clusters, Recorder: r.Recorder,
+			Shard: r.Options.Shard, Poll: r.Options.ClusterPoll, Idle: r.Options.ClusterIdle}
+		if err := cr.setup(mgr); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository").

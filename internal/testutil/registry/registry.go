@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/scion-dev/scion/internal/devenv"
 	"github.com/scion-dev/scion/internal/localca"
+	"github.com/scion-dev/scion/internal/testutil/harness"
 )
 
 // Binary is the registry's path, unless SCION_REGISTRY names another.
@@ -39,16 +39,6 @@ type Registry struct {
 	Transport *http.Transport
 }
 
-// harness is what Start needs of a test: testing.TB, or mainHarness in
-// TestMain.
-type harness interface {
-	Helper()
-	TempDir() string
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Cleanup(func())
-}
-
 // Start runs a registry until the test ends.
 func Start(t testing.TB) *Registry { return start(t, false) }
 
@@ -62,45 +52,11 @@ func StartPlain(t testing.TB) *Registry { return start(t, true) }
 // configure the controllers with its CA before they start); stop stops
 // it and removes its files.
 func StartMain() (r *Registry, stop func(), err error) {
-	h := &mainHarness{}
-	stop = func() {
-		for i := len(h.cleanups) - 1; i >= 0; i-- {
-			h.cleanups[i]()
-		}
-	}
-	defer func() {
-		if f, ok := recover().(mainFailure); ok {
-			stop()
-			r, stop, err = nil, nil, errors.New(string(f))
-		}
-	}()
-	return start(h, false), stop, nil
+	stop, err = harness.Main(func(t harness.TB) { r = start(t, false) })
+	return r, stop, err
 }
 
-// mainHarness is a harness outside a test: Fatal panics with a
-// mainFailure, which StartMain returns as an error.
-type mainHarness struct{ cleanups []func() }
-
-type mainFailure string
-
-func (h *mainHarness) Helper()          {}
-func (h *mainHarness) Cleanup(f func()) { h.cleanups = append(h.cleanups, f) }
-func (h *mainHarness) Fatal(args ...any) {
-	panic(mainFailure(fmt.Sprint(args...)))
-}
-func (h *mainHarness) Fatalf(format string, args ...any) {
-	panic(mainFailure(fmt.Sprintf(format, args...)))
-}
-func (h *mainHarness) TempDir() string {
-	dir, err := os.MkdirTemp("", "scion-registry")
-	if err != nil {
-		h.Fatal(err)
-	}
-	h.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-func start(t harness, plain bool) *Registry {
+func start(t harness.TB, plain bool) *Registry {
 	t.Helper()
 	bin := os.Getenv("SCION_REGISTRY")
 	if bin == "" {
@@ -158,7 +114,7 @@ auth:
 
 // run starts the registry with its configuration cfg, logging to dir,
 // until the test ends.
-func run(t harness, bin, dir, cfg string) {
+func run(t harness.TB, bin, dir, cfg string) {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, "registry.log"))
 	if err != nil {
@@ -177,7 +133,7 @@ func run(t harness, bin, dir, cfg string) {
 }
 
 // waitServing waits until url answers want.
-func waitServing(t harness, dir, url string, transport http.RoundTripper, want int) {
+func waitServing(t harness.TB, dir, url string, transport http.RoundTripper, want int) {
 	t.Helper()
 	c := &http.Client{Transport: transport, Timeout: time.Second}
 	deadline := time.Now().Add(20 * time.Second)
@@ -212,13 +168,13 @@ func (r *Registry) DockerConfigJSON(password string) []byte {
 	return []byte(fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, r.Host, auth))
 }
 
-func (r *Registry) dockerConfig(t harness, password string) string {
+func (r *Registry) dockerConfig(t harness.TB, password string) string {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "config.json"), r.DockerConfigJSON(password))
 	return dir
 }
 
-func write(t harness, path string, data []byte) {
+func write(t harness.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -226,7 +182,7 @@ func write(t harness, path string, data []byte) {
 }
 
 // certificates makes a CA and a certificate for 127.0.0.1 signed by it.
-func certificates(t harness) (caPEM, certPEM, keyPEM []byte) {
+func certificates(t harness.TB) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	ca, err := localca.New("scion test registry CA")
 	if err != nil {

@@ -114,7 +114,7 @@ func StartWith(o Options) (_ *Env, retErr error) {
 	if o.APIServerBinary != "" && o.Limits != (store.Limits{}) {
 		return nil, errors.New("testenv: Options.Limits cannot be given to an API server in a process of its own")
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +274,9 @@ func (e *Env) Stop() error {
 	return e.env.Stop()
 }
 
-// moduleRoot finds the folder holding go.mod, upwards from the working
+// ModuleRoot finds the folder holding go.mod, upwards from the working
 // directory (go test runs in the package folder).
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
