@@ -61,6 +61,12 @@ const (
 	deletionProposedTagPrefix = "deletion-proposed."
 )
 
+// LatestTag is kept on the newest published revision of each package, as
+// a git repository's branch holds it: a deployer following it (Flux's
+// OCIRepository with ref.tag: latest) deploys what Scion publishes. Only
+// Scion moves it.
+const LatestTag = "latest"
+
 // StoreOptions configure a Store.
 type StoreOptions struct {
 	// Prefix is REGISTRY/PATH (without oci://): each package is the OCI
@@ -1089,7 +1095,10 @@ func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, write
 		}
 		out = store.Revision{Package: p, Workspace: ws, Revision: next, Lifecycle: porchv1alpha1.LifecyclePublished, Commit: a.digest,
 			Latest: true, Trailers: trailers, PublishedBy: publishedBy, PublishedAt: now}
-		return nil
+		// The same manifest under latest: a put of its bytes, no blob
+		// moves. A crash before it leaves latest on the revision before,
+		// until the next publication or deletion of the package.
+		return s.put(p, LatestTag, a, opts)
 	})
 	return out, err
 }
@@ -1179,6 +1188,35 @@ func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) e
 					return err
 				}
 			}
+			if err := s.remove(rev.Package, rev.Commit, opts); err != nil {
+				return err
+			}
+			if tags[LatestTag] != rev.Commit {
+				return nil
+			}
+			// The registry deleted latest with the newest revision's
+			// manifest: it goes to the newest one left.
+			newest, digest := 0, ""
+			for t, d := range tags {
+				if n, ok := revisionNumber(t); ok && n != rev.Revision && n > newest {
+					newest, digest = n, d
+				}
+			}
+			if digest == "" {
+				return nil
+			}
+			m, err := s.manifestFor(ctx, rev.Package, digest, opts)
+			if err != nil {
+				return err
+			}
+			ref, err := s.reference(rev.Package, ":"+LatestTag)
+			if err != nil {
+				return err
+			}
+			if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
+				return fmt.Errorf("moving %s:%s to v%d: %w", s.Image(rev.Package), LatestTag, newest, err)
+			}
+			return nil
 		}
 		return s.remove(rev.Package, rev.Commit, opts)
 	})
@@ -1196,6 +1234,9 @@ func (s *Store) SetFloatingTag(ctx context.Context, p, tag string, revision int)
 	}
 	if isLifecycleTag(tag) {
 		return 0, fmt.Errorf("invalid floating tag %q: draft., proposed. and deletion-proposed. name the lifecycle in a registry", tag)
+	}
+	if tag == LatestTag {
+		return 0, fmt.Errorf("invalid floating tag %q: Scion keeps it on the newest published revision", tag)
 	}
 	from := 0
 	err := s.write(ctx, p, "tagging", func(opts []remote.Option) error {
@@ -1256,7 +1297,7 @@ func (s *Store) FloatingTags(ctx context.Context, p string) (map[string]int, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for t, d := range tags {
-		if _, ok := revisionNumber(t); ok || isLifecycleTag(t) || store.ValidateFloatingTag(t) != nil {
+		if _, ok := revisionNumber(t); ok || isLifecycleTag(t) || t == LatestTag || store.ValidateFloatingTag(t) != nil {
 			continue
 		}
 		out[t] = byDigest[d]

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 
 	"github.com/scion-dev/scion/internal/oci"
@@ -84,4 +87,43 @@ func TestStore_catalogPages(t *testing.T) {
 		names = append(names, r.Package)
 	}
 	g.Expect(names).To(ConsistOf("app-0", "app-1", "app-2", "app-3", "app-4"))
+}
+
+// latest follows the newest published revision of a package, as a git
+// branch does: moved by each publication, back to the revision before
+// when the newest is deleted, and never set by hand.
+func TestStore_latestTag(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/latest", Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	latest := func() string {
+		ref, err := name.ParseReference(reg.Host + "/latest/app:latest")
+		g.Expect(err).NotTo(HaveOccurred())
+		d, err := remote.Head(ref, remote.WithTransport(reg.Transport), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		if err != nil {
+			return err.Error()
+		}
+		return d.Digest.String()
+	}
+	svc := &pkgservice.Service{}
+	v1, err := svc.PublishDirect(ctx, st, "app", "one", storetest.Package("app", 1), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest()).To(Equal(v1.Commit))
+	v2, err := svc.PublishDirect(ctx, st, "app", "two", storetest.Package("app", 2), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest()).To(Equal(v2.Commit), "moved by the publication")
+	tags, err := st.FloatingTags(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).NotTo(HaveKey("latest"), "not a floating tag of people's")
+	_, err = st.SetFloatingTag(ctx, "app", "latest", 1)
+	g.Expect(err).To(MatchError(ContainSubstring("Scion keeps it on the newest published revision")))
+	g.Expect(latest()).To(Equal(v2.Commit))
+
+	g.Expect(st.Delete(ctx, v2, "me")).To(Succeed())
+	g.Expect(latest()).To(Equal(v1.Commit), "back to the newest revision left")
+	g.Expect(st.Delete(ctx, v1, "me")).To(Succeed())
+	g.Expect(latest()).To(ContainSubstring("404 Not Found"), "nothing published, nothing latest")
 }

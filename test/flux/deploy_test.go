@@ -21,6 +21,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/testutil/flux"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/registry"
 )
 
 // target is one target cluster of a test: the namespace holding its
@@ -161,6 +162,23 @@ func deployed(ns, repo, pkg string) func() configv1alpha1.DeployedPackage {
 	}
 }
 
+// fluxStatus is the status of one of a target's Flux objects, for a
+// failing test's output.
+func fluxStatus(tg target, kind, name string) string {
+	u := &unstructured.Unstructured{}
+	group := "source.toolkit.fluxcd.io/v1"
+	if kind == "Kustomization" {
+		group = "kustomize.toolkit.fluxcd.io/v1"
+	}
+	u.SetAPIVersion(group)
+	u.SetKind(kind)
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: tg.fluxNS, Name: name}, u); err != nil {
+		return kind + ": " + err.Error() + "\n"
+	}
+	st, _ := yaml.Marshal(u.Object["status"])
+	return "\n" + kind + " " + name + " status:\n" + string(st)
+}
+
 // value reads data.value of a ConfigMap Flux applied ("" when absent).
 func value(ns, name string) func() string {
 	return func() string {
@@ -216,4 +234,44 @@ func TestFlux_gitDeploymentRepository(t *testing.T) {
 	g.Eventually(deployed(ns, "cluster-01", "app")).WithTimeout(time.Minute).Should(And(
 		HaveField("State", configv1alpha1.DeployDrifted), HaveField("Revision", 0), HaveField("Latest", 2),
 		HaveField("Message", ContainSubstring("Scion never published"))))
+}
+
+// Flux's OCIRepository reads Scion's published artifacts as they are:
+// following the newest published revision of a package (the latest tag
+// Scion keeps on it; Flux's semver takes no vN), the Kustomization applies
+// the artifact's files (the Kptfile is no .yaml: not applied), and the
+// Repository's status.cluster names the revision by its digest.
+func TestFlux_ociDeploymentRepository(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "flux-oci")
+	reg := registry.StartPlain(t)
+	tg := newTarget(t, ns, "cluster-02")
+	prefix := reg.Host + "/fleet/cluster-02"
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "cluster-02", Namespace: ns},
+		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.OCIRepositoryType, Deployment: true, OCI: &configv1alpha1.OCIRepository{Registry: prefix},
+			Cluster: tg.cluster()}})).To(Succeed())
+
+	publish(t, ns, "cluster-02", "app", "v1", map[string]string{"a.yaml": configMap("a", "one")}, "")
+	apply(t, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: cluster-02, namespace: `+tg.fluxNS+`}
+spec:
+  url: oci://`+prefix+`/app
+  ref: {tag: latest}
+  insecure: true
+  interval: 1s
+---
+`+kustomization(tg, "cluster-02", "OCIRepository", "./"))
+	g.Eventually(value(tg.appNS, "a")).WithTimeout(time.Minute).Should(Equal("one"), func() string {
+		return "Flux applied revision 1: " + fluxStatus(tg, "OCIRepository", "cluster-02") + fluxStatus(tg, "Kustomization", "cluster-02")
+	})
+	g.Eventually(deployed(ns, "cluster-02", "app")).WithTimeout(time.Minute).Should(And(
+		HaveField("State", configv1alpha1.DeployCurrent), HaveField("Revision", 1), HaveField("AppliedRevision", HavePrefix("latest@sha256:"))),
+		func() string { return fmt.Sprintf("%+v\n%s", deployed(ns, "cluster-02", "app")(), running.Logs()) })
+
+	publish(t, ns, "cluster-02", "app", "v2", map[string]string{"a.yaml": configMap("a", "two")}, "cluster-02.app.v1")
+	g.Eventually(value(tg.appNS, "a")).WithTimeout(time.Minute).Should(Equal("two"), "Flux took the newest published revision")
+	g.Eventually(deployed(ns, "cluster-02", "app")).WithTimeout(time.Minute).Should(And(
+		HaveField("State", configv1alpha1.DeployCurrent), HaveField("Revision", 2), HaveField("AppliedRevision", HavePrefix("latest@sha256:"))))
 }
