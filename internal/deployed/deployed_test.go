@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 )
@@ -197,6 +199,9 @@ func TestHealthy(t *testing.T) {
 		{name: "failed", repo: repo(with(func(p *configv1alpha1.DeployedPackage) {
 			p.State, p.Message = configv1alpha1.DeployFailed, "Kustomization flux-system/c1 is Ready=False HealthCheckFailed"
 		}), ""), want: "HealthCheckFailed"},
+		{name: "retrying after a failure", repo: repo(with(func(p *configv1alpha1.DeployedPackage) {
+			p.Revision, p.State, p.Message, p.LastFailure = 1, configv1alpha1.DeployProgressing, "Reconciliation in progress", "Ready=False HealthCheckFailed: Deployment/web"
+		}), ""), want: "runs revision 1 (Reconciliation in progress); its last attempt failed: Ready=False HealthCheckFailed"},
 		{name: "does not wait", repo: repo(with(func(p *configv1alpha1.DeployedPackage) { p.HealthChecked = false }), ""), want: "spec.wait: true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,5 +212,60 @@ func TestHealthy(t *testing.T) {
 				g.Expect(why).To(ContainSubstring(tc.want))
 			}
 		})
+	}
+}
+
+// A Kustomization as Flux writes it: Ready's observedGeneration counts
+// (status.observedGeneration reads -1 for a while after Ready).
+func TestKustomizationFrom(t *testing.T) {
+	g := NewWithT(t)
+	u := &unstructured.Unstructured{}
+	js, err := yaml.YAMLToJSON([]byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system, generation: 2}
+spec: {wait: true, suspend: false}
+status:
+  observedGeneration: -1
+  lastAppliedRevision: main@sha1:13c12439ace1f1e2b60a93a63e210c40e16656d8
+  lastAttemptedRevision: main@sha1:13c12439ace1f1e2b60a93a63e210c40e16656d8
+  conditions:
+  - {type: Healthy, status: "True", reason: Succeeded, observedGeneration: 2}
+  - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: main@sha1:13c1", observedGeneration: 2}
+`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u.UnmarshalJSON(js)).To(Succeed(), "as the API server's answer is read")
+	k := KustomizationFrom(u)
+	g.Expect(*k).To(Equal(Kustomization{Namespace: "flux-system", Name: "apps", Generation: 2, ObservedGeneration: 2, Waits: true,
+		Ready: metav1.ConditionTrue, ReadyReason: "ReconciliationSucceeded", ReadyText: "Applied revision: main@sha1:13c1",
+		LastAppliedRevision: "main@sha1:13c12439ace1f1e2b60a93a63e210c40e16656d8", LastAttemptedRevision: "main@sha1:13c12439ace1f1e2b60a93a63e210c40e16656d8"}))
+	unstructured.RemoveNestedField(u.Object, "spec", "wait")
+	g.Expect(unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "Deployment", "name": "web"}}, "spec", "healthChecks")).To(Succeed())
+	g.Expect(KustomizationFrom(u).Waits).To(BeTrue(), "healthChecks check health too")
+}
+
+// Flux retries a failed health check and reads Progressing meanwhile: the
+// failure is kept while it retries the same attempt, and forgotten once
+// it applied something else or gave up trying.
+func TestLastFailure(t *testing.T) {
+	failed := configv1alpha1.DeployedPackage{Package: "app", State: configv1alpha1.DeployFailed, AppliedRevision: "main@sha1:1", Message: "HealthCheckFailed", LastFailure: "HealthCheckFailed"}
+	before := &configv1alpha1.ClusterStatus{Packages: []configv1alpha1.DeployedPackage{failed}}
+	retrying := configv1alpha1.DeployedPackage{Package: "app", State: configv1alpha1.DeployProgressing, AppliedRevision: "main@sha1:1"}
+	for _, tc := range []struct {
+		name   string
+		d      configv1alpha1.DeployedPackage
+		v      Verdict
+		before *configv1alpha1.ClusterStatus
+		want   string
+	}{
+		{name: "failing now", d: failed, want: "HealthCheckFailed"},
+		{name: "retrying the same attempt", d: retrying, v: Verdict{Applied: "main@sha1:1", Attempted: "main@sha1:2"}, before: before, want: "HealthCheckFailed"},
+		{name: "applied the attempt since", d: configv1alpha1.DeployedPackage{Package: "app", State: configv1alpha1.DeployProgressing, AppliedRevision: "main@sha1:2"},
+			v: Verdict{Applied: "main@sha1:2", Attempted: "main@sha1:2"}, before: before},
+		{name: "current", d: configv1alpha1.DeployedPackage{Package: "app", State: configv1alpha1.DeployCurrent, AppliedRevision: "main@sha1:1"}, before: before},
+		{name: "nothing before", d: retrying, v: Verdict{Applied: "main@sha1:1", Attempted: "main@sha1:2"}},
+	} {
+		if got := lastFailure(tc.d, tc.v, tc.before); got != tc.want {
+			t.Errorf("%s: lastFailure = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

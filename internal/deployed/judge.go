@@ -37,8 +37,9 @@ type Verdict struct {
 	Revision int
 	// Latest is the newest published revision.
 	Latest int
-	// Applied is the source revision the Kustomization last applied.
-	Applied string
+	// Applied is the source revision the Kustomization last applied,
+	// Attempted the one it last tried.
+	Applied, Attempted string
 	// Ready: the Kustomization is Ready, on its latest spec, not
 	// suspended; Waits: its Ready covers the health of what it applied.
 	Ready, Waits bool
@@ -57,7 +58,7 @@ func Judge(ctx context.Context, k *Kustomization, published []Published, match M
 		v.State, v.Message = configv1alpha1.DeployNotDeployed, "no Kustomization applies it"
 		return v, nil
 	}
-	v.Applied, v.Waits = k.LastAppliedRevision, k.Waits
+	v.Applied, v.Attempted, v.Waits = k.LastAppliedRevision, k.LastAttemptedRevision, k.Waits
 	v.Ready = k.Ready == metav1.ConditionTrue && k.ObservedGeneration == k.Generation && !k.Suspended
 	if k.LastAppliedRevision != "" {
 		applied, err := ParseRevision(k.LastAppliedRevision)

@@ -21,8 +21,9 @@ var KustomizationGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.flu
 // Kustomization is what Scion reads of a Flux Kustomization.
 type Kustomization struct {
 	Namespace, Name string
-	// Generation and ObservedGeneration: Flux has acted on the latest
-	// spec when they are equal.
+	// Generation and ObservedGeneration (its Ready condition's, else
+	// status.observedGeneration): Flux has acted on the latest spec when
+	// they are equal.
 	Generation, ObservedGeneration int64
 	// Suspended: spec.suspend.
 	Suspended bool
@@ -58,6 +59,15 @@ func KustomizationFrom(u *unstructured.Unstructured) *Kustomization {
 		}
 		s, _ := m["status"].(string)
 		k.Ready = metav1.ConditionStatus(s)
+		// The generation the Ready condition describes: Flux writes
+		// status.observedGeneration only at the end of a reconcile (it
+		// reads -1 for a while after Ready turned True).
+		switch g := m["observedGeneration"].(type) {
+		case int64:
+			k.ObservedGeneration = g
+		case float64:
+			k.ObservedGeneration = int64(g)
+		}
 		k.ReadyReason, _ = m["reason"].(string)
 		k.ReadyText, _ = m["message"].(string)
 	}

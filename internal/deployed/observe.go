@@ -67,12 +67,31 @@ func (c *Clusters) Observe(ctx context.Context, repo *configv1alpha1.Repository,
 			return nil, fmt.Errorf("package %s: %w", p, err)
 		}
 		d.State, d.Revision, d.AppliedRevision, d.Message, d.HealthChecked = v.State, v.Revision, v.Applied, v.Message, v.Waits
+		d.LastFailure = lastFailure(d, v, before)
 		out.Packages = append(out.Packages, since(d, before, now))
 	}
 	if readErr != nil {
 		out.Error = readErr.Error()
 	}
 	return out, nil
+}
+
+// lastFailure is what a package's LastFailure becomes: the failure seen
+// now, or the one seen before while Flux retries the same attempt.
+func lastFailure(d configv1alpha1.DeployedPackage, v Verdict, before *configv1alpha1.ClusterStatus) string {
+	switch d.State {
+	case configv1alpha1.DeployFailed:
+		return d.Message
+	case configv1alpha1.DeployProgressing:
+		if before == nil {
+			return ""
+		}
+		i := slices.IndexFunc(before.Packages, func(b configv1alpha1.DeployedPackage) bool { return b.Package == d.Package })
+		if i >= 0 && before.Packages[i].AppliedRevision == d.AppliedRevision && v.Attempted != v.Applied {
+			return before.Packages[i].LastFailure
+		}
+	}
+	return ""
 }
 
 // since keeps the time a package's state last changed.
@@ -137,13 +156,22 @@ func Healthy(repo *configv1alpha1.Repository, pkg string, revision int) (bool, s
 		if d.Message != "" {
 			why += " (" + d.Message + ")"
 		}
-		return false, why
+		return false, withFailure(why, d)
 	case d.Revision != revision:
-		return false, d.Message
+		return false, withFailure(d.Message, d)
 	case d.State != configv1alpha1.DeployCurrent && d.State != configv1alpha1.DeployBehind:
-		return false, d.Message
+		return false, withFailure(d.Message, d)
 	case !d.HealthChecked:
 		return false, fmt.Sprintf("Kustomization %s runs it, but does not wait for what it applied to be healthy: set its spec.wait: true (or spec.healthChecks)", d.Kustomization)
 	}
 	return true, ""
+}
+
+// withFailure adds a package's last failure to why, when it is not
+// already what why says.
+func withFailure(why string, d configv1alpha1.DeployedPackage) string {
+	if d.LastFailure == "" || d.State == configv1alpha1.DeployFailed {
+		return why
+	}
+	return why + "; its last attempt failed: " + d.LastFailure
 }

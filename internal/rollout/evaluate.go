@@ -102,6 +102,13 @@ func Evaluate(spec *configv1alpha1.PackageRolloutSpec, waves []configv1alpha1.Wa
 	for i := range waves {
 		d.Waves[i] = *waves[i].DeepCopy()
 	}
+	if len(d.Waves) > 0 && !slices.ContainsFunc(d.Waves, func(w configv1alpha1.WaveStatus) bool { return w.State != configv1alpha1.WaveComplete }) {
+		// Finished: what happens to its targets afterwards (a newer
+		// revision deployed over them, a condition changed) is another
+		// rollout's business; nothing is judged or rolled back again.
+		d.Phase = PhaseComplete
+		return d
+	}
 	failedWave, rolledBack := "", false
 	for _, w := range d.Waves {
 		if w.State == configv1alpha1.WaveFailed && failedWave == "" {

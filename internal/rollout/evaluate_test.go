@@ -168,6 +168,22 @@ func TestEvaluate(t *testing.T) {
 			spec: configv1alpha1.PackageRolloutSpec{}, waves: waves(true, true),
 			revs:  all(published("c1.app.v2", "c1", 0, nil), published("c2.app.v2", "c2", 0, nil), published("c3.app.v2", "c3", 0, nil)),
 			phase: PhaseComplete, current: ""},
+		{name: "a finished rollout is not judged again: a target unhealthy later (a newer revision deployed over it) fails and rolls back nothing",
+			spec: configv1alpha1.PackageRolloutSpec{Health: health, RollbackOnFailure: true},
+			waves: func() []configv1alpha1.WaveStatus {
+				w := waves(true, true)
+				for i := range w {
+					w[i].State, w[i].Healthy, w[i].Published = configv1alpha1.WaveComplete, int32(len(w[i].Revisions)), int32(len(w[i].Revisions))
+				}
+				return w
+			}(),
+			revs: all(published("c1.app.v2", "c1", 0, synced("False", 2*time.Hour)), published("c2.app.v2", "c2", 0, synced("True", time.Minute)), published("c3.app.v2", "c3", 0, synced("True", time.Minute))),
+			now:  3 * time.Hour, phase: PhaseComplete, current: "",
+			check: func(g Gomega, d Decision) {
+				g.Expect(d.Waves[0].Failed).To(BeZero())
+				g.Expect(d.Waves[0].Healthy).To(Equal(int32(1)), "the counts it finished with")
+				g.Expect(d.Transitions).To(BeEmpty())
+			}},
 		{name: "an empty wave completes at once, approval or not",
 			spec:  configv1alpha1.PackageRolloutSpec{Approval: configv1alpha1.RolloutApprovalManual, ApprovedWaves: []string{"rest"}},
 			waves: []configv1alpha1.WaveStatus{{Name: "empty", State: configv1alpha1.WavePending}, {Name: "rest", State: configv1alpha1.WavePending, Revisions: []string{"c2.app.v2"}}}, revs: fresh,

@@ -40,14 +40,21 @@ func TestValidate_health(t *testing.T) {
 		health configv1alpha1.RolloutHealth
 		want   string
 	}{
-		{configv1alpha1.RolloutHealth{}, "spec.health: Invalid value: \"\": set exactly one of conditionType and expr"},
-		{configv1alpha1.RolloutHealth{ConditionType: "a", Expr: "true", Object: obj}, "set exactly one of conditionType and expr"},
+		{configv1alpha1.RolloutHealth{}, "spec.health: Invalid value: \"\": set exactly one of conditionType, expr and engine"},
+		{configv1alpha1.RolloutHealth{ConditionType: "a", Expr: "true", Object: obj}, "set exactly one of conditionType, expr and engine"},
+		{configv1alpha1.RolloutHealth{ConditionType: "a", Engine: configv1alpha1.HealthEngineFlux}, "set exactly one of conditionType, expr and engine"},
+		{configv1alpha1.RolloutHealth{Engine: configv1alpha1.HealthEngineFlux}, ""},
+		{configv1alpha1.RolloutHealth{Engine: "ArgoCD"}, "spec.health.engine: Unsupported value: \"ArgoCD\": supported values: \"Flux\""},
 		{configv1alpha1.RolloutHealth{Expr: "true"}, "expr and object go together"},
 		{configv1alpha1.RolloutHealth{Expr: "object.data.x ==", Object: obj}, "spec.health.expr: Invalid value: \"object.data.x ==\""},
 		{configv1alpha1.RolloutHealth{Expr: "'yes'", Object: obj}, "spec.health.expr: Invalid value: \"'yes'\": must evaluate to a bool"},
 		{configv1alpha1.RolloutHealth{Expr: "true", Object: &configv1alpha1.HealthObject{APIVersion: "v1", Kind: "ConfigMap", NameExpr: "repositry.name"}}, "spec.health.object.nameExpr: Invalid value: \"repositry.name\": ERROR: <input>:1:1: undeclared reference to 'repositry'"},
 	} {
 		errs := Validate(&configv1alpha1.PackageRolloutSpec{Health: &tc.health})
+		if tc.want == "" {
+			NewWithT(t).Expect(errs).To(BeEmpty())
+			continue
+		}
 		NewWithT(t).Expect(errs.ToAggregate()).To(MatchError(ContainSubstring(tc.want)))
 	}
 }

@@ -100,9 +100,17 @@ func Validate(spec *configv1alpha1.PackageRolloutSpec) field.ErrorList {
 		errs = append(errs, field.Invalid(base.Child("soakTime"), d.Duration.String(), "soakTime must be from 0s to 8760h"))
 	}
 	if h := spec.Health; h != nil {
+		set := 0
+		for _, v := range []string{h.ConditionType, h.Expr, string(h.Engine)} {
+			if v != "" {
+				set++
+			}
+		}
 		switch {
-		case (h.ConditionType == "") == (h.Expr == ""):
-			errs = append(errs, field.Invalid(base.Child("health"), "", "set exactly one of conditionType and expr"))
+		case set != 1:
+			errs = append(errs, field.Invalid(base.Child("health"), "", "set exactly one of conditionType, expr and engine"))
+		case h.Engine != "" && h.Engine != configv1alpha1.HealthEngineFlux:
+			errs = append(errs, field.NotSupported(base.Child("health", "engine"), h.Engine, []configv1alpha1.HealthEngine{configv1alpha1.HealthEngineFlux}))
 		case (h.Expr == "") != (h.Object == nil):
 			errs = append(errs, field.Invalid(base.Child("health"), "", "expr and object go together: expr reads the object named by object"))
 		default:

@@ -100,7 +100,6 @@ spec:
   path: ` + path + `
   interval: 2s
   retryInterval: 2s
-  timeout: 8s
   prune: true
   wait: true
   targetNamespace: ` + tg.appNS
@@ -110,9 +109,21 @@ spec:
 // first revision, copy of the latest after) and publishes it.
 func publish(t *testing.T, ns, repo, pkg, ws string, files map[string]string, from string) {
 	t.Helper()
+	propose(t, ns, repo, pkg, ws, files, from)
+	if out, err := scion(ns, "rpkg", "approve", repo+"."+pkg+"."+ws); err != nil {
+		t.Fatalf("approving: %v: %s", err, out)
+	}
+}
+
+// propose writes files into a new draft of pkg in repo (init for the
+// first revision, copy of from after) and proposes it.
+func propose(t *testing.T, ns, repo, pkg, ws string, files map[string]string, from string) {
+	t.Helper()
 	g := NewWithT(t)
 	run := func(args ...string) string {
 		t.Helper()
+		start := time.Now()
+		defer func() { t.Logf("scion %v: %s", args, time.Since(start)) }()
 		out, err := scion(ns, args...)
 		g.Expect(err).NotTo(HaveOccurred(), "scion %v: %s", args, out)
 		return out
@@ -136,7 +147,6 @@ func publish(t *testing.T, ns, repo, pkg, ws string, files map[string]string, fr
 	}
 	run("rpkg", "push", name, dir)
 	run("rpkg", "propose", name)
-	run("rpkg", "approve", name)
 }
 
 func configMap(name, value string) string {
@@ -213,7 +223,12 @@ func TestFlux_gitDeploymentRepository(t *testing.T) {
 
 	publish(t, ns, "cluster-01", "app", "v1", map[string]string{"a.yaml": configMap("a", "one"), "b.yaml": configMap("b", "one")}, "")
 	apply(t, gitSource(tg, "cluster-01", srv.URLFor("cluster-01.git"), "./app"))
+	start := time.Now()
+	t.Logf("published at %s", start)
 	g.Eventually(value(tg.appNS, "a")).WithTimeout(time.Minute).Should(Equal("one"), "Flux applied revision 1")
+	t.Logf("applied after %s", time.Since(start))
+	g.Eventually(func() string { return fluxStatus(tg, "Kustomization", "cluster-01") }).WithTimeout(3 * time.Minute).Should(ContainSubstring("Applied revision"))
+	t.Logf("Ready after %s\n%s", time.Since(start), fluxStatus(tg, "Kustomization", "cluster-01"))
 	g.Eventually(deployed(ns, "cluster-01", "app")).WithTimeout(time.Minute).Should(And(
 		HaveField("State", configv1alpha1.DeployCurrent), HaveField("Revision", 1), HaveField("Latest", 1), HaveField("HealthChecked", true),
 		HaveField("Kustomization", tg.fluxNS+"/cluster-01"), HaveField("AppliedRevision", HavePrefix("main@sha1:"))), func() string { return fmt.Sprintf("%+v", deployed(ns, "cluster-01", "app")()) })

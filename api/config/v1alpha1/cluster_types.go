@@ -190,6 +190,11 @@ type DeployedPackage struct {
 	// Kustomization's Ready message, say).
 	// +optional
 	Message string `json:"message,omitempty"`
+	// LastFailure is the Kustomization's last failure (its Ready=False
+	// message) while it keeps trying the same revision: Flux retries a
+	// failed apply or health check and reads Progressing meanwhile.
+	// +optional
+	LastFailure string `json:"lastFailure,omitempty"`
 	// Since is when the state last changed.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -105,6 +106,11 @@ func (c *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return true, nil
 		})
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !meta.IsStatusConditionTrue(repo.Status.Conditions, configv1alpha1.ReadyCondition) {
+		// Not synced yet (or failing): opening the store here would race
+		// the sync's own first open and fetch; its Ready says why.
+		return ctrl.Result{RequeueAfter: c.Poll}, nil
 	}
 	st, err := c.Cache.Open(ctx, repo)
 	if errors.Is(err, store.ErrBusy) {
