@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -56,13 +58,20 @@ func (s *Server) rolloutPage(r *http.Request) (any, error) {
 		d.Health = "each target's " + h.ConditionType + " condition"
 	} else if h != nil && h.Expr != "" {
 		d.Health = "an expression over " + h.Object.Kind + " objects"
+	} else if h != nil && h.Engine != "" {
+		d.Health = "the " + string(h.Engine) + " Kustomizations of each target's cluster"
 	}
+	repos := map[string]*configv1alpha1.Repository{}
 	for _, w := range ro.Status.Waves {
 		g := waveGrid{WaveStatus: w}
 		for _, n := range w.Revisions {
 			t := tree.Target{Name: n, Status: "Unknown", Reason: "NotFound", Message: "the revision no longer exists"}
 			if pr := byName[n]; pr != nil {
-				t = tree.RolloutTarget(pr, ro.Spec.Health)
+				repo, err := s.repository(r.Context(), repos, pr.Spec.Repository)
+				if err != nil {
+					return nil, err
+				}
+				t = tree.RolloutTarget(pr, ro.Spec.Health, repo)
 			}
 			g.Targets = append(g.Targets, t)
 			if t.Published && t.Status == "True" || w.State == configv1alpha1.WavePending {
@@ -77,6 +86,23 @@ func (s *Server) rolloutPage(r *http.Request) (any, error) {
 		d.Waves = append(d.Waves, g)
 	}
 	return d, nil
+}
+
+// repository reads a Repository once per page (nil when it does not
+// exist).
+func (s *Server) repository(ctx context.Context, seen map[string]*configv1alpha1.Repository, name string) (*configv1alpha1.Repository, error) {
+	if r, ok := seen[name]; ok {
+		return r, nil
+	}
+	r := &configv1alpha1.Repository{}
+	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: name}, r); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading Repository %s: %w", name, err)
+		}
+		r = nil
+	}
+	seen[name] = r
+	return r, nil
 }
 
 // rolloutOf is what the rollouts page shows of ro.
@@ -121,6 +147,9 @@ func targetTitle(t tree.Target) string {
 	fmt.Fprintf(b, ", healthy: %s)", t.Status)
 	if t.Message != "" {
 		fmt.Fprintf(b, ": %s %s", t.Reason, t.Message)
+	}
+	if t.Deployed != nil {
+		fmt.Fprintf(b, "; %s", tree.DeployedSummary(t.Deployed))
 	}
 	return b.String()
 }

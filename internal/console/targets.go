@@ -1,12 +1,17 @@
 package console
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // maxColumns bounds the packages the targets table shows side by side;
@@ -22,6 +27,11 @@ type targetCell struct {
 	// or Proposed); PendingShown is what kubectl shows (an approval
 	// waiting says so).
 	Pending, PendingShown, PendingName string
+	// Deployed is what the repository's cluster runs of the package, as
+	// its status.cluster says (nil when it has no spec.cluster).
+	Deployed *configv1alpha1.DeployedPackage
+	// DeployedTitle says it in words.
+	DeployedTitle string
 }
 
 type targetRow struct {
@@ -79,13 +89,27 @@ func (s *Server) targets(r *http.Request) (any, error) {
 			}
 		}
 	}
+	repos := &configv1alpha1.RepositoryList{}
+	if err := s.opts.Client.List(r.Context(), repos, client.InNamespace(s.opts.Namespace)); err != nil {
+		return d, fmt.Errorf("listing the Repositories: %w", err)
+	}
+	for i := range repos.Items {
+		for pkg, c := range cells[repos.Items[i].Name] {
+			if dp := tree.DeployedOf(&repos.Items[i], pkg); dp != nil {
+				c.Deployed, c.DeployedTitle = dp, tree.DeployedSummary(dp)
+				if dp.Message != "" {
+					c.DeployedTitle += ": " + dp.Message
+				}
+			}
+		}
+	}
 	all := slices.Sorted(maps.Keys(packages))
 	d.Packages = all[:min(len(all), maxColumns)]
 	d.MorePackages = all[len(d.Packages):]
-	repos := slices.Sorted(maps.Keys(cells))
+	names := slices.Sorted(maps.Keys(cells))
 	var from, to int
-	d.Paging, from, to = pageOf(r, len(repos), s.opts.PageSize)
-	for _, repo := range repos[from:to] {
+	d.Paging, from, to = pageOf(r, len(names), s.opts.PageSize)
+	for _, repo := range names[from:to] {
 		row := targetRow{Repository: repo}
 		for _, pkg := range d.Packages {
 			row.Cells = append(row.Cells, cells[repo][pkg])

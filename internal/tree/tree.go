@@ -23,6 +23,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/deployed"
 	"github.com/scion-dev/scion/internal/pkgservice"
 )
 
@@ -152,6 +153,21 @@ func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
 // condition, when it has one) and why not.
 func RolloutTree(ctx context.Context, c client.Client, ro *configv1alpha1.PackageRollout) (*Node, error) {
 	n := RolloutNode(ro)
+	repos := map[string]*configv1alpha1.Repository{}
+	repository := func(name string) (*configv1alpha1.Repository, error) {
+		if r, ok := repos[name]; ok {
+			return r, nil
+		}
+		r := &configv1alpha1.Repository{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ro.Namespace, Name: name}, r); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, err
+			}
+			r = nil
+		}
+		repos[name] = r
+		return r, nil
+	}
 	for i, w := range ro.Status.Waves {
 		for _, name := range w.Revisions {
 			pr := &porchv1alpha1.PackageRevision{}
@@ -162,7 +178,11 @@ func RolloutTree(ctx context.Context, c client.Client, ro *configv1alpha1.Packag
 				}
 				return nil, err
 			}
-			n.Children[i].Children = append(n.Children[i].Children, targetNode(pr, ro.Spec.Health))
+			repo, err := repository(pr.Spec.Repository)
+			if err != nil {
+				return nil, err
+			}
+			n.Children[i].Children = append(n.Children[i].Children, targetNode(pr, ro.Spec.Health, repo))
 		}
 	}
 	return n, nil
@@ -177,16 +197,76 @@ type Target struct {
 	Lifecycle                 string
 	Published                 bool
 	// Health is the condition health is judged by ("" when the rollout
-	// judges it with an expression over other objects).
+	// judges it with an expression over other objects; the engine's name
+	// when it judges by a GitOps engine).
 	Health                  string
 	Status, Reason, Message string
+	// Deployed is what the target's cluster runs of the package, as its
+	// Repository's status.cluster says (nil when nothing says).
+	Deployed *configv1alpha1.DeployedPackage
+}
+
+// DeployedOf is what a Repository's cluster runs of a package (nil when
+// its status.cluster does not say).
+func DeployedOf(repo *configv1alpha1.Repository, pkg string) *configv1alpha1.DeployedPackage {
+	if repo == nil || repo.Status.Cluster == nil {
+		return nil
+	}
+	for i := range repo.Status.Cluster.Packages {
+		if d := &repo.Status.Cluster.Packages[i]; d.Package == pkg {
+			return d
+		}
+	}
+	return nil
+}
+
+// DeployedSummary says in a few words what a cluster runs of a package
+// beside what was published: "runs revision 2 of 3 (Behind)", "runs
+// content Scion never published (Drifted)".
+func DeployedSummary(d *configv1alpha1.DeployedPackage) string {
+	if d == nil {
+		return ""
+	}
+	switch {
+	case d.Revision > 0:
+		return fmt.Sprintf("cluster runs revision %d of %d (%s)", d.Revision, d.Latest, d.State)
+	case d.State == configv1alpha1.DeployDrifted:
+		return fmt.Sprintf("cluster runs what Scion never published (%s)", d.State)
+	default:
+		return fmt.Sprintf("cluster runs no published revision (%s)", d.State)
+	}
 }
 
 // RolloutTarget is what a rollout's target pr is, judged by the rollout's
-// health (Ready when it names no condition).
-func RolloutTarget(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) Target {
+// health (Ready when it names no condition; by what its Repository repo,
+// which may be nil, says of its cluster with a health engine).
+func RolloutTarget(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth, repo *configv1alpha1.Repository) Target {
 	t := Target{Name: pr.Name, Repository: pr.Spec.Repository, Package: pr.Spec.PackageName, Revision: pr.Spec.Revision, Lifecycle: pr.ShownLifecycle(),
-		Published: pr.GitLifecycle() == porchv1alpha1.LifecyclePublished, Health: configv1alpha1.ReadyCondition, Status: "Unknown"}
+		Published: pr.GitLifecycle() == porchv1alpha1.LifecyclePublished, Health: configv1alpha1.ReadyCondition, Status: "Unknown",
+		Deployed: DeployedOf(repo, pr.Spec.PackageName)}
+	if health != nil && health.Engine != "" {
+		t.Health = string(health.Engine)
+		switch {
+		case !t.Published:
+			t.Reason, t.Message = "NotPublished", "not published yet"
+		case repo == nil:
+			t.Reason, t.Message = "NotFound", "repository "+pr.Spec.Repository+" not found"
+		default:
+			ok, why := deployed.Healthy(repo, pr.Spec.PackageName, pr.Spec.Revision)
+			switch {
+			case ok:
+				t.Status = "True"
+			case t.Deployed != nil && (t.Deployed.State == configv1alpha1.DeployFailed || t.Deployed.State == configv1alpha1.DeployDrifted ||
+				t.Deployed.State == configv1alpha1.DeployUnknown || t.Deployed.LastFailure != ""):
+				t.Status, t.Reason, t.Message = "False", "Deploy"+string(t.Deployed.State), why
+			default:
+				// On its way (Flux has not applied it yet, or waits for
+				// what it applied): waiting, not failed.
+				t.Reason, t.Message = "Waiting", why
+			}
+		}
+		return t
+	}
 	if health != nil && health.ConditionType != "" {
 		t.Health = health.ConditionType
 	}
@@ -209,8 +289,8 @@ func RolloutTarget(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.Rol
 }
 
 // targetNode is one target of a rollout's wave.
-func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth) *Node {
-	t := RolloutTarget(pr, health)
+func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.RolloutHealth, repo *configv1alpha1.Repository) *Node {
+	t := RolloutTarget(pr, health, repo)
 	n := &Node{Kind: "PackageRevision", Name: t.Name, Lifecycle: t.Lifecycle, Ready: t.Status, Reason: t.Reason, Message: t.Message}
 	n.Summary = "repository " + t.Repository
 	if t.Revision > 0 {
@@ -221,8 +301,11 @@ func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.Rollou
 	} else {
 		n.Summary += ", not published"
 	}
-	if health != nil && health.ConditionType != "" {
+	if health != nil && (health.ConditionType != "" || health.Engine != "") {
 		n.Summary += ", health " + t.Health
+	}
+	if t.Deployed != nil {
+		n.Summary += ", " + DeployedSummary(t.Deployed)
 	}
 	return n
 }

@@ -3,6 +3,9 @@ package flux_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/console"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -110,6 +114,38 @@ func TestFlux_rolloutJudgedByFlux(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-02.app.v3"}, pr)).To(Succeed())
 	g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed), "the second cluster never got the bad release")
 	g.Expect(deployed(ns, "cluster-02", "app")()).To(HaveField("Revision", 2))
+
+	// What runs where, as people look at it.
+	out, err := scion(ns, "rollout", "status", "bad")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`cluster-01\.app\.v3 .*repository cluster-01, revision 3, published, health Flux, cluster runs revision 4 of 4 \(Current\)`))
+	g.Expect(out).To(MatchRegexp(`cluster-02\.app\.v3 .*repository cluster-02, not published, health Flux, cluster runs revision 2 of 2 \(Current\)`))
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	con, err := console.New(console.Options{Client: c, Namespace: ns})
+	g.Expect(err).NotTo(HaveOccurred())
+	web := httptest.NewServer(con)
+	defer func() { web.Close(); con.Close() }()
+	page := get(t, web.URL+"/targets")
+	g.Expect(page).To(MatchRegexp(`(?s)cluster-01</td>.*>v4</span>.*title="cluster runs revision 4 of 4 \(Current\)">runs v4</span>`))
+	g.Expect(page).To(MatchRegexp(`(?s)cluster-02</td>.*>v2</span>.*runs v2</span>`))
+	page = get(t, web.URL+"/rollout?name=bad")
+	g.Expect(page).To(ContainSubstring("the Flux Kustomizations of each target"))
+}
+
+// get reads a page of the console.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s\n%s", url, resp.Status, b)
+	}
+	return string(b)
 }
 
 func readyTrue(conds []metav1.Condition) bool {
