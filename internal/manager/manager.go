@@ -115,8 +115,9 @@ type Options struct {
 	SyncPeriod time.Duration
 	// ClusterPoll is how often a deployment Repository's target cluster
 	// (spec.cluster) is read while something of it moves
-	// (repository.DefaultClusterPoll when 0).
-	ClusterPoll time.Duration
+	// (repository.DefaultClusterPoll when 0); ClusterIdle once all is
+	// settled (repository.DefaultClusterIdle when 0).
+	ClusterPoll, ClusterIdle time.Duration
 	// ReadableKinds are the kinds whose objects PackageVariants may inject
 	// and PackageVariantSets may select (kindwatch.DefaultKinds when nil).
 	// The controller's RBAC must let it get, list and watch them.
@@ -336,7 +337,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-repository"),
 		Clusters:  &deployed.Clusters{Secrets: named},
-		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard, ClusterPoll: o.ClusterPoll},
+		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard, ClusterPoll: o.ClusterPoll, ClusterIdle: o.ClusterIdle},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the repository controller: %w", err)
 	}

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 	kubeconfig, fluxConfig = filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "flux-kubeconfig")
 	opts := manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second,
-		TagPollPeriod: time.Second, ClusterPoll: time.Second}
+		TagPollPeriod: time.Second, ClusterPoll: time.Second, ClusterIdle: 5 * time.Second}
 	var stopFlux func()
 	code := suite.Run(m, opts, nil, func(e *testenv.Env) {
 		env, k8sClient = e, e.Client

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -53,6 +54,9 @@ type clusterReconciler struct {
 	// Poll and Idle are the periods of the reads (DefaultClusterPoll,
 	// DefaultClusterIdle when 0).
 	Poll, Idle time.Duration
+	// Workers is how many clusters are read at once: a cluster that does
+	// not answer holds one for the read's timeout only.
+	Workers int
 }
 
 func (c *clusterReconciler) setup(mgr ctrl.Manager) error {
@@ -84,6 +88,7 @@ func (c *clusterReconciler) setup(mgr ctrl.Manager) error {
 				return published(e.ObjectOld) != published(e.ObjectNew)
 			},
 		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, c.Workers)}).
 		Complete(c)
 }
 
@@ -136,16 +141,30 @@ func (c *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	c.announce(repo, before, observed)
+	return ctrl.Result{RequeueAfter: c.next(observed, time.Now())}, nil
+}
+
+// settleWindow is how long after a package's state changed its cluster
+// is still read often although nothing seems to move: a Kustomization
+// made after the publication, a drift being put right.
+const settleWindow = 10 * time.Minute
+
+// next is when a cluster is read again: soon while something of it moves
+// or changed lately, seldom once all is settled.
+func (c *clusterReconciler) next(observed *configv1alpha1.ClusterStatus, now time.Time) time.Duration {
+	if observed.Error != "" {
+		return c.Poll
+	}
 	for _, p := range observed.Packages {
 		switch p.State {
 		case configv1alpha1.DeployProgressing, configv1alpha1.DeployBehind, configv1alpha1.DeployFailed, configv1alpha1.DeployUnknown:
-			return ctrl.Result{RequeueAfter: c.Poll}, nil
+			return c.Poll
+		}
+		if p.State != configv1alpha1.DeployCurrent && p.Since != nil && now.Sub(p.Since.Time) < settleWindow {
+			return c.Poll
 		}
 	}
-	if observed.Error != "" {
-		return ctrl.Result{RequeueAfter: c.Poll}, nil
-	}
-	return ctrl.Result{RequeueAfter: c.Idle}, nil
+	return c.Idle
 }
 
 // sameObservation says whether two observations differ only in when

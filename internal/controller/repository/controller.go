@@ -42,8 +42,8 @@ type Options struct {
 	// Shard is the share of Repositories this replica reconciles.
 	Shard reconciler.Shard
 	// ClusterPoll and ClusterIdle are how often a target cluster is read
-	// while something of it moves, and when all is settled
-	// (DefaultClusterPoll, DefaultClusterIdle when 0).
+	// while something of it moves or changed lately, and when all is
+	// settled (DefaultClusterPoll, DefaultClusterIdle when 0).
 	ClusterPoll, ClusterIdle time.Duration
 }
 
@@ -85,7 +85,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Clusters != nil {
 		cr := &clusterReconciler{Client: r.Client, APIReader: r.APIReader, Cache: r.Cache, Clusters: r.Clusters, Recorder: r.Recorder,
-			Shard: r.Options.Shard, Poll: r.Options.ClusterPoll, Idle: r.Options.ClusterIdle}
+			Shard: r.Options.Shard, Poll: r.Options.ClusterPoll, Idle: r.Options.ClusterIdle, Workers: r.Options.Workers}
 		if err := cr.setup(mgr); err != nil {
 			return err
 		}
