@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/manager"
@@ -76,7 +75,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.StringVar(&o.gitObjectCache, "git-object-cache-size", "auto", "memory for recently read and written git objects, for all repositories together: a quantity (256Mi, 1Gi), or auto for 32Mi plus 12Ki per PackageVariant of the shard")
 	f.DurationVar(&o.Manager.GitTimeout, "git-timeout", store.DefaultTimeout, "how long one exchange with a git remote (a fetch, a push) may take before it fails")
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", configv1alpha1.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
-	f.DurationVar(&o.Manager.ClusterPoll, "cluster-poll", repository.DefaultClusterPoll, "how often a deployment Repository's target cluster (spec.cluster) is read while something there moves (a rollout waiting on Flux, say); once all is settled, every minute")
+	f.DurationVar(&o.Manager.ClusterPoll, "cluster-poll", configv1alpha1.DefaultClusterPoll, "how often a deployment Repository's target cluster (spec.cluster) is read while something there moves (a rollout waiting on Flux, say); once all is settled, every minute")
 	o.limits.add(f)
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)

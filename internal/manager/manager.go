@@ -115,8 +115,8 @@ type Options struct {
 	SyncPeriod time.Duration
 	// ClusterPoll is how often a deployment Repository's target cluster
 	// (spec.cluster) is read while something of it moves
-	// (repository.DefaultClusterPoll when 0); ClusterIdle once all is
-	// settled (repository.DefaultClusterIdle when 0).
+	// (configv1alpha1.DefaultClusterPoll when 0); ClusterIdle once all is
+	// settled (configv1alpha1.DefaultClusterIdle when 0).
 	ClusterPoll, ClusterIdle time.Duration
 	// ReadableKinds are the kinds whose objects PackageVariants may inject
 	// and PackageVariantSets may select (kindwatch.DefaultKinds when nil).

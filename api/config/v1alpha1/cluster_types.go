@@ -1,7 +1,19 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Default periods of the reads of target clusters (spec.cluster).
+const (
+	// DefaultClusterPoll is how often a cluster is read while something
+	// of it moves or changed lately (the controller's --cluster-poll).
+	DefaultClusterPoll = 5 * time.Second
+	// DefaultClusterIdle is how often a cluster is read once everything
+	// is settled.
+	DefaultClusterIdle = time.Minute
 )
 
 // TargetCluster says where the packages a deployment repository

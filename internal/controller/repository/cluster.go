@@ -27,16 +27,6 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// Default periods of the reads of target clusters.
-const (
-	// DefaultClusterPoll is how often a cluster is read while something
-	// of it moves (a package Progressing, Behind, Failed or Unknown).
-	DefaultClusterPoll = 5 * time.Second
-	// DefaultClusterIdle is how often a cluster is read when everything
-	// is settled.
-	DefaultClusterIdle = time.Minute
-)
-
 // clusterReconciler keeps a Repository's status.cluster: what its target
 // cluster (spec.cluster) runs of its published packages, read from the
 // cluster's Flux Kustomizations. It is apart from the Repository's sync
@@ -51,8 +41,8 @@ type clusterReconciler struct {
 	Clusters  *deployed.Clusters
 	Recorder  recorder.EventRecorder
 	Shard     reconciler.Shard
-	// Poll and Idle are the periods of the reads (DefaultClusterPoll,
-	// DefaultClusterIdle when 0).
+	// Poll and Idle are the periods of the reads (configv1alpha1.DefaultClusterPoll,
+	// configv1alpha1.DefaultClusterIdle when 0).
 	Poll, Idle time.Duration
 	// Workers is how many clusters are read at once: a cluster that does
 	// not answer holds one for the read's timeout only.
@@ -61,10 +51,10 @@ type clusterReconciler struct {
 
 func (c *clusterReconciler) setup(mgr ctrl.Manager) error {
 	if c.Poll <= 0 {
-		c.Poll = DefaultClusterPoll
+		c.Poll = configv1alpha1.DefaultClusterPoll
 	}
 	if c.Idle <= 0 {
-		c.Idle = DefaultClusterIdle
+		c.Idle = configv1alpha1.DefaultClusterIdle
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repository-cluster").

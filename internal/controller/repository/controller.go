@@ -43,7 +43,7 @@ type Options struct {
 	Shard reconciler.Shard
 	// ClusterPoll and ClusterIdle are how often a target cluster is read
 	// while something of it moves or changed lately, and when all is
-	// settled (DefaultClusterPoll, DefaultClusterIdle when 0).
+	// settled (configv1alpha1.DefaultClusterPoll, DefaultClusterIdle when 0).
 	ClusterPoll, ClusterIdle time.Duration
 }
 
