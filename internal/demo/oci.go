@@ -106,7 +106,7 @@ func (o *Options) showOCI(ctx context.Context, f *Fleet) error {
 		return fmt.Errorf("%s is %s, but the registry does not show it: %w", pr.Name, pr.Spec.Lifecycle, err)
 	}
 	o.say("    %s is Published: oci://%s/%s:%s (%s)", pr.Name, site, ociBlueprint, down.RefName(rev), rev.Commit)
-	o.say("    deploy it with Flux: kind: OCIRepository, spec.url: oci://%s/%s, spec.ref.tag: %s (spec.insecure: true for this local registry)", site, ociBlueprint, down.RefName(rev))
+	o.say("    deploy it with Flux: kind: OCIRepository, spec.url: oci://%s/%s, spec.ref.tag: %s (the newest published revision; or %s to pin this one), spec.insecure: true for this local registry (docs/flux.md)", site, ociBlueprint, oci.LatestTag, down.RefName(rev))
 	o.say("    read it with any OCI tool: %s pkg pull oci://%s/%s:%s ./%s", o.scion(), site, ociBlueprint, down.RefName(rev), ociBlueprint)
 	return nil
 }
