@@ -118,7 +118,7 @@ node: ## Build kube-scheduler, the kubelet, kube-proxy and kubectl into bin/k8s 
 	hack/install-node.sh
 
 .PHONY: test-cluster
-test-cluster: control-plane node ## Scion as Pods on a real node (containerd, runc, kubelet, kube-proxy): its image, kubectl apply -k, an upgrade from the previous commit, failover, approvals through kubectl and the console in the cluster. Tears the node down even when it fails.
+test-cluster: control-plane node flux ## Scion as Pods on a real node (containerd, runc, kubelet, kube-proxy): its image, kubectl apply -k, an upgrade from the previous commit, failover, approvals through kubectl and the console in the cluster, function Pods, Flux deploying what Scion publishes and a crash-looping release rolled back on Flux's word. Tears the node down even when it fails.
 	rc=0; KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -count=1 -timeout 40m -v ./test/cluster/ || rc=$$?; \
 	  go run ./hack/node sweep || rc=1; exit $$rc
 

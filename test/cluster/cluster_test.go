@@ -135,6 +135,10 @@ func TestScionOnANode(t *testing.T) {
 
 	// 6. Function images run as Pods in scion-functions.
 	t.Run("function runner", func(t *testing.T) { functionRunner(t, c, porch) })
+
+	// 7. Flux deploys what Scion publishes; a rollout judged by Flux
+	// rolls a crash-looping release back.
+	t.Run("deploy with Flux", func(t *testing.T) { deployWithFlux(t, c, porch, server, gitRoot) })
 }
 
 // previousImage builds the image of the commit before HEAD

@@ -5,8 +5,11 @@
 // upgrade from the previous commit's image, a set over ten deployment
 // repositories served by a git server the Pods reach, an upstream bump
 // during which the controller's leader Pod is killed, approvals through
-// kubectl and through the console's API in the cluster, and Scion's API
-// server losing a replica. make test-cluster runs it (and make test).
+// kubectl and through the console's API in the cluster, Scion's API
+// server losing a replica, function images as Pods, and Flux's
+// controllers (make flux) deploying what Scion publishes, a crash-looping
+// release rolled back on Flux's word. make test-cluster runs it (and
+// make test).
 package cluster_test
 
 import (

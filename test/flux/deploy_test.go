@@ -35,7 +35,7 @@ type target struct {
 // reader there (config/target-cluster) and stores its kubeconfig in a
 // Secret of the tenant's namespace ns, as an administrator registering
 // the cluster does.
-func newTarget(t *testing.T, ns, name string) target {
+func newTarget(t testing.TB, ns, name string) target {
 	t.Helper()
 	ctx := context.Background()
 	tg := target{name: name, fluxNS: name + "-flux-" + rand.String(5), appNS: name + "-apps-" + rand.String(5)}
@@ -62,7 +62,7 @@ func (tg target) cluster() *configv1alpha1.TargetCluster {
 }
 
 // apply creates the objects of a YAML stream as an administrator.
-func apply(t *testing.T, stream string) {
+func apply(t testing.TB, stream string) {
 	t.Helper()
 	for _, doc := range strings.Split(stream, "\n---\n") {
 		u := &unstructured.Unstructured{}
@@ -106,47 +106,16 @@ spec:
 }
 
 // publish writes files into a new draft of pkg in repo (init for the
-// first revision, copy of the latest after) and publishes it.
-func publish(t *testing.T, ns, repo, pkg, ws string, files map[string]string, from string) {
+// first revision, a copy of from after) and publishes it.
+func publish(t testing.TB, ns, repo, pkg, ws string, files map[string]string, from string) {
 	t.Helper()
-	propose(t, ns, repo, pkg, ws, files, from)
-	if out, err := scion(ns, "rpkg", "approve", repo+"."+pkg+"."+ws); err != nil {
-		t.Fatalf("approving: %v: %s", err, out)
-	}
+	flux.Packages{Kubeconfig: kubeconfig, Namespace: ns}.Publish(t, repo, pkg, ws, files, from)
 }
 
-// propose writes files into a new draft of pkg in repo (init for the
-// first revision, copy of from after) and proposes it.
-func propose(t *testing.T, ns, repo, pkg, ws string, files map[string]string, from string) {
+// propose writes files into a new draft and proposes it.
+func propose(t testing.TB, ns, repo, pkg, ws string, files map[string]string, from string) {
 	t.Helper()
-	g := NewWithT(t)
-	run := func(args ...string) string {
-		t.Helper()
-		start := time.Now()
-		defer func() { t.Logf("scion %v: %s", args, time.Since(start)) }()
-		out, err := scion(ns, args...)
-		g.Expect(err).NotTo(HaveOccurred(), "scion %v: %s", args, out)
-		return out
-	}
-	name := repo + "." + pkg + "." + ws
-	if from == "" {
-		run("rpkg", "init", pkg, "--repository", repo, "--workspace", ws)
-	} else {
-		run("rpkg", "copy", from, "--workspace", ws)
-	}
-	dir := filepath.Join(t.TempDir(), pkg)
-	run("rpkg", "pull", name, dir)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if e.Name() != "Kptfile" && strings.HasSuffix(e.Name(), ".yaml") {
-			g.Expect(os.Remove(filepath.Join(dir, e.Name()))).To(Succeed())
-		}
-	}
-	for f, body := range files {
-		g.Expect(os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644)).To(Succeed())
-	}
-	run("rpkg", "push", name, dir)
-	run("rpkg", "propose", name)
+	flux.Packages{Kubeconfig: kubeconfig, Namespace: ns}.Propose(t, repo, pkg, ws, files, from)
 }
 
 func configMap(name, value string) string {

@@ -10,17 +10,14 @@
 package flux_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scion-dev/scion/internal/cli"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/flux"
 	"github.com/scion-dev/scion/internal/testutil/suite"
@@ -72,9 +69,5 @@ func TestMain(m *testing.M) {
 
 // scion runs the scion CLI in namespace ns and returns its output.
 func scion(ns string, args ...string) (string, error) {
-	var out, errOut bytes.Buffer
-	cmd := cli.NewRootCommand(cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig, "-n", ns))
-	err := cmd.Execute()
-	return out.String() + errOut.String(), err
+	return flux.Packages{Kubeconfig: kubeconfig, Namespace: ns}.Scion(args...)
 }

@@ -1,0 +1,189 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/testutil/cluster"
+	"github.com/scion-dev/scion/internal/testutil/flux"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
+)
+
+// deployWithFlux is the last mile on the node: Flux's controllers (run
+// beside the node, as an administrator) deploy a deployment repository
+// Scion publishes into; Scion, as Pods, reads the cluster's Kustomization
+// through the health reader of config/target-cluster. A good release's
+// Deployment runs (the node's pause image); a bad one's crash-loops (a
+// command that does not exist), Flux reports it, the rollout judged by
+// Flux rolls back, Flux deploys the revision before, and its Pods are
+// Ready again.
+func deployWithFlux(t *testing.T, c, porch client.Client, server *gitserver.Server, gitRoot string) {
+	ctx := context.Background()
+	fx := flux.Start(t, node.Config, c, node.Kubeconfig)
+	kc := flux.TargetCluster(t, node.Config, c, flux.Namespace)
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-01-kubeconfig", Namespace: ns}, Data: map[string][]byte{"value": kc}}); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "", "create", "namespace", "web")
+	gitserver.InitBare(t, gitRoot, "prod-01.git")
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "prod-01", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{
+		Deployment: true, Git: &configv1alpha1.GitRepository{Repo: server.URLFor("prod-01.git"), CreateBranch: true},
+		Cluster: &configv1alpha1.TargetCluster{KubeConfig: configv1alpha1.KubeConfigReference{SecretRef: configv1alpha1.KubeConfigSecretRef{Name: "prod-01-kubeconfig"}}}}}
+	if err := c.Create(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	pkgs := flux.Packages{Kubeconfig: node.Kubeconfig, Namespace: ns}
+	pause := cluster.RegistryHost + "/scion-node/pause:1"
+	pkgs.Publish(t, "prod-01", "web", "v1", map[string]string{"deployment.yaml": webDeployment(pause, "")}, "")
+	kubectl(t, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: prod-01, namespace: %[1]s}
+spec:
+  url: %[2]s
+  ref: {branch: main}
+  interval: 5s
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: prod-01, namespace: %[1]s}
+spec:
+  sourceRef: {kind: GitRepository, name: prod-01}
+  path: ./web
+  interval: 10m
+  retryInterval: 20s
+  prune: true
+  wait: true
+  timeout: 40s
+  targetNamespace: web
+`, flux.Namespace, server.URLFor("prod-01.git")), "apply", "-f", "-")
+	defer func() {
+		if t.Failed() {
+			t.Log(fx.Logs())
+		}
+	}()
+	running := func(rev int) func() error {
+		return func() error {
+			r := &configv1alpha1.Repository{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod-01"}, r); err != nil {
+				return err
+			}
+			if r.Status.Cluster == nil || len(r.Status.Cluster.Packages) == 0 {
+				return fmt.Errorf("status.cluster not read yet")
+			}
+			if d := r.Status.Cluster.Packages[0]; d.Revision != rev || d.State != configv1alpha1.DeployCurrent {
+				return fmt.Errorf("status.cluster: %+v (error %q)", d, r.Status.Cluster.Error)
+			}
+			return nil
+		}
+	}
+	podsReady := func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "web", Name: "web"}, d); err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != 1 || d.Status.AvailableReplicas != 1 || d.Status.Replicas != 1 {
+			return fmt.Errorf("Deployment web: %d updated, %d available of %d", d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas)
+		}
+		return nil
+	}
+	waitFor(t, "Flux deploys revision 1, read by Scion's Pods from the cluster", 3*time.Minute, running(1))
+	waitFor(t, "revision 1's Pod Ready", time.Minute, podsReady)
+
+	// A bad release, rolled out judged by Flux.
+	pkgs.Propose(t, "prod-01", "web", "v2", map[string]string{"deployment.yaml": webDeployment(pause, "/no-such-command")}, "prod-01.web.v1")
+	pr := &porchv1alpha1.PackageRevision{}
+	if err := porch.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod-01.web.v2"}, pr); err != nil {
+		t.Fatal(err)
+	}
+	pr.Labels["release"] = "web-v2"
+	if err := porch.Update(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "web-v2", Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"release": "web-v2"}},
+		Waves:             []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}},
+		Health:            &configv1alpha1.RolloutHealth{Engine: configv1alpha1.HealthEngineFlux},
+		ProgressDeadline:  &metav1.Duration{Duration: 75 * time.Second},
+		RollbackOnFailure: true,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "revision 2's Pod crash-loops", 2*time.Minute, func() error {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace("web")); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			for _, s := range p.Status.ContainerStatuses {
+				if w := s.State.Waiting; w != nil && (w.Reason == "CrashLoopBackOff" || w.Reason == "RunContainerError" || w.Reason == "StartError") || s.RestartCount > 0 {
+					return nil
+				}
+				if term := s.LastTerminationState.Terminated; term != nil {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no container of Deployment web failing yet")
+	})
+	waitFor(t, "the rollout fails on Flux's word and rolls back", 4*time.Minute, func() error {
+		ro := &configv1alpha1.PackageRollout{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-v2"}, ro); err != nil {
+			return err
+		}
+		st := apimeta.FindStatusCondition(ro.Status.Conditions, "Stalled")
+		if st == nil || st.Status != metav1.ConditionTrue || st.Reason != configv1alpha1.BudgetExceededReason {
+			return fmt.Errorf("not stopped: %s", ro.Status.Blocked)
+		}
+		if !strings.Contains(st.Message, "prod-01") || !strings.Contains(st.Message, "HealthCheckFailed") {
+			return fmt.Errorf("the message does not say Flux's reason: %s", st.Message)
+		}
+		if ro.Status.Waves[0].RolledBack != 1 {
+			return fmt.Errorf("not rolled back yet: %s", st.Message)
+		}
+		return nil
+	})
+	waitFor(t, "Flux deploys the rollback (revision 3)", 3*time.Minute, running(3))
+	waitFor(t, "the rollback's Pod Ready", 2*time.Minute, podsReady)
+	out := kubectl(t, "", "-n", ns, "get", "repository", "prod-01", "-o", "jsonpath={.status.cluster.packages[0].state} {.status.cluster.packages[0].revision}")
+	if out != "Current 3" {
+		t.Errorf("kubectl get repository prod-01: %q, want Current 3", out)
+	}
+}
+
+// webDeployment is a Deployment of one replica of image, with command
+// when set (one that does not exist crash-loops).
+func webDeployment(image, command string) string {
+	cmd := ""
+	if command != "" {
+		cmd = "\n        command: [" + command + "]"
+	}
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 30
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: web
+        image: ` + image + cmd + `
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`
+}
