@@ -69,6 +69,10 @@ docs: ## Regenerate docs/reference: the CLI reference and a page per CRD.
 bench-deps: control-plane ## Dependencies at scale: N deployment repositories (N=100) each getting a 5-package graph installed from nothing.
 	SCION_BENCH_REPOS=$(or $(N),100) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkDependencies$$' -benchtime 1x -timeout 60m ./test/dependencies/
 
+.PHONY: bench-deploy
+bench-deploy: control-plane flux ## Deploy latency: from an upstream publication to the new version running (Flux's Kustomizations Ready at the new revision) in N clusters' worth of targets (N=100): a set's fan-out, a rollout judged by Flux (a canary, then the rest), Flux's GitRepositories polling every INTERVAL (10s).
+	SCION_BENCH_TARGETS=$(or $(N),100) SCION_BENCH_FLUX_INTERVAL=$(or $(INTERVAL),10s) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkDeployLatency$$' -benchtime 1x -timeout 60m ./test/flux/
+
 .PHONY: bench-scale
 bench-scale: control-plane registry build ## The scale scenario: N PackageVariants (N=1000) over N/10 repositories, create and upstream bump, one table of figures; Scion's API server runs as bin/scion apiserver in a process of its own, as installed; SET=1 makes them with one PackageVariantSet; PROFILE=/tmp/x writes CPU and heap profiles of both phases, the heap profile at the peak (x-peak-heap.pprof), and the kube-apiserver's CPU profile of their first 40 s; GIT_OBJECT_CACHE=MiB sizes the git object cache; INTERACTIVE=1 (implies SET=1) has people edit 50 variants and approve 50 drafts during the bump; STORE=oci keeps the catalog and the clusters in a local OCI registry instead of git.
 	SCION_BENCH_VARIANTS=$(or $(N),1000) SCION_BENCH_STORE=$(STORE) SCION_BENCH_SET=$(SET) SCION_BENCH_INTERACTIVE=$(INTERACTIVE) SCION_BENCH_PROFILE=$(PROFILE) SCION_BENCH_GIT_OBJECT_CACHE=$(GIT_OBJECT_CACHE) SCION_APISERVER_BINARY=$(CURDIR)/bin/scion KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench '^BenchmarkPackageVariants$$' -benchtime 1x -timeout 90m ./internal/controller/packagevariant/

@@ -504,7 +504,18 @@ func (s *Service) apply(ctx context.Context, want, cur *porchv1alpha1.PackageRev
 // say it was.
 func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.PackageRevision, handled, noVerdict bool, gitConditions []string) (bool, error) {
 	handledGen := obj.Generation
+	baseVersion, baseLifecycle := obj.ResourceVersion, obj.Labels[porchv1alpha1.LifecycleLabel]
+	sync := !handled
 	return s.WriteStatus(ctx, obj, func(obj *porchv1alpha1.PackageRevision) bool {
+		if sync && obj.ResourceVersion != baseVersion && obj.Labels[porchv1alpha1.LifecycleLabel] != baseLifecycle {
+			// Read again (a conflict, or the cache caught up with this
+			// process's own write): someone moved the revision in git and
+			// showed it since the sync read git. Its view is the newer;
+			// the sync's would show the move undone (a proposal shown as
+			// a draft again until the next sync: `rpkg push` then
+			// `rpkg propose` waited for it).
+			return false
+		}
 		handled := handled && obj.Generation == handledGen
 		pending := obj.Generation != obj.Status.ObservedGeneration && !handled
 		st := want.Status

@@ -23,6 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/scion-dev/scion/internal/image"
 	"github.com/scion-dev/scion/internal/testutil/cluster"
 )
@@ -42,6 +45,9 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) (code int) {
 	ctx := context.Background()
+	// envtest's CRD installation (Flux's CRDs) logs through
+	// controller-runtime: nothing to show here.
+	ctrllog.SetLogger(logr.Discard())
 	var err error
 	if root, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -40,7 +40,10 @@ func TestMain(m *testing.M) {
 	}
 
 	kubeconfig, fluxConfig = filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "flux-kubeconfig")
-	opts := manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second,
+	// No periodic sync within a test: every move a test makes is shown
+	// by the write that made it (a `rpkg propose` right after a `rpkg
+	// push`, whose sync request raced it, once waited for the next sync).
+	opts := manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: time.Hour,
 		TagPollPeriod: time.Second, ClusterPoll: time.Second, ClusterIdle: 5 * time.Second}
 	var stopFlux func()
 	code := suite.Run(m, opts, nil, func(e *testenv.Env) {
