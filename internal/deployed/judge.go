@@ -40,9 +40,8 @@ type Verdict struct {
 	// Applied is the source revision the Kustomization last applied,
 	// Attempted the one it last tried.
 	Applied, Attempted string
-	// Ready: the Kustomization is Ready, on its latest spec, not
-	// suspended; Waits: its Ready covers the health of what it applied.
-	Ready, Waits bool
+	// Waits: its Ready covers the health of what it applied.
+	Waits bool
 	// Message says why, when the state is not Current.
 	Message string
 }
@@ -59,7 +58,6 @@ func Judge(ctx context.Context, k *Kustomization, published []Published, match M
 		return v, nil
 	}
 	v.Applied, v.Attempted, v.Waits = k.LastAppliedRevision, k.LastAttemptedRevision, k.Waits
-	v.Ready = k.Ready == metav1.ConditionTrue && k.ObservedGeneration == k.Generation && !k.Suspended
 	if k.LastAppliedRevision != "" {
 		applied, err := ParseRevision(k.LastAppliedRevision)
 		if err != nil {

@@ -83,12 +83,8 @@ func lastFailure(d configv1alpha1.DeployedPackage, v Verdict, before *configv1al
 	case configv1alpha1.DeployFailed:
 		return d.Message
 	case configv1alpha1.DeployProgressing:
-		if before == nil {
-			return ""
-		}
-		i := slices.IndexFunc(before.Packages, func(b configv1alpha1.DeployedPackage) bool { return b.Package == d.Package })
-		if i >= 0 && before.Packages[i].AppliedRevision == d.AppliedRevision && v.Attempted != v.Applied {
-			return before.Packages[i].LastFailure
+		if b := before.Package(d.Package); b != nil && b.AppliedRevision == d.AppliedRevision && v.Attempted != v.Applied {
+			return b.LastFailure
 		}
 	}
 	return ""
@@ -96,13 +92,9 @@ func lastFailure(d configv1alpha1.DeployedPackage, v Verdict, before *configv1al
 
 // since keeps the time a package's state last changed.
 func since(d configv1alpha1.DeployedPackage, before *configv1alpha1.ClusterStatus, now time.Time) configv1alpha1.DeployedPackage {
-	if before != nil {
-		for _, b := range before.Packages {
-			if b.Package == d.Package && b.State == d.State && b.Revision == d.Revision && b.Since != nil {
-				d.Since = b.Since
-				return d
-			}
-		}
+	if b := before.Package(d.Package); b != nil && b.State == d.State && b.Revision == d.Revision && b.Since != nil {
+		d.Since = b.Since
+		return d
 	}
 	d.Since = &metav1.Time{Time: now.Truncate(time.Second)}
 	return d
@@ -112,14 +104,16 @@ func since(d configv1alpha1.DeployedPackage, before *configv1alpha1.ClusterStatu
 // is that of a published revision: the same commit or digest, or the
 // same files (a git branch moves on with other packages' publications;
 // an OCI tag may be read by a digest of the same layer). A commit the
-// store does not have is looked for with one fetch.
+// store does not have is looked for with a fetch, unless the store
+// fetched in the last minute (a drifted cluster is read every few
+// seconds for a while: one fetch a minute, not one a read).
 func same(ctx context.Context, st store.Store, applied SourceRevision, rev Published) (bool, error) {
 	if applied.ID == rev.ID {
 		return true, nil
 	}
 	ok, err := st.SamePackage(ctx, rev.Package, applied.ID, rev.ID)
 	if errors.Is(err, store.ErrUnknownCommit) {
-		if ferr := st.Fetch(ctx); ferr != nil {
+		if ferr := st.FetchIfOlder(ctx, unknownCommitFetchAge); ferr != nil {
 			return false, ferr
 		}
 		ok, err = st.SamePackage(ctx, rev.Package, applied.ID, rev.ID)
@@ -129,6 +123,10 @@ func same(ctx context.Context, st store.Store, applied SourceRevision, rev Publi
 	}
 	return ok, err
 }
+
+// unknownCommitFetchAge is how old the store's last fetch may be before
+// a commit it lacks is looked for in the remote again.
+const unknownCommitFetchAge = time.Minute
 
 // Healthy says whether a Repository's target cluster runs revision of
 // pkg healthily, as its status.cluster last read it: the Kustomization
@@ -145,22 +143,21 @@ func Healthy(repo *configv1alpha1.Repository, pkg string, revision int) (bool, s
 	if st.Error != "" {
 		return false, fmt.Sprintf("the cluster of repository %s cannot be read: %s", repo.Name, st.Error)
 	}
-	i := slices.IndexFunc(st.Packages, func(d configv1alpha1.DeployedPackage) bool { return d.Package == pkg })
-	if i < 0 {
+	d := st.Package(pkg)
+	if d == nil {
 		return false, fmt.Sprintf("the cluster of repository %s has not been read since %s was published", repo.Name, pkg)
 	}
-	d := st.Packages[i]
 	switch {
 	case d.Revision != revision && d.Revision != 0:
 		why := fmt.Sprintf("%s runs revision %d", d.Kustomization, d.Revision)
 		if d.Message != "" {
 			why += " (" + d.Message + ")"
 		}
-		return false, withFailure(why, d)
+		return false, withFailure(why, *d)
 	case d.Revision != revision:
-		return false, withFailure(d.Message, d)
+		return false, withFailure(d.Message, *d)
 	case d.State != configv1alpha1.DeployCurrent && d.State != configv1alpha1.DeployBehind:
-		return false, withFailure(d.Message, d)
+		return false, withFailure(d.Message, *d)
 	case !d.HealthChecked:
 		return false, fmt.Sprintf("Kustomization %s runs it, but does not wait for what it applied to be healthy: set its spec.wait: true (or spec.healthChecks)", d.Kustomization)
 	}

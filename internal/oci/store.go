@@ -1209,14 +1209,7 @@ func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) e
 			if err != nil {
 				return err
 			}
-			ref, err := s.reference(rev.Package, ":"+LatestTag)
-			if err != nil {
-				return err
-			}
-			if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
-				return fmt.Errorf("moving %s:%s to v%d: %w", s.Image(rev.Package), LatestTag, newest, err)
-			}
-			return nil
+			return s.tag(rev.Package, LatestTag, m, opts)
 		}
 		return s.remove(rev.Package, rev.Commit, opts)
 	})
@@ -1266,16 +1259,25 @@ func (s *Store) SetFloatingTag(ctx context.Context, p, tag string, revision int)
 		if err := s.expect(p, tag, current, opts); err != nil {
 			return err
 		}
-		ref, err := s.reference(p, ":"+tag)
-		if err != nil {
+		if err := s.tag(p, tag, m, opts); err != nil {
 			return err
-		}
-		if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
-			return fmt.Errorf("tagging %s:%s: %w", s.Image(p), tag, err)
 		}
 		return s.expect(p, tag, d, opts)
 	})
 	return from, err
+}
+
+// tag puts a manifest the registry has under another tag of p (its
+// bytes only: no blob moves).
+func (s *Store) tag(p, tag string, m *manifest, opts []remote.Option) error {
+	ref, err := s.reference(p, ":"+tag)
+	if err != nil {
+		return err
+	}
+	if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
+		return fmt.Errorf("tagging %s:%s: %w", s.Image(p), tag, err)
+	}
+	return nil
 }
 
 func isLifecycleTag(t string) bool {

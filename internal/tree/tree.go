@@ -209,15 +209,10 @@ type Target struct {
 // DeployedOf is what a Repository's cluster runs of a package (nil when
 // its status.cluster does not say).
 func DeployedOf(repo *configv1alpha1.Repository, pkg string) *configv1alpha1.DeployedPackage {
-	if repo == nil || repo.Status.Cluster == nil {
+	if repo == nil {
 		return nil
 	}
-	for i := range repo.Status.Cluster.Packages {
-		if d := &repo.Status.Cluster.Packages[i]; d.Package == pkg {
-			return d
-		}
-	}
-	return nil
+	return repo.Status.Cluster.Package(pkg)
 }
 
 // DeployedSummary says in a few words what a cluster runs of a package

@@ -172,6 +172,20 @@ type ClusterStatus struct {
 	Packages []DeployedPackage `json:"packages,omitempty"`
 }
 
+// Package is what the cluster runs of pkg (nil when the status does
+// not say, or s is nil).
+func (s *ClusterStatus) Package(pkg string) *DeployedPackage {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Packages {
+		if s.Packages[i].Package == pkg {
+			return &s.Packages[i]
+		}
+	}
+	return nil
+}
+
 // DeployedPackage is what a cluster runs of one package.
 type DeployedPackage struct {
 	// Package is the package's path in the repository.

@@ -11,6 +11,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -170,9 +171,12 @@ func (r *Reconciler) requestsForCluster(ctx context.Context, o client.Object) []
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Status.StartedAt != nil {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		ro := &list.Items[i]
+		conds := ro.Status.Conditions
+		if ro.Status.StartedAt == nil || apimeta.IsStatusConditionTrue(conds, configv1alpha1.ReadyCondition) || apimeta.IsStatusConditionTrue(conds, configv1alpha1.StalledCondition) {
+			continue // not started, finished or stopped: what a cluster runs changes nothing
 		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ro)})
 	}
 	return out
 }

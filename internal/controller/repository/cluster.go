@@ -84,7 +84,7 @@ func (c *clusterReconciler) setup(mgr ctrl.Manager) error {
 
 // published says whether git has a PackageRevision as published.
 func published(o client.Object) bool {
-	return porchv1alpha1.Lifecycle(o.GetLabels()[porchv1alpha1.LifecycleLabel]) == porchv1alpha1.LifecyclePublished
+	return o.(*porchv1alpha1.PackageRevision).GitLifecycle() == porchv1alpha1.LifecyclePublished
 }
 
 // Reconcile reads one Repository's target cluster and writes what it
@@ -182,20 +182,9 @@ func (c *clusterReconciler) announce(repo *configv1alpha1.Repository, before, no
 		if p.State != configv1alpha1.DeployFailed && p.State != configv1alpha1.DeployDrifted {
 			continue
 		}
-		if before != nil {
-			if i := indexPackage(before.Packages, p.Package); i >= 0 && before.Packages[i].State == p.State {
-				continue
-			}
+		if b := before.Package(p.Package); b != nil && b.State == p.State {
+			continue
 		}
 		c.Recorder.Eventf(repo, nil, "Warning", "Deploy"+string(p.State), "ReadCluster", "package %s: %s", p.Package, p.Message)
 	}
-}
-
-func indexPackage(list []configv1alpha1.DeployedPackage, p string) int {
-	for i := range list {
-		if list[i].Package == p {
-			return i
-		}
-	}
-	return -1
 }
