@@ -52,13 +52,26 @@ install: ## Install scion into GOBIN, else ~/.local/bin (INSTALL_DIR=... to choo
 	@echo "installed $(INSTALL_DIR)/scion"
 	@case ":$$PATH:" in *":$(INSTALL_DIR):"*) ;; *) echo "note: $(INSTALL_DIR) is not on your PATH: export PATH=\"$(INSTALL_DIR):\$$PATH\"";; esac
 
+# NODE=1 (the default as root) runs cluster-06 of make demo on a real
+# node with Flux (go run ./hack/node start), so that its bad release
+# crash-loops for real; NODE=0 simulates its deployer.
+NODE ?= $(if $(filter 0,$(shell id -u)),1,0)
+DEMO_NODE := $(CURDIR)/.scion/node
+
 .PHONY: demo
-demo: control-plane build registry ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent).
+demo: control-plane build registry $(if $(filter 1,$(NODE)),node flux) ## Start a local control plane, load the fleet in a box and walk through Scion (idempotent); as root, cluster-06 runs on a real node with Flux (NODE=0: simulated).
+ifeq ($(NODE),1)
+	go build -o $(BIN)/scion-node ./hack/node
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) $(BIN)/scion-node start -dir $(DEMO_NODE) -git $(CURDIR)/.scion/dev/git
+	$(BIN)/scion dev demo --target-cluster $(DEMO_NODE)/target.json
+else
 	$(BIN)/scion dev demo
+endif
 
 .PHONY: dev-down
-dev-down: build ## Stop the local control plane (its state is kept; scion dev up --fresh starts over).
+dev-down: build ## Stop the local control plane (its state is kept; scion dev up --fresh starts over) and the demo's node.
 	$(BIN)/scion dev down
+	if [ -x $(BIN)/scion-node ]; then $(BIN)/scion-node stop -dir $(DEMO_NODE); fi
 
 .PHONY: docs
 docs: ## Regenerate docs/reference: the CLI reference and a page per CRD.

@@ -48,4 +48,4 @@ for name in source-controller kustomize-controller; do
   )
   echo "$VERSION" > "$stamp"
 done
-ls "$out/crds"
+echo "==> Flux $VERSION ready in $out"

@@ -10,7 +10,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scion-dev/scion/internal/demo"
 	"github.com/scion-dev/scion/internal/devenv"
@@ -32,7 +35,7 @@ and the Scion controller. State (kubeconfig, logs, etcd data) is kept in
 	pf.StringVar(&o.Dir, "dir", "", "state directory (default .scion/dev of the checkout)")
 	pf.StringVar(&o.Assets, "assets", "", "folder of etcd, kube-apiserver and kube-controller-manager (default bin/k8s of the checkout)")
 	// Defaults come from the checkout the working directory is in.
-	var examples string
+	var examples, target string
 	cmd.PersistentPreRun = func(*cobra.Command, []string) {
 		root := checkoutRoot()
 		if o.Dir == "" {
@@ -87,11 +90,17 @@ objects, a PackageVariant and three PackageVariantSets), wait until every
 variant is Ready, print the trees, diff a draft against its upstream,
 publish a new upstream revision and show the drafts updated with a
 downstream edit kept, then propose and approve a draft: refused while its
-readiness gate is unmet, accepted once the condition is set. Running it
-again works: each run publishes the next upstream revision.`,
+readiness gate is unmet, accepted once the condition is set; roll out in
+waves, release a group, and roll a bad release back (on a real node with
+Flux with --target-cluster). Running it again works: each run publishes
+the next upstream revisions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
+			// The walk-through makes clients for minutes: what they log
+			// (errors only) goes to stderr, instead of controller-runtime's
+			// complaint that no logger was set.
+			ctrllog.SetLogger(zap.New(zap.WriteTo(streams.ErrOut), zap.Level(zapcore.ErrorLevel)))
 			if err := devenv.Up(ctx, *o, false); err != nil {
 				return err
 			}
@@ -100,6 +109,11 @@ again works: each run publishes the next upstream revision.`,
 				return err
 			}
 			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand(), Registry: o.Registry()}
+			if target != "" {
+				if d.Target, err = demo.ReadTargetCluster(target); err != nil {
+					return err
+				}
+			}
 			if err := d.Run(ctx); err != nil {
 				return err
 			}
@@ -114,10 +128,18 @@ Explore:
 Review and approve in the browser: %[2]s console --kubeconfig %[1]s, then open http://127.0.0.1:8080/
 Stop with %[2]s dev down (state is kept), or start over with %[2]s dev up --fresh.
 `, o.Kubeconfig(), scion)
+			if d.Target != nil {
+				fmt.Fprintf(streams.Out, `cluster-06's cluster (a node with Flux): kubectl --kubeconfig %[1]s -n cluster-06 get deployments,pods
+  kubectl --kubeconfig %[1]s -n %[2]s get gitrepositories,kustomizations
+  kubectl get repository cluster-06 -o jsonpath='{.status.cluster}'
+make dev-down stops it with the control plane.
+`, d.Target.Kubeconfig, d.Target.FluxNamespace)
+			}
 			return nil
 		},
 	}
 	demoCmd.Flags().StringVar(&examples, "examples", "", "the examples folder (default examples/ of the checkout)")
+	demoCmd.Flags().StringVar(&target, "target-cluster", "", "a real cluster with Flux where cluster-06 runs, so that the bad release crash-loops for real: the JSON file `go run ./hack/node start` writes (make demo does, as root); without it a health reporter the demo runs simulates a deployer")
 	cmd.AddCommand(up, down, serve, demoCmd)
 	return cmd
 }

@@ -407,7 +407,7 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 	}
 
 	// The platform team publishes the next revision of the blueprint.
-	next, image, err := o.publishNext(ctx, f, func(n int) string { return fmt.Sprintf("registry.example.com/web:1.%d.0", n) })
+	next, image, err := o.publishNext(ctx, f, func(n int) string { return fmt.Sprintf("%s:1.%d.0", webImage, n) }, "")
 	if err != nil {
 		return err
 	}
@@ -435,9 +435,10 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 
 // publishNext publishes the next revision of regional-app in the
 // catalog: the latest revision's content with the deployment's image set
-// to image(n), n the latest revision's number. It returns the new
-// revision's name (vN+1) and the image.
-func (o *Options) publishNext(ctx context.Context, f *Fleet, image func(n int) string) (string, string, error) {
+// to image(n), n the latest revision's number, and its command to
+// command (none when empty). It returns the new revision's name (vN+1)
+// and the image.
+func (o *Options) publishNext(ctx context.Context, f *Fleet, image func(n int) string, command string) (string, string, error) {
 	st, err := o.openStore(ctx, f.Catalog)
 	if err != nil {
 		return "", "", err
@@ -460,10 +461,19 @@ func (o *Options) publishNext(ctx context.Context, f *Fleet, image func(n int) s
 	}
 	data, _ := p.File("deployment.yaml")
 	img := image(n)
-	lines := strings.Split(string(data), "\n")
-	for i, l := range lines {
-		if strings.Contains(l, "image: registry.example.com/web:") {
-			lines[i] = l[:strings.Index(l, "image:")] + "image: " + img
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.Contains(l, "image: "+webImage+":"):
+			indent := l[:strings.Index(l, "image:")]
+			lines = append(lines, indent+"image: "+img)
+			if command != "" {
+				lines = append(lines, indent+"command: ["+command+"]")
+			}
+		case strings.TrimSpace(l) == "command: ["+badCommand+"]":
+			// The revision before was the bad release.
+		default:
+			lines = append(lines, l)
 		}
 	}
 	if err := p.SetFile("deployment.yaml", []byte(strings.Join(lines, "\n"))); err != nil {

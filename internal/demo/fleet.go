@@ -60,6 +60,11 @@ type Options struct {
 	// Registry is the address (127.0.0.1:PORT) of an OCI registry for the
 	// walk-through's OCI part; skipped when empty.
 	Registry string
+	// Target, when set, is a real cluster with Flux where sickCluster's
+	// regional-app runs: the bad release crash-loops there and Flux's
+	// word judges it. Without it, a health reporter the demo runs
+	// simulates a deployer.
+	Target *TargetCluster
 }
 
 // scion is the command the walk-through prints for scion.
@@ -140,7 +145,19 @@ func (o *Options) Load(ctx context.Context) (*Fleet, error) {
 				labels = map[string]string{"region": c.Region, "env": c.Env}
 			}
 		}
+		if n == sickCluster && o.Target != nil {
+			if err := o.storeReaderKubeconfig(ctx, f.Namespace, n); err != nil {
+				return nil, err
+			}
+			spec.Cluster = o.clusterSpec(n)
+		}
 		if err := createOrUpdate(ctx, o.Client, repo, func() {
+			// Where a Repository's cluster is, the demo keeps (a run
+			// without the target cluster after one with it, or a
+			// person's).
+			if spec.Cluster == nil {
+				spec.Cluster = repo.Spec.Cluster
+			}
 			repo.Spec = spec
 			if repo.Labels == nil {
 				repo.Labels = map[string]string{}

@@ -40,12 +40,16 @@ const (
 )
 
 // badRelease shows a rollback that sticks: the platform team publishes a
-// bad revision of regional-app and moves the set to it; sickCluster's
-// draft is proposed and rolled out alone with rollbackOnFailure; the
-// cluster reports unhealthy, the rollout rolls it back in git and holds
-// the variant on the revision before (no new draft with the bad
-// content, although the set still names it); the set is then pinned back
-// to the good revision, which a second run moves on from.
+// bad revision of regional-app (a command its image lacks) and moves the
+// set to it; sickCluster's draft is proposed and rolled out alone with
+// rollbackOnFailure; the cluster reports unhealthy, the rollout rolls it
+// back in git and holds the variant on the revision before (no new draft
+// with the bad content, although the set still names it); the set is
+// then pinned back to the good revision, which a second run moves on
+// from. With a target cluster, all of it is real: Flux deploys the bad
+// revision, its Pods crash-loop, Flux's Kustomization fails its health
+// check, and Flux deploys the rollback; else a health reporter the demo
+// runs says sickCluster is unhealthy.
 func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 	ns := f.Namespace
 	set := &configv1alpha2.PackageVariantSet{}
@@ -53,12 +57,19 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 		return err
 	}
 	good := string(set.Spec.Upstream.Revision)
-	bad, image, err := o.publishNext(ctx, f, func(int) string { return "registry.example.com/web:2.0.0-rc.1" })
+	var tc client.Client
+	if o.Target != nil {
+		var err error
+		if tc, err = o.deployWithFlux(ctx, ns); err != nil {
+			return err
+		}
+	}
+	bad, image, err := o.publishNext(ctx, f, func(int) string { return webImage + ":2.0.0-rc.1" }, badCommand)
 	if err != nil {
 		return err
 	}
 	o.say("")
-	o.say("==> a bad release: the platform team publishes regional-app %s (image %s); the set moves to it", bad, image)
+	o.say("==> a bad release: the platform team publishes regional-app %s (image %s, command %s, which the image lacks); the set moves to it", bad, image, badCommand)
 	if err := o.moveSet(ctx, ns, bad); err != nil {
 		return err
 	}
@@ -81,14 +92,32 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 		ProgressDeadline:  &metav1.Duration{Duration: 5 * time.Second},
 		RollbackOnFailure: true,
 	}}
-	var sick atomic.Bool
-	sick.Store(true)
-	stop := o.reportHealth(ctx, ns, name, &sick)
-	defer stop()
+	health := fmt.Sprintf("health from %s, set by the demo's simulated reporter", healthCondition)
+	if o.Target != nil {
+		// Flux applies within 5s of the publication and gives up waiting
+		// for the Deployment after 45s: the deadline leaves it time.
+		ro.Spec.Health = &configv1alpha1.RolloutHealth{Engine: configv1alpha1.HealthEngineFlux}
+		ro.Spec.ProgressDeadline = &metav1.Duration{Duration: 75 * time.Second}
+		health = "health from Flux (spec.health.engine: Flux): what the cluster runs, read through Repository " + sickCluster + "'s spec.cluster"
+	} else {
+		var sick atomic.Bool
+		sick.Store(true)
+		stop := o.reportHealth(ctx, ns, name, &sick)
+		defer stop()
+	}
 	if err := o.Client.Create(ctx, ro); err != nil {
 		return fmt.Errorf("PackageRollout %s: %w", name, err)
 	}
-	o.say("==> %s rpkg propose %s; kubectl apply PackageRollout %s: one wave, rollbackOnFailure: true", o.scion(), pr.Name, name)
+	o.say("==> %s rpkg propose %s; kubectl apply PackageRollout %s: one wave, %s, %s to become healthy, rollbackOnFailure: true", o.scion(), pr.Name, name, health, ro.Spec.ProgressDeadline.Duration)
+	if tc != nil {
+		if err := o.waitCrashLoop(ctx, tc); err != nil {
+			return err
+		}
+		o.say("==> Flux deploys %s to %s; the new Pod cannot start (the old ones keep serving):", bad, sickCluster)
+		if err := o.printPods(ctx, tc); err != nil {
+			return err
+		}
+	}
 	if err := o.waitRollout(ctx, ro, func(ro *configv1alpha1.PackageRollout) bool {
 		rolledBack := int32(0)
 		for _, w := range ro.Status.Waves {
@@ -98,10 +127,26 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 	}); err != nil {
 		return err
 	}
-	o.say("==> %s reports unhealthy on %s: the rollout stops and rolls the published revision back, in git", sickCluster, bad)
+	if tc != nil {
+		o.say("==> Flux reports it (its Kustomization %s fails its health check): the rollout stops at its deadline and rolls the published revision back, in git", sickCluster)
+	} else {
+		o.say("==> %s reports unhealthy on %s (simulated: `make demo` as root runs it on a real node with Flux): the rollout stops and rolls the published revision back, in git", sickCluster, bad)
+	}
 	o.say("==> %s rollout status %s", o.scion(), name)
 	if err := o.printRollout(ctx, ro); err != nil {
 		return err
+	}
+	if tc != nil {
+		d, err := o.waitRunning(ctx, ns, tc, 0)
+		if err != nil {
+			return err
+		}
+		o.say("==> Flux deploys the rollback: %s runs %s revision %d (%s), and its Pods are Ready again:", sickCluster, webPackage, d.Revision, d.State)
+		if err := o.printPods(ctx, tc); err != nil {
+			return err
+		}
+		o.say("==> what runs where: %s rollout status %s (each target: the revision its cluster runs of the newest published), kubectl get repository %s -o jsonpath='{.status.cluster}', and the console's targets page", o.scion(), name, sickCluster)
+		o.say("    %s: %s", sickCluster, tree.DeployedSummary(d))
 	}
 	// The rollback sticks: the variant, whose set still names the bad
 	// revision, stays on the good one and writes no new draft.

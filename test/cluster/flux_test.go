@@ -2,7 +2,12 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +21,12 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/demo"
 	"github.com/scion-dev/scion/internal/testutil/cluster"
 	"github.com/scion-dev/scion/internal/testutil/flux"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/testutil/scionbin"
+	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
 // deployWithFlux is the last mile on the node: Flux's controllers (run
@@ -32,7 +40,7 @@ import (
 func deployWithFlux(t *testing.T, c, porch client.Client, server *gitserver.Server, gitRoot string) {
 	ctx := context.Background()
 	fx := flux.Start(t, node.Config, c, node.Kubeconfig)
-	kc := flux.TargetCluster(t, node.Config, c, flux.Namespace)
+	kc := flux.TargetCluster(t, node.Config, c, flux.Namespace, time.Hour)
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-01-kubeconfig", Namespace: ns}, Data: map[string][]byte{"value": kc}}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +53,7 @@ func deployWithFlux(t *testing.T, c, porch client.Client, server *gitserver.Serv
 		t.Fatal(err)
 	}
 	pkgs := flux.Packages{Kubeconfig: node.Kubeconfig, Namespace: ns}
-	pause := cluster.RegistryHost + "/scion-node/pause:1"
+	pause := cluster.PauseImage
 	pkgs.Publish(t, "prod-01", "web", "v1", map[string]string{"deployment.yaml": webDeployment(pause, "")}, "")
 	kubectl(t, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
@@ -159,6 +167,81 @@ spec:
 	out := kubectl(t, "", "-n", ns, "get", "repository", "prod-01", "-o", "jsonpath={.status.cluster.packages[0].state} {.status.cluster.packages[0].revision}")
 	if out != "Current 3" {
 		t.Errorf("kubectl get repository prod-01: %q, want Current 3", out)
+	}
+
+	t.Run("make demo's bad release on the node", func(t *testing.T) { demoOnTheNode(t, c, kc) })
+}
+
+// demoOnTheNode runs `scion dev demo --target-cluster`, what make demo
+// runs as root, with this node (and its Flux) as the target: cluster-06's
+// bad release crash-loops here, Flux's word rolls it back, Flux deploys
+// the rollback and its Pods are Ready again.
+func demoOnTheNode(t *testing.T, c client.Client, reader []byte) {
+	ctx := context.Background()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := scionbin.Build(t)
+	dir := filepath.Join(t.TempDir(), "dev")
+	if err := os.MkdirAll(filepath.Join(dir, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Flux runs beside the node, on this machine: it reads the demo's
+	// repositories over loopback, as hack/node start serves them.
+	server := gitserver.NewServer(t, filepath.Join(dir, "git"))
+	server.ReadOnly = true
+	readerFile := filepath.Join(t.TempDir(), "reader.kubeconfig")
+	if err := os.WriteFile(readerFile, reader, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target, err := json.Marshal(demo.TargetCluster{Kubeconfig: node.Kubeconfig, ReaderKubeconfig: readerFile, GitURL: server.URL, FluxNamespace: flux.Namespace, Image: cluster.PauseImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	targetFile := filepath.Join(t.TempDir(), "target.json")
+	if err := os.WriteFile(targetFile, target, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	t.Cleanup(func() { _ = exec.Command(bin, "dev", "down", "--dir", dir).Run() })
+	cmd := exec.Command(bin, "dev", "demo", "--dir", dir, "--assets", assets, "--examples", filepath.Join(root, "examples"), "--target-cluster", targetFile)
+	cmd.Dir = root
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "controller.log"))
+		t.Fatalf("scion dev demo --target-cluster: %v\n%s\nthe controller's log ends:\n%s", err, out, b[max(0, len(b)-8000):])
+	}
+	for _, want := range []string{
+		`==> Flux deploys it: cluster-06 runs web revision (\d+) \(Current, main@sha1:[0-9a-f]{40}\)`,
+		`==> Flux deploys v\d+ to cluster-06; the new Pod cannot start`,
+		`web-\S+\s+0/1\s+(RunContainerError|CrashLoopBackOff|StartError|Error)\s`,
+		`cluster-06 \(spec.health.engine is False: flux-system/cluster-06 runs revision \d+`,
+		`HealthCheckFailed: health check failed after`,
+		`Wave/canary  Failed  Ready=False  1 targets, 1 published, 0 healthy, 1 failed, 1 rolled back`,
+		`==> Flux deploys the rollback: cluster-06 runs web revision \d+ \(Current\), and its Pods are Ready again`,
+		`    cluster-06: cluster runs revision (\d+) of (\d+) \(Current\)`,
+		`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the demo's output has no %q:\n%s", want, out)
+		}
+	}
+	if m := regexp.MustCompile(`cluster runs revision (\d+) of (\d+) \(Current\)`).FindStringSubmatch(out); m != nil && m[1] != m[2] {
+		t.Errorf("after the rollback the cluster runs revision %s, not the newest published %s", m[1], m[2])
+	}
+	// On the node: the rollback's Deployment (no bad command), all Pods
+	// Ready, none of the bad release's left.
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "cluster-06", Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if cmd := d.Spec.Template.Spec.Containers[0].Command; len(cmd) != 0 {
+		t.Errorf("Deployment cluster-06/web runs command %v after the rollback", cmd)
+	}
+	if d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.UpdatedReplicas != *d.Spec.Replicas {
+		t.Errorf("Deployment cluster-06/web: %d available, %d updated of %d", d.Status.AvailableReplicas, d.Status.UpdatedReplicas, *d.Spec.Replicas)
 	}
 }
 

@@ -51,7 +51,7 @@ func BenchmarkDeployLatency(b *testing.B) {
 		// The targets' Flux objects share one namespace (one reader, one
 		// kubeconfig); each applies into a namespace of its own.
 		fluxNS := env.Namespace(b, "deploy-bench-flux")
-		kc := flux.TargetCluster(b, env.Config, env.Client, fluxNS)
+		kc := flux.TargetCluster(b, env.Config, env.Client, fluxNS, time.Hour)
 		check(b, env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "targets", Namespace: ns}, Data: map[string][]byte{"value": kc}}))
 		gitserver.InitBare(b, root, "catalog.git")
 		check(b, k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns},

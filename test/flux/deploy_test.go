@@ -44,7 +44,7 @@ func newTarget(t testing.TB, ns, name string) target {
 			t.Fatal(err)
 		}
 	}
-	kc := flux.TargetCluster(t, env.Config, env.Client, tg.fluxNS)
+	kc := flux.TargetCluster(t, env.Config, env.Client, tg.fluxNS, time.Hour)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ns}, Data: map[string][]byte{"value": kc}}
 	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)

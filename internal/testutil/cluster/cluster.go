@@ -67,6 +67,9 @@ const (
 	// RegistryHost is the node's image registry (plain HTTP): the test
 	// pushes images there and the node pulls them from there.
 	RegistryHost = NodeIP + ":5000"
+	// PauseImage is the node's sandbox image, in its registry: a
+	// Deployment of it runs (its command is /pause, its user 65535).
+	PauseImage = RegistryHost + "/scion-node/pause:1"
 
 	networkCIDR  = "10.213.0.0/24"
 	hostVeth     = "scion-host"

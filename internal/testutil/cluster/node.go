@@ -80,7 +80,7 @@ func (c *Cluster) pushPause(ctx context.Context) (string, error) {
 		return "", err
 	}
 	// By tag: containerd's sandbox_image is a tag it pulls when missing.
-	ref := RegistryHost + "/scion-node/pause:1"
+	ref := PauseImage
 	if _, err := image.Push(img, ref, true); err != nil {
 		return "", err
 	}

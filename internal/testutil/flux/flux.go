@@ -13,7 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"testing"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -102,6 +102,9 @@ func (f *Flux) run(t harness.TB, bin, kubeconfig string, args ...string) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+Namespace)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Killed with this process, however it ends (a test binary killed,
+	// hack/node stopped).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +184,9 @@ current-context: target
 // ServiceAccount and Role) into namespace of the control plane cfg
 // reaches, as a platform team installs it in each target cluster with
 // its Kustomizations' namespace, and returns a kubeconfig with a token of
-// that ServiceAccount (as `kubectl create token` makes one).
-func TargetCluster(t testing.TB, cfg *rest.Config, c client.Client, namespace string) []byte {
+// that ServiceAccount valid for ttl (as `kubectl create token
+// --duration` makes one).
+func TargetCluster(t harness.TB, cfg *rest.Config, c client.Client, namespace string, ttl time.Duration) []byte {
 	t.Helper()
 	ctx := context.Background()
 	root, err := testenv.ModuleRoot()
@@ -214,7 +218,7 @@ func TargetCluster(t testing.TB, cfg *rest.Config, c client.Client, namespace st
 			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl.Seconds()))}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: HealthReader, Namespace: namespace}}
 	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
 		t.Fatalf("a token of %s/%s: %v", namespace, HealthReader, err)

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/scion-dev/scion/internal/testutil/harness"
 )
 
 // Root returns a directory for the bare repositories of a test whose
@@ -94,7 +96,7 @@ type Server struct {
 
 // NewServer serves the bare repositories under root at /<name>. Call
 // Close when done (t.Cleanup does it).
-func NewServer(t testing.TB, root string) *Server {
+func NewServer(t harness.TB, root string) *Server {
 	t.Helper()
 	return NewServerOn(t, root, "127.0.0.1:0")
 }
@@ -102,7 +104,7 @@ func NewServer(t testing.TB, root string) *Server {
 // NewServerOn is NewServer listening on addr (host:port; port 0 picks
 // one): an address of this machine that others reach, such as the test
 // node's Pods.
-func NewServerOn(t testing.TB, root, addr string) *Server {
+func NewServerOn(t harness.TB, root, addr string) *Server {
 	t.Helper()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
