@@ -39,7 +39,9 @@ type Clusters struct {
 	// Timeout bounds each request to a cluster (DefaultTimeout when 0).
 	Timeout time.Duration
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// clients are by Repository: a Repository that names another Secret
+	// replaces its client.
 	clients map[types.NamespacedName]cached
 }
 
@@ -76,10 +78,11 @@ func (c *Clusters) timeout() time.Duration {
 }
 
 // client returns the client of a Repository's cluster, made anew when its
-// Secret changed.
+// Secret changed or it names another.
 func (c *Clusters) client(ctx context.Context, repo *configv1alpha1.Repository) (dynamic.Interface, error) {
 	ref := repo.Spec.Cluster.KubeConfig.SecretRef
 	key := types.NamespacedName{Namespace: repo.Namespace, Name: ref.Name}
+	own := types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name}
 	s := &corev1.Secret{}
 	if err := c.Secrets.Get(ctx, key, s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -87,9 +90,9 @@ func (c *Clusters) client(ctx context.Context, repo *configv1alpha1.Repository) 
 		}
 		return nil, fmt.Errorf("reading secret %s: %w", key, err)
 	}
-	version := s.ResourceVersion + "\x00" + ref.Key
+	version := ref.Name + "\x00" + s.ResourceVersion + "\x00" + ref.Key
 	c.mu.Lock()
-	got, ok := c.clients[key]
+	got, ok := c.clients[own]
 	c.mu.Unlock()
 	if ok && got.version == version {
 		return got.client, nil
@@ -114,15 +117,15 @@ func (c *Clusters) client(ctx context.Context, repo *configv1alpha1.Repository) 
 	if c.clients == nil {
 		c.clients = map[types.NamespacedName]cached{}
 	}
-	c.clients[key] = cached{version: version, client: dyn}
+	c.clients[own] = cached{version: version, client: dyn}
 	return dyn, nil
 }
 
-// Forget drops the client of a Secret (its Repository is gone).
-func (c *Clusters) Forget(namespace, secret string) {
+// Forget drops the client of a Repository (it is gone).
+func (c *Clusters) Forget(repo types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.clients, types.NamespacedName{Namespace: namespace, Name: secret})
+	delete(c.clients, repo)
 }
 
 // kubeConfigData is the kubeconfig of a Secret: under key, or value then

@@ -169,7 +169,73 @@ spec:
 		t.Errorf("kubectl get repository prod-01: %q, want Current 3", out)
 	}
 
+	t.Run("from an OCI deployment repository", func(t *testing.T) { deployFromOCI(t, c, pkgs) })
 	t.Run("make demo's bad release on the node", func(t *testing.T) { demoOnTheNode(t, c, kc) })
+}
+
+// deployFromOCI: Scion's Pods publish into an OCI deployment repository
+// in the node's registry (plain HTTP on a private address), and Flux's
+// OCIRepository follows its latest tag: each published revision is
+// applied on the node, and Scion reads it back by digest.
+func deployFromOCI(t *testing.T, c client.Client, pkgs flux.Packages) {
+	ctx := context.Background()
+	prefix := cluster.RegistryHost + "/sites/prod-02"
+	repo := &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "prod-02", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{
+		Type: configv1alpha1.OCIRepositoryType, Deployment: true, OCI: &configv1alpha1.OCIRepository{Registry: prefix},
+		Cluster: &configv1alpha1.TargetCluster{KubeConfig: configv1alpha1.KubeConfigReference{SecretRef: configv1alpha1.KubeConfigSecretRef{Name: "prod-01-kubeconfig"}}}}}
+	if err := c.Create(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "", "create", "namespace", "settings")
+	settings := func(v string) map[string]string {
+		return map[string]string{"settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  value: " + v + "\n"}
+	}
+	pkgs.Publish(t, "prod-02", "settings", "v1", settings("one"), "")
+	kubectl(t, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: prod-02, namespace: %[1]s}
+spec:
+  url: oci://%[2]s/settings
+  ref: {tag: latest}
+  insecure: true
+  interval: 5s
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: prod-02, namespace: %[1]s}
+spec:
+  sourceRef: {kind: OCIRepository, name: prod-02}
+  path: ./
+  interval: 10m
+  retryInterval: 10s
+  prune: true
+  wait: true
+  timeout: 40s
+  targetNamespace: settings
+`, flux.Namespace, prefix), "apply", "-f", "-")
+	running := func(rev int, value string) func() error {
+		return func() error {
+			r := &configv1alpha1.Repository{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod-02"}, r); err != nil {
+				return err
+			}
+			d := r.Status.Cluster.Package("settings")
+			if d == nil || d.Revision != rev || d.State != configv1alpha1.DeployCurrent || !strings.HasPrefix(d.AppliedRevision, "latest@sha256:") {
+				return fmt.Errorf("status.cluster of prod-02: %+v", r.Status.Cluster)
+			}
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "settings", Name: "settings"}, cm); err != nil {
+				return err
+			}
+			if cm.Data["value"] != value {
+				return fmt.Errorf("ConfigMap settings/settings: %q, want %q", cm.Data["value"], value)
+			}
+			return nil
+		}
+	}
+	waitFor(t, "Flux deploys revision 1 from the OCI registry, read back by digest", 3*time.Minute, running(1, "one"))
+	pkgs.Publish(t, "prod-02", "settings", "v2", settings("two"), "prod-02.settings.v1")
+	waitFor(t, "Flux follows latest to revision 2", 3*time.Minute, running(2, "two"))
 }
 
 // demoOnTheNode runs `scion dev demo --target-cluster`, what make demo
@@ -213,6 +279,8 @@ func demoOnTheNode(t *testing.T, c client.Client, reader []byte) {
 		b, _ := os.ReadFile(filepath.Join(dir, "controller.log"))
 		t.Fatalf("scion dev demo --target-cluster: %v\n%s\nthe controller's log ends:\n%s", err, out, b[max(0, len(b)-8000):])
 	}
+	// The tree's long lines are wrapped: one line each.
+	flat := regexp.MustCompile(`\s*\n[│ ]*`).ReplaceAllString(out, " ")
 	for _, want := range []string{
 		`==> Flux deploys it: cluster-06 runs web revision (\d+) \(Current, main@sha1:[0-9a-f]{40}\)`,
 		`==> Flux deploys v\d+ to cluster-06; the new Pod cannot start`,
@@ -221,10 +289,10 @@ func demoOnTheNode(t *testing.T, c client.Client, reader []byte) {
 		`HealthCheckFailed: health check failed after`,
 		`Wave/canary  Failed  Ready=False  1 targets, 1 published, 0 healthy, 1 failed, 1 rolled back`,
 		`==> Flux deploys the rollback: cluster-06 runs web revision \d+ \(Current\), and its Pods are Ready again`,
-		`    cluster-06: cluster runs revision (\d+) of (\d+) \(Current\)`,
+		`cluster-06: cluster runs revision (\d+) of (\d+) \(Current\)`,
 		`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=`,
 	} {
-		if !regexp.MustCompile(want).MatchString(out) {
+		if !regexp.MustCompile(want).MatchString(flat) {
 			t.Errorf("the demo's output has no %q:\n%s", want, out)
 		}
 	}

@@ -95,7 +95,8 @@ func (c *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if repo.Spec.Cluster == nil {
-		// No cluster any more: nothing is shown of one.
+		// No cluster any more: nothing is shown of one, nor kept.
+		c.Clusters.Forget(req.NamespacedName)
 		_, err := reconciler.PatchStatus(ctx, c.Client, c.APIReader, repo, func(r *configv1alpha1.Repository) (bool, error) {
 			r.Status.Cluster = nil
 			return true, nil

@@ -250,8 +250,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("deleting the PackageRevisions of %s: %w", repo.Name, err)
 	}
 	r.Cache.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
-	if r.Clusters != nil && repo.Spec.Cluster != nil {
-		r.Clusters.Forget(repo.Namespace, repo.Spec.Cluster.KubeConfig.SecretRef.Name)
+	if r.Clusters != nil {
+		r.Clusters.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
 	}
 	return ctrl.Result{}, reconciler.RemoveFinalizer(ctx, r.Client, repo, RepositoryFinalizer)
 }

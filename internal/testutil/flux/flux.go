@@ -39,10 +39,17 @@ const DirEnv = "SCION_FLUX_DIR"
 // Namespace is where the controllers run (RUNTIME_NAMESPACE).
 const Namespace = "flux-system"
 
+// ShardLabel is the label of Flux's sharding: an object with it is
+// reconciled only by the Flux started for its value (StartShard), not by
+// the one Start runs.
+const ShardLabel = "sharding.fluxcd.io/key"
+
 // Flux is a running Flux.
 type Flux struct {
 	// Dir holds the controllers' logs and source-controller's storage.
 	Dir string
+
+	procs []*exec.Cmd
 }
 
 // StartMain is Start for a whole test package, from TestMain; stop
@@ -56,6 +63,27 @@ func StartMain(cfg *rest.Config, c client.Client, kubeconfig string) (f *Flux, s
 // the flux-system namespace, and runs source-controller and
 // kustomize-controller with kubeconfig until the test ends.
 func Start(t harness.TB, cfg *rest.Config, c client.Client, kubeconfig string) *Flux {
+	t.Helper()
+	return start(t, cfg, c, kubeconfig, "!"+ShardLabel)
+}
+
+// StartShard is Start for the objects labelled ShardLabel=shard only:
+// a Flux a test can stop (Stop) while the one Start runs goes on.
+func StartShard(t harness.TB, cfg *rest.Config, c client.Client, kubeconfig, shard string) *Flux {
+	t.Helper()
+	return start(t, cfg, c, kubeconfig, ShardLabel+"="+shard)
+}
+
+// Stop kills the controllers: Flux is down; what it wrote stays.
+func (f *Flux) Stop() {
+	for _, cmd := range f.procs {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	f.procs = nil
+}
+
+func start(t harness.TB, cfg *rest.Config, c client.Client, kubeconfig, selector string) *Flux {
 	t.Helper()
 	bin := os.Getenv(DirEnv)
 	if bin == "" {
@@ -82,9 +110,9 @@ func Start(t harness.TB, cfg *rest.Config, c client.Client, kubeconfig string) *
 		t.Fatal(err)
 	}
 	storage := freeAddr(t)
-	f.run(t, filepath.Join(bin, "source-controller"), kubeconfig,
+	f.run(t, filepath.Join(bin, "source-controller"), kubeconfig, "--watch-label-selector="+selector,
 		"--storage-path="+filepath.Join(f.Dir, "storage"), "--storage-addr="+storage, "--storage-adv-addr="+storage)
-	f.run(t, filepath.Join(bin, "kustomize-controller"), kubeconfig)
+	f.run(t, filepath.Join(bin, "kustomize-controller"), kubeconfig, "--watch-label-selector="+selector)
 	return f
 }
 
@@ -108,6 +136,7 @@ func (f *Flux) run(t harness.TB, bin, kubeconfig string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	f.procs = append(f.procs, cmd)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
