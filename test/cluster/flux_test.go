@@ -63,19 +63,7 @@ spec:
   ref: {branch: main}
   interval: 5s
 ---
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: prod-01, namespace: %[1]s}
-spec:
-  sourceRef: {kind: GitRepository, name: prod-01}
-  path: ./web
-  interval: 10m
-  retryInterval: 20s
-  prune: true
-  wait: true
-  timeout: 40s
-  targetNamespace: web
-`, flux.Namespace, server.URLFor("prod-01.git")), "apply", "-f", "-")
+`, flux.Namespace, server.URLFor("prod-01.git"))+kustomization("prod-01", "GitRepository", "./web", "web"), "apply", "-f", "-")
 	defer func() {
 		if t.Failed() {
 			t.Log(fx.Logs())
@@ -200,19 +188,7 @@ spec:
   insecure: true
   interval: 5s
 ---
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: prod-02, namespace: %[1]s}
-spec:
-  sourceRef: {kind: OCIRepository, name: prod-02}
-  path: ./
-  interval: 10m
-  retryInterval: 10s
-  prune: true
-  wait: true
-  timeout: 40s
-  targetNamespace: settings
-`, flux.Namespace, prefix), "apply", "-f", "-")
+`, flux.Namespace, prefix)+kustomization("prod-02", "OCIRepository", "./", "settings"), "apply", "-f", "-")
 	running := func(rev int, value string) func() error {
 		return func() error {
 			r := &configv1alpha1.Repository{}
@@ -311,6 +287,25 @@ func demoOnTheNode(t *testing.T, c client.Client, reader []byte) {
 	if d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.UpdatedReplicas != *d.Spec.Replicas {
 		t.Errorf("Deployment cluster-06/web: %d available, %d updated of %d", d.Status.AvailableReplicas, d.Status.UpdatedReplicas, *d.Spec.Replicas)
 	}
+}
+
+// kustomization is a Flux Kustomization in flux-system applying path of
+// the source kind/name into targetNamespace, waiting up to 40s for what it
+// applied to be healthy (Flux's minimum is 30s).
+func kustomization(name, kind, path, targetNamespace string) string {
+	return fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  sourceRef: {kind: %[3]s, name: %[1]s}
+  path: %[4]s
+  interval: 10m
+  retryInterval: 15s
+  prune: true
+  wait: true
+  timeout: 40s
+  targetNamespace: %[5]s
+`, name, flux.Namespace, kind, path, targetNamespace)
 }
 
 // webDeployment is a Deployment of one replica of image, with command
