@@ -101,6 +101,13 @@ the next upstream revisions.`,
 			// (errors only) goes to stderr, instead of controller-runtime's
 			// complaint that no logger was set.
 			ctrllog.SetLogger(zap.New(zap.WriteTo(streams.ErrOut), zap.Level(zapcore.ErrorLevel)))
+			var tc *demo.TargetCluster
+			if target != "" {
+				var err error
+				if tc, err = demo.ReadTargetCluster(target); err != nil {
+					return err
+				}
+			}
 			if err := devenv.Up(ctx, *o, false); err != nil {
 				return err
 			}
@@ -108,12 +115,7 @@ the next upstream revisions.`,
 			if err != nil {
 				return err
 			}
-			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand(), Registry: o.Registry()}
-			if target != "" {
-				if d.Target, err = demo.ReadTargetCluster(target); err != nil {
-					return err
-				}
-			}
+			d := &demo.Options{Examples: examples, GitDir: filepath.Join(o.Dir, "git"), Client: c, Out: streams.Out, Command: selfCommand(), Registry: o.Registry(), Target: tc}
 			if err := d.Run(ctx); err != nil {
 				return err
 			}

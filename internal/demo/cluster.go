@@ -55,10 +55,14 @@ func ReadTargetCluster(path string) (*TargetCluster, error) {
 	if err := json.Unmarshal(data, t); err != nil {
 		return nil, fmt.Errorf("the target cluster %s: %w", path, err)
 	}
-	for field, v := range map[string]string{"kubeconfig": t.Kubeconfig, "readerKubeconfig": t.ReaderKubeconfig, "gitURL": t.GitURL, "fluxNamespace": t.FluxNamespace, "image": t.Image} {
-		if v == "" {
-			return nil, fmt.Errorf("the target cluster %s: %s is empty", path, field)
+	var empty []string
+	for _, f := range []struct{ name, value string }{{"kubeconfig", t.Kubeconfig}, {"readerKubeconfig", t.ReaderKubeconfig}, {"gitURL", t.GitURL}, {"fluxNamespace", t.FluxNamespace}, {"image", t.Image}} {
+		if f.value == "" {
+			empty = append(empty, f.name)
 		}
+	}
+	if len(empty) > 0 {
+		return nil, fmt.Errorf("the target cluster %s: %s empty", path, strings.Join(empty, ", "))
 	}
 	return t, nil
 }
