@@ -53,6 +53,11 @@ func (k *KubeFlags) Config() (*rest.Config, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	// kubectl's rates: a batch verb's requests are not throttled to
+	// client-go's 5 a second (nor logged as such).
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 300
+	}
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		return nil, "", err

@@ -345,9 +345,11 @@ func newCmdRpkgLifecycle(o *RpkgOptions, use, short string, from porchv1alpha1.L
 		Short: short,
 		Long: short + `. Revisions are named (NAME, or packagerevision.porch.kpt.dev/NAME as
 kubectl get -o name prints them), or selected with --selector, --variant-set
-or --rollout (then only the ` + string(from) + ` ones). All are moved at once and
-waited for together; each one's result is printed, and the command fails if
-any failed.`,
+or --rollout (then only the ` + string(from) + ` ones). They are moved in parallel
+(` + strconv.Itoa(rpkg.BatchParallelism) + ` at a time) and waited for together, each on its own: not all or
+nothing. Each one's result is printed, and the command fails if any failed.
+Interrupted (Ctrl-C), it sends no more, and says which moved and which did
+not, as the server has them.`,
 	}
 	cmd.RunE = func(cc *cobra.Command, args []string) error {
 		return rpkgRun(o, func(ctx context.Context) error {
@@ -364,9 +366,13 @@ any failed.`,
 				return nil
 			}
 			var errs []error
-			for _, r := range rpkg.Batch(ctx, names, func(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
+			results := rpkg.Batch(ctx, names, func(ctx context.Context, name string) (*porchv1alpha1.PackageRevision, error) {
 				return fn(ctx, o.client, name)
-			}) {
+			})
+			if ctx.Err() != nil {
+				return interrupted(o, names, from)
+			}
+			for _, r := range results {
 				if r.Err != nil {
 					errs = append(errs, r.Err)
 					continue
@@ -378,6 +384,25 @@ any failed.`,
 	}
 	selectionFlags(cmd, &sel)
 	return cmd
+}
+
+// interrupted reports a batch verb cut short: which revisions moved from
+// lifecycle from and which did not, read again from the server.
+func interrupted(o *RpkgOptions, names []string, from porchv1alpha1.Lifecycle) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	moved, notMoved, unknown := o.client.Interrupted(ctx, names, from)
+	fmt.Fprintf(o.Out, "interrupted: %d of %d moved\n", len(moved), len(names))
+	for _, m := range moved {
+		fmt.Fprintf(o.Out, "  moved: %s\n", m)
+	}
+	for _, n := range notMoved {
+		fmt.Fprintf(o.Out, "  not moved (still %s): %s\n", from, n)
+	}
+	for _, n := range slices.Sorted(maps.Keys(unknown)) {
+		fmt.Fprintf(o.Out, "  unknown: %s: %v\n", n, unknown[n])
+	}
+	return fmt.Errorf("interrupted: %d of %d revisions moved, %d not", len(moved), len(names), len(notMoved)+len(unknown))
 }
 
 func newCmdRpkgDelete(o *RpkgOptions) *cobra.Command {
