@@ -212,6 +212,9 @@ type scope struct {
 	// held names the PackageVariants a rollback holds on the upstream
 	// revision before (HoldUpstreamAnnotation).
 	held []string
+	// kept names the revisions a rollback leaves published: nothing was
+	// published before them.
+	kept []string
 }
 
 // Reconcile moves one rollout on.
@@ -705,6 +708,10 @@ func (r *Reconciler) reconcileRollback(ctx context.Context, s *scope) (ctrl.Resu
 			rolledBack, all := 0, true
 			for _, name := range t.Revisions {
 				done, held, err := r.rollBack(ctx, s.ro, s.objects[name])
+				if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
+					s.kept = append(s.kept, name)
+					err = nil
+				}
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -730,11 +737,20 @@ func (r *Reconciler) reconcileStopped(_ context.Context, s *scope) (ctrl.Result,
 	switch {
 	case s.decision == nil:
 	case s.decision.Phase == rollout.PhaseFailed:
-		return ctrl.Result{}, reconciler.Stall(configv1alpha1.BudgetExceededReason, "%s%s", s.decision.Blocked, heldNote(s.held))
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.BudgetExceededReason, "%s%s%s", s.decision.Blocked, heldNote(s.held), keptNote(s.kept))
 	case s.decision.Phase == rollout.PhaseAborted:
-		return ctrl.Result{}, reconciler.Stall(configv1alpha1.AbortedReason, "%s%s", s.decision.Blocked, heldNote(s.held))
+		return ctrl.Result{}, reconciler.Stall(configv1alpha1.AbortedReason, "%s%s%s", s.decision.Blocked, heldNote(s.held), keptNote(s.kept))
 	}
 	return ctrl.Result{}, nil
+}
+
+// keptNote says which revisions the rollback left published, for the
+// stalled rollout's message ("" when none).
+func keptNote(kept []string) string {
+	if len(kept) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; not rolled back, nothing was published before them: %s stay published (propose their deletion to take them back)", strings.Join(kept, ", "))
 }
 
 // heldNote says which variants a rollback holds, for the stalled
@@ -750,6 +766,8 @@ func heldNote(held []string) string {
 // rollBack rolls back one revision (as reconcileObserve read it) if this
 // rollout published it; it reports whether the revision is rolled back
 // (now or before), and the variants it holds on the revision before.
+// A revision with nothing published before it stays published:
+// pkgservice.ErrNothingToRevertTo.
 func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRollout, pr *porchv1alpha1.PackageRevision) (bool, []string, error) {
 	if pr == nil {
 		return false, nil, nil
@@ -769,7 +787,7 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 	out, now, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
 	if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
 		r.Recorder.Eventf(ro, pr, "Warning", "RollbackImpossible", "Rollback", "%s: %v; it stays published", name, err)
-		return false, nil, nil
+		return false, nil, err
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("rolling back %s: %w", name, err)

@@ -370,6 +370,46 @@ func TestRollout_failureRollsBack(t *testing.T) {
 	g.Expect(n).To(Equal(1), "one RolledBack event")
 }
 
+// A rollback of a package's first revision cannot be: nothing was
+// published before it. The failed rollout says so in its Stalled message
+// (not only in events), and the revision stays published.
+func TestRollout_rollbackOfAFirstRevision(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFleet(t, 1)
+	bare := gitserver.InitBare(t, t.TempDir(), "fresh.git")
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "v1", Contents: appPackage("v1")})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.Propose(ctx, "app", "v1", d.Commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: f.ns},
+		Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pr := f.revision(g, "fresh", "v1")
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+		patch := client.MergeFrom(pr.DeepCopy())
+		pr.Labels["first"] = "yes"
+		g.Expect(k8sClient.Patch(ctx, pr, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: f.ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"first": "yes"}},
+		Waves:             []configv1alpha1.RolloutWave{{Name: "canary"}},
+		Health:            &configv1alpha1.RolloutHealth{ConditionType: synced},
+		ProgressDeadline:  &metav1.Duration{Duration: 2 * time.Second},
+		RollbackOnFailure: true,
+	}}
+	g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(get(g, ro), "Stalled")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(HaveSuffix("; not rolled back, nothing was published before them: fresh.app.v1 stay published (propose their deletion to take them back)"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(get(g, ro).Status.Waves[0].RolledBack).To(BeZero())
+	g.Expect(f.revision(g, "fresh", "v1").Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+}
+
 // Manual approval, pause, resume and abort: a wave waits for a person; a
 // paused rollout publishes nothing more; an aborted one stops for good.
 func TestRollout_manualPauseAbort(t *testing.T) {
