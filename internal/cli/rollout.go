@@ -98,7 +98,8 @@ objects, e.g. kubectl get packagerevisions -o yaml), the targets are the
 repositories of the Proposed revisions the rollout's revisionSelector
 matches (for a group rollout, spec.group, the Drafts too, and the table
 shows each target's group: the revisions published together); without
-it, every Repository given is a target. Files may hold
+it, every deployment Repository given (spec.deployment: true) is a target,
+and a group rollout is refused. Files may hold
 several documents or a List. An invalid rollout exits non-zero, naming the
 field.`,
 		Example: `  scion rollout plan -f rollout.yaml --repositories repos.yaml
@@ -143,6 +144,7 @@ func (o *RolloutPlanOptions) Run() error {
 		return fmt.Errorf("PackageRollout %s is invalid: %w", ro.Name, errs.ToAggregate())
 	}
 	repoLabels := map[string]map[string]string{}
+	var deployment []string
 	for _, path := range o.Repositories {
 		repos, err := readTyped(o.Streams, path, configv1alpha1.GroupVersion.WithKind("Repository"), func() *configv1alpha1.Repository { return &configv1alpha1.Repository{} })
 		if err != nil {
@@ -150,12 +152,23 @@ func (o *RolloutPlanOptions) Run() error {
 		}
 		for _, r := range repos {
 			repoLabels[r.Name] = r.Labels
+			if r.Spec.Deployment {
+				deployment = append(deployment, r.Name)
+			}
 		}
 	}
 	var targets []rollout.Target
 	if len(o.Revisions) == 0 {
-		for name, l := range repoLabels {
-			targets = append(targets, rollout.Target{Repository: name, Labels: l})
+		// Without revisions, a target is a deployment repository; a
+		// group's members are revisions, which only --revisions gives.
+		if ro.Spec.Group != nil {
+			return fmt.Errorf("PackageRollout %s is a group rollout (spec.group): its targets are the groups of revisions its repositories hold; give them with --revisions (kubectl get packagerevisions -o yaml)", ro.Name)
+		}
+		if len(deployment) == 0 {
+			return fmt.Errorf("no deployment Repository (spec.deployment: true) in %s: without --revisions the targets are those", strings.Join(o.Repositories, ", "))
+		}
+		for _, name := range deployment {
+			targets = append(targets, rollout.Target{Repository: name, Labels: repoLabels[name]})
 		}
 	} else {
 		var revs []porchv1alpha1.PackageRevision

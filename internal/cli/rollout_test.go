@@ -40,13 +40,16 @@ func writeFleet(t *testing.T, dir string) {
 			region = "eu"
 		}
 		name := fmt.Sprintf("cluster-%02d", i)
-		repos = append(repos, fmt.Sprintf("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\nmetadata:\n  name: %s\n  labels: {region: %s}\nspec:\n  git: {repo: https://git.example.com/%s.git}\n", name, region, name))
+		repos = append(repos, fmt.Sprintf("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\nmetadata:\n  name: %s\n  labels: {region: %s}\nspec:\n  deployment: true\n  git: {repo: https://git.example.com/%s.git}\n", name, region, name))
 		lc := "Proposed"
 		if i == 5 {
 			lc = "Draft" // not proposed: not a target
 		}
 		revs = append(revs, fmt.Sprintf("apiVersion: porch.kpt.dev/v1alpha1\nkind: PackageRevision\nmetadata:\n  name: %s.app.v2\n  labels: {app: demo}\nspec:\n  repository: %s\n  packageName: app\n  workspaceName: v2\n  lifecycle: %s\n", name, name, lc))
 	}
+	// The catalog the revisions come from: no deployment repository, no
+	// target.
+	repos = append(repos, "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\nmetadata:\n  name: catalog\nspec:\n  git: {repo: https://git.example.com/catalog.git}\n")
 	for f, docs := range map[string][]string{"repos.yaml": repos, "revs.yaml": revs} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
 			t.Fatal(err)
@@ -93,6 +96,24 @@ func TestRolloutPlan_group(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	golden(t, "rollout-plan-group", out)
 	g.Expect(out).To(ContainSubstring("cluster-05.app.v2"), "a Draft is a member the target waits for")
+
+	// Without revisions there are no groups to show: refused, saying why.
+	out, err = runIn(t, dir, "rollout", "plan", "-f", "group.yaml", "--repositories", "repos.yaml")
+	g.Expect(err).To(MatchError(ContainSubstring("PackageRollout app-v2 is a group rollout (spec.group): its targets are the groups of revisions its repositories hold; give them with --revisions")), out)
+}
+
+// Without revisions, only deployment repositories are targets; none is an
+// error naming the files.
+func TestRolloutPlan_deploymentRepositories(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	writeFleet(t, dir)
+	out, err := runIn(t, dir, "rollout", "plan", "-f", "rollout.yaml", "--repositories", "repos.yaml", "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).NotTo(ContainSubstring("catalog"))
+	g.Expect(os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\nmetadata:\n  name: catalog\nspec:\n  git: {repo: https://git.example.com/catalog.git}\n"), 0o644)).To(Succeed())
+	out, err = runIn(t, dir, "rollout", "plan", "-f", "rollout.yaml", "--repositories", "catalog.yaml")
+	g.Expect(err).To(MatchError("no deployment Repository (spec.deployment: true) in catalog.yaml: without --revisions the targets are those"), out)
 }
 
 func TestRolloutPlan_invalid(t *testing.T) {
