@@ -627,12 +627,35 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 				pkgservice.ObjectName(s.downObj.Name, d.Proposal.Package, d.Proposal.Workspace))
 		}
 		return ctrl.Result{}, nil
-	case d.Draft != nil && variant.SameContent(p, s.base):
-		s.target = d.Draft
-		r.remember(s, s.memoKey)
+	case d.Draft != nil && d.Published != nil:
+		// A draft that would equal the published revision changes
+		// nothing: it goes (a person's edit of it would show in p).
+		pub, err := s.downStore.Read(ctx, *d.Published)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !variant.SameContent(p, pub) {
+			break
+		}
+		name := pkgservice.ObjectName(s.downObj.Name, d.Draft.Package, d.Draft.Workspace)
+		if removed, err := r.removeDraft(ctx, s, name); err != nil || !removed {
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("repository %s: removing draft %s, which changes nothing: %w", s.pv.Spec.Downstream.Repo, name, err)
+			}
+			break // someone else's work too: kept
+		}
+		r.Recorder.Eventf(s.pv, nil, "Normal", "DraftRemoved", "Write", "draft %s removed: it would equal the published revision v%d", name, d.Published.Revision)
+		s.target = d.Published
+		s.ensured(fmt.Sprintf("the published revision v%d reflects the variant: draft %s, which would have changed nothing, was removed", d.Published.Revision, name))
 		return ctrl.Result{}, nil
 	case d.Draft == nil && d.Published != nil && variant.SameContent(p, s.base):
 		s.target = d.Published // nothing to change: no new draft
+		s.ensured(fmt.Sprintf("the published revision v%d reflects the variant: no draft is needed", d.Published.Revision))
+		r.remember(s, s.memoKey)
+		return ctrl.Result{}, nil
+	}
+	if d.Draft != nil && variant.SameContent(p, s.base) {
+		s.target = d.Draft
 		r.remember(s, s.memoKey)
 		return ctrl.Result{}, nil
 	}
@@ -659,6 +682,38 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 		r.Recorder.Eventf(s.pv, nil, "Normal", "DraftWritten", "Write", "downstream draft %s/%s at %.12s", written.Package, written.Workspace, written.Commit)
 	}
 	return ctrl.Result{}, nil
+}
+
+// removeDraft removes the variant's draft: its PackageRevision (the
+// PackageRevision controller removes it from git), or without one yet,
+// the draft in git. A draft with commits by others is kept (false).
+func (r *Reconciler) removeDraft(ctx context.Context, s *scope, name string) (bool, error) {
+	pr := &porchv1alpha1.PackageRevision{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: s.pv.Namespace, Name: name}, pr); {
+	case apierrors.IsNotFound(err):
+		return true, r.Service.Delete(ctx, s.downStore, *s.down.Draft)
+	case err != nil:
+		return false, err
+	}
+	if !metav1.IsControlledBy(pr, s.pv) {
+		return false, nil
+	}
+	if others, err := r.othersCommits(ctx, s.pv, pr); err != nil || len(others) > 0 {
+		return false, err
+	}
+	return true, client.IgnoreNotFound(r.Delete(ctx, pr))
+}
+
+// ensured says, in the DownstreamEnsured=True condition the production
+// recorded (and that a memo of it keeps), what reflects the variant.
+func (s *scope) ensured(msg string) {
+	for _, conds := range [][]metav1.Condition{s.produced.Conditions, s.conditions} {
+		for i := range conds {
+			if conds[i].Type == configv1alpha1.DownstreamEnsuredCondition && conds[i].Status == metav1.ConditionTrue {
+				conds[i].Message = msg
+			}
+		}
+	}
 }
 
 // remember memoizes the reconcile's production under key, when it may be.

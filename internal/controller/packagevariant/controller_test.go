@@ -793,6 +793,49 @@ func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
 	g.Expect(drafts(t, cluster)).To(Equal([]string{next}), "one draft")
 }
 
+// A draft that would equal the published revision changes nothing: once
+// what it was written for is undone (the injected value back to what v1
+// has), the variant removes it and says so, and writes none while that
+// holds.
+func TestPackageVariant_draftThatChangesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+	createReady(t, pv)
+	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecycleProposed)
+	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecyclePublished)
+	g.Eventually(func() string { return gitserver.Git(t, cluster, "tag") }, timeout, interval).Should(Equal("tenant-a/v1"))
+	setColor := func(color string) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
+		cm.Data["color"] = color
+		g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+	}
+	setColor("blue")
+	next := "drafts/tenant-a/packagevariant-2"
+	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(ContainElement(next))
+
+	setColor("green") // what v1 has
+	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		got := ready(g, pv)
+		c := meta.FindStatusCondition(got.Status.Conditions, configv1alpha1.ReadyCondition)
+		g.Expect(c.Message).To(Or(
+			Equal("the published revision v1 reflects the variant: draft cluster-01.tenant-a.packagevariant-2, which would have changed nothing, was removed"),
+			Equal("the published revision v1 reflects the variant: no draft is needed")))
+		g.Expect(got.Status.DownstreamTargets).To(ConsistOf(HaveField("Name", "cluster-01.tenant-a.packagevariant-1")))
+	}, timeout, interval).Should(Succeed())
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "DraftRemoved"),
+		HaveField("Note", "draft cluster-01.tenant-a.packagevariant-2 removed: it would equal the published revision v1"))))
+	g.Consistently(func() []string { return drafts(t, cluster) }, 2*time.Second, interval).Should(BeEmpty())
+	g.Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.tenant-a.packagevariant-2"}, &porchv1alpha1.PackageRevision{})
+	}, timeout, interval).Should(MatchError(ContainSubstring("not found")), "its PackageRevision is gone too")
+}
+
 // A variant whose drafts are annotated for auto-propose (spec.annotations)
 // has its draft proposed once it is Ready and every gate is True; the
 // variant then writes nothing more.
