@@ -733,19 +733,16 @@ func TestPackageVariant_personsCommitOnDraft(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// A revision of the downstream package published while the variant has a
-// draft (someone's hotfix) is brought into the draft, so publishing the
-// draft reverts nothing.
-func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
-	g := NewWithT(t)
+// publishedWithDraft makes the variant, publishes its revision v1 (the
+// injected color green), then has it write a draft with color blue; it
+// returns the variant and how to set the injected color.
+func publishedWithDraft(t *testing.T, g Gomega, ns, cluster string) (*configv1alpha1.PackageVariant, func(string)) {
 	ctx := context.Background()
-	ns, _, cluster := setup(t)
 	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
 	createReady(t, pv)
 	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecycleProposed)
 	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecyclePublished)
 	g.Eventually(func() string { return gitserver.Git(t, cluster, "tag") }, timeout, interval).Should(Equal("tenant-a/v1"))
-
 	setColor := func(color string) {
 		cm := &corev1.ConfigMap{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
@@ -753,8 +750,19 @@ func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
 		g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
 	}
 	setColor("blue")
+	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(ContainElement("drafts/tenant-a/packagevariant-2"))
+	return pv, setColor
+}
+
+// A revision of the downstream package published while the variant has a
+// draft (someone's hotfix) is brought into the draft, so publishing the
+// draft reverts nothing.
+func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	_, setColor := publishedWithDraft(t, g, ns, cluster)
 	next := "drafts/tenant-a/packagevariant-2"
-	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(ContainElement(next))
 	g.Eventually(func(g Gomega) {
 		g.Expect(gitserver.Git(t, cluster, "show", next+":tenant-a/settings.yaml")).To(ContainSubstring("color: blue"))
 	}, timeout, interval).Should(Succeed())
@@ -801,21 +809,7 @@ func TestPackageVariant_draftThatChangesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _, cluster := setup(t)
-	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	createReady(t, pv)
-	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecycleProposed)
-	setLifecycle(g, ns, "cluster-01.tenant-a.packagevariant-1", porchv1alpha1.LifecyclePublished)
-	g.Eventually(func() string { return gitserver.Git(t, cluster, "tag") }, timeout, interval).Should(Equal("tenant-a/v1"))
-	setColor := func(color string) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "useast1-settings"}, cm)).To(Succeed())
-		cm.Data["color"] = color
-		g.Expect(k8sClient.Update(ctx, cm)).To(Succeed())
-	}
-	setColor("blue")
-	next := "drafts/tenant-a/packagevariant-2"
-	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(ContainElement(next))
-
+	pv, setColor := publishedWithDraft(t, g, ns, cluster)
 	setColor("green") // what v1 has
 	g.Eventually(func() []string { return drafts(t, cluster) }, timeout, interval).Should(BeEmpty())
 	g.Eventually(func(g Gomega) {
