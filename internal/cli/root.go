@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/scion-dev/scion/internal/suggest"
 )
 
 // Streams are the standard streams a command writes to.
@@ -75,40 +77,11 @@ func strict(cmd *cobra.Command) {
 // one it begins (--repo for --repository), else the nearest by edit
 // distance when that is 2 or less (a typo).
 func closestFlag(c *cobra.Command, name string) string {
-	best, bestDist := "", 3
-	visit := func(f *pflag.Flag) {
-		d := editDistance(name, f.Name)
-		if strings.HasPrefix(f.Name, name) {
-			d = 0
-		}
-		if d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	}
+	var names []string
+	visit := func(f *pflag.Flag) { names = append(names, f.Name) }
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return suggest.Closest(name, names, 2)
 }
 
 // cmdContext is the command's context, or a background one when the

@@ -43,11 +43,3 @@ func TestStrict(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(get.Flags().Lookup("name")).NotTo(BeNil(), "rpkg get --name, as porchctl")
 }
-
-func TestEditDistance(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(editDistance("", "")).To(Equal(0))
-	g.Expect(editDistance("lifecyle", "lifecycle")).To(Equal(1))
-	g.Expect(editDistance("kitten", "sitting")).To(Equal(3))
-	g.Expect(editDistance("abc", "")).To(Equal(3))
-}

@@ -126,6 +126,14 @@ other verbs to take.`,
 				if revs, err = o.client.List(ctx, f); err != nil {
 					return err
 				}
+				if len(revs) == 0 && (output == "" || output == "wide") {
+					// As kubectl: a line that says so, not a bare header.
+					if err := o.client.CheckNamespace(ctx); err != nil {
+						return err
+					}
+					fmt.Fprintf(o.ErrOut, "No package revisions found in namespace %s.\n", o.client.Namespace)
+					return nil
+				}
 			}
 			return rpkg.Print(o.Out, revs, output)
 		})(c, args)

@@ -29,10 +29,10 @@ const repositoryRetry = 15 * time.Second
 // remote may have recovered (store.RetryAfter) when it did not answer,
 // RepositoryNotReady (looked at again after a while) otherwise. The
 // message names the Repository.
-func WaitForRepository(name string, err error) error {
+func WaitForRepository(namespace, name string, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):
-		return wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s does not exist in this namespace (deleted, or not created yet)", name)
+		return wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s does not exist in namespace %s (deleted, or not created yet; a Repository of another namespace cannot be named)", name, namespace)
 	case errors.Is(err, repocache.ErrDeleting):
 		return wait(repositoryRetry, porchv1alpha1.RepositoryNotFoundReason, "Repository %s is being deleted", name)
 	}
@@ -60,7 +60,7 @@ const upstreamMaxAge = time.Second
 func FindUpstream(ctx context.Context, cache *repocache.Cache, reader client.Reader, ns string, path *field.Path, u *configv1alpha1.Upstream, reason string) (*configv1alpha1.Repository, store.Store, store.Revision, error) {
 	repoObj, st, err := cache.OpenNamed(ctx, reader, ns, u.Repo)
 	if err != nil {
-		return nil, nil, store.Revision{}, WaitForRepository(u.Repo, err)
+		return nil, nil, store.Revision{}, WaitForRepository(ns, u.Repo, err)
 	}
 	rev, err := ResolveUpstream(ctx, st, u, upstreamMaxAge)
 	if errors.Is(err, store.ErrNotFound) {

@@ -15,6 +15,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/rpkg"
+	"github.com/scion-dev/scion/internal/suggest"
 )
 
 // Client acts on the PackageRollouts of a namespace.
@@ -28,7 +29,7 @@ func (c *Client) Get(ctx context.Context, name string) (*configv1alpha1.PackageR
 	ro := &configv1alpha1.PackageRollout{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, ro); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("PackageRollout %s/%s not found", c.Namespace, name)
+			return nil, suggest.NotFound(ctx, c.Client, &configv1alpha1.PackageRolloutList{}, "PackageRollout", c.Namespace, name)
 		}
 		return nil, err
 	}

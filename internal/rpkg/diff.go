@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdiff"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/suggest"
 )
 
 // What a revision is compared with (besides another revision's name).
@@ -292,7 +294,9 @@ func (c *Client) Matcher(ctx context.Context, s Selection) (*Matcher, error) {
 	}
 	if s.Rollout != "" {
 		ro := &configv1alpha1.PackageRollout{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.Rollout}, ro); err != nil {
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.Rollout}, ro); apierrors.IsNotFound(err) {
+			return nil, suggest.NotFound(ctx, c.Client, &configv1alpha1.PackageRolloutList{}, "PackageRollout", c.Namespace, s.Rollout)
+		} else if err != nil {
 			return nil, fmt.Errorf("PackageRollout %s: %w", s.Rollout, err)
 		}
 		rs, err := metav1.LabelSelectorAsSelector(&ro.Spec.RevisionSelector)
@@ -304,7 +308,9 @@ func (c *Client) Matcher(ctx context.Context, s Selection) (*Matcher, error) {
 	}
 	if s.VariantSet != "" {
 		pvs := &configv1alpha2.PackageVariantSet{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.VariantSet}, pvs); err != nil {
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: s.VariantSet}, pvs); apierrors.IsNotFound(err) {
+			return nil, suggest.NotFound(ctx, c.Client, &configv1alpha2.PackageVariantSetList{}, "PackageVariantSet", c.Namespace, s.VariantSet)
+		} else if err != nil {
 			return nil, fmt.Errorf("PackageVariantSet %s: %w", s.VariantSet, err)
 		}
 		pvl := &configv1alpha1.PackageVariantList{}

@@ -64,7 +64,7 @@ func printTable(w io.Writer, revs []porchv1alpha1.PackageRevision, wide bool) er
 		}
 		latest := strconv.FormatBool(pr.Labels[porchv1alpha1.LatestRevisionLabel] == "true")
 		r := Ready(&pr)
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", pr.Name, pr.Spec.PackageName, pr.Spec.WorkspaceName, rev, latest, pr.ShownLifecycle(), pr.Spec.Repository, r.Status)
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", pr.Name, pr.Spec.PackageName, pr.Spec.WorkspaceName, rev, latest, pr.ShortLifecycle(), pr.Spec.Repository, r.Status)
 		if wide {
 			commit := pr.Status.Commit
 			if len(commit) > 12 {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/suggest"
 )
 
 // Client works on the PackageRevisions of one namespace.
@@ -57,11 +59,20 @@ func (c *Client) Get(ctx context.Context, name string) (*porchv1alpha1.PackageRe
 	pr := &porchv1alpha1.PackageRevision{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pr); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("package revision %s not found in namespace %s", name, c.Namespace)
+			return nil, suggest.NotFound(ctx, c.Client, &porchv1alpha1.PackageRevisionList{}, "package revision", c.Namespace, name)
 		}
 		return nil, err
 	}
 	return pr, nil
+}
+
+// CheckNamespace fails when the client's namespace does not exist (a
+// namespace it may not read is taken to exist).
+func (c *Client) CheckNamespace(ctx context.Context) error {
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: c.Namespace}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+		return fmt.Errorf("namespace %s does not exist", c.Namespace)
+	}
+	return nil
 }
 
 // Filter narrows List.

@@ -29,4 +29,9 @@ func TestPackageRevision_ShownLifecycle(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// A table's column: the reason, not the message.
+	pr := &PackageRevision{Spec: PackageRevisionSpec{Lifecycle: LifecyclePublished}, Status: PackageRevisionStatus{Lifecycle: LifecycleProposed, Conditions: []Condition{waiting}}}
+	if got, want := pr.ShortLifecycle(), "Proposed → Published (waiting: PackageConflict)"; got != want {
+		t.Errorf("ShortLifecycle: got %q, want %q", got, want)
+	}
 }

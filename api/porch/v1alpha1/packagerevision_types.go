@@ -404,7 +404,14 @@ func (pr *PackageRevision) GitLifecycle() Lifecycle {
 // one git has, and the one requested when it differs, with why it waits
 // (the Ready condition's reason and the start of its message), such as
 // "Proposed → Published (waiting: PackageConflict: ...)".
-func (pr *PackageRevision) ShownLifecycle() string {
+func (pr *PackageRevision) ShownLifecycle() string { return pr.shownLifecycle(true) }
+
+// ShortLifecycle is ShownLifecycle with the reason it waits but not the
+// message, such as "Proposed → Published (waiting: PackageConflict)": a
+// table's column, whose width one long message would set for every row.
+func (pr *PackageRevision) ShortLifecycle() string { return pr.shownLifecycle(false) }
+
+func (pr *PackageRevision) shownLifecycle(withMessage bool) string {
 	have, want := pr.GitLifecycle(), pr.Spec.Lifecycle
 	if want == "" {
 		want = LifecycleDraft
@@ -418,6 +425,9 @@ func (pr *PackageRevision) ShownLifecycle() string {
 			continue
 		}
 		msg := c.Message
+		if !withMessage {
+			msg = ""
+		}
 		if r := []rune(msg); len(r) > 80 {
 			msg = strings.TrimRight(string(r[:77]), " ") + "..."
 		}

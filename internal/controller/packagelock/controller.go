@@ -146,7 +146,7 @@ func locked(repo *configv1alpha1.Repository) bool {
 func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st, err := r.Cache.Open(ctx, s.repo)
 	if err != nil {
-		return ctrl.Result{}, pkgservice.WaitForRepository(s.repo.Name, err)
+		return ctrl.Result{}, pkgservice.WaitForRepository(s.repo.Namespace, s.repo.Name, err)
 	}
 	s.store = st
 	return ctrl.Result{}, nil

@@ -188,7 +188,7 @@ func (r *Reconciler) reconcileRepository(ctx context.Context, s *scope) (ctrl.Re
 		st, err = r.Cache.Open(ctx, repoObj)
 	}
 	if err != nil {
-		return ctrl.Result{}, pkgservice.WaitForRepository(pr.Spec.Repository, err)
+		return ctrl.Result{}, pkgservice.WaitForRepository(pr.Namespace, pr.Spec.Repository, err)
 	}
 	s.repoObj, s.store = repoObj, st
 	return ctrl.Result{}, nil

@@ -481,7 +481,7 @@ func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Re
 	pv := s.pv
 	downObj, downStore, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pv.Spec.Downstream.Repo)
 	if err != nil {
-		return ctrl.Result{}, pkgservice.WaitForRepository(pv.Spec.Downstream.Repo, err)
+		return ctrl.Result{}, pkgservice.WaitForRepository(pv.Namespace, pv.Spec.Downstream.Repo, err)
 	}
 	s.downObj, s.downStore = downObj, downStore
 	if s.down, err = pkgservice.FindVariantRevisions(ctx, downStore, pv); err != nil {
