@@ -354,6 +354,12 @@ type PackageVariantSetStatus struct {
 	// Summary counts the generated PackageVariants.
 	// +optional
 	Summary *Summary `json:"summary,omitempty"`
+
+	// Upstream names the set's upstream packages, comma-separated in the
+	// order of the spec (spec.upstream's, or spec.upstreams'): what
+	// kubectl get's UPSTREAM column shows.
+	// +optional
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // Summary counts the PackageVariants of a set at the last reconcile.
@@ -425,7 +431,7 @@ func (s *PackageVariantSetSpec) UpstreamPath(i int) *field.Path {
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=scion,shortName=pvs
-// +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
+// +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.status.upstream`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.summary.desired`
 // +kubebuilder:printcolumn:name="Ready PVs",type=integer,JSONPath=`.status.summary.ready`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -2,7 +2,10 @@ package packagevariantset_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
@@ -81,6 +85,9 @@ func TestGroup(t *testing.T) {
 		g.Expect(pairs).To(HaveLen(36))
 		ready(g, map[string]int{"app": 12, "app-config": 12, "app-policy": 12})
 	}, timeout, interval).Should(Succeed())
+	// kubectl get's UPSTREAM column (the API server's table of the CRD's
+	// printer columns) names the three.
+	g.Expect(upstreamColumn(t, pvs)).To(Equal("app, app-config, app-policy"))
 	for pair, pv := range before {
 		repo, pkg, _ := strings.Cut(pair, "/")
 		g.Expect(pv.Name).To(Equal("platform-" + repo + "-" + pkg))
@@ -175,4 +182,40 @@ func TestGroup_badInput(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	_, pairs := variants(g, pvs)
 	g.Expect(pairs).To(BeEmpty()) // nothing written for half a group
+}
+
+// upstreamColumn is the Upstream cell of the set's row in the table the
+// API server prints for kubectl get.
+func upstreamColumn(t *testing.T, pvs *configv1alpha2.PackageVariantSet) string {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/config.porch.kpt.dev/v1alpha2/namespaces/"+pvs.Namespace+"/packagevariantsets/"+pvs.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &metav1.Table{}
+	if err := json.Unmarshal(body, table); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "Upstream" && len(table.Rows) == 1 {
+			v, _ := table.Rows[0].Cells[i].(string)
+			return v
+		}
+	}
+	t.Fatalf("no Upstream column in %+v", table)
+	return ""
 }

@@ -136,6 +136,11 @@ func setStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, o reconciler.Out
 		}
 		pvs.Status.Summary = &sum
 	}
+	var names []string
+	for _, u := range pvs.Spec.AllUpstreams() {
+		names = append(names, u.Package)
+	}
+	pvs.Status.Upstream = strings.Join(names, ", ")
 	if o.Complete() {
 		pvs.Status.ObservedGeneration = gen
 	}
