@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
+	"github.com/scion-dev/scion/internal/suggest"
 )
 
 // Function runs on a ResourceList in place.
@@ -151,23 +153,52 @@ func (r *Runtime) Resolve(f kptfilev1.Function) (Function, error) {
 		if b, ok := r.Builtins[BuiltinName(f.Image)]; ok {
 			return b, nil
 		}
+		hint := r.typoHint(f.Image)
 		if r.RestrictImages && !imageAllowed(r.ContainerImages, f.Image) {
-			return nil, fmt.Errorf("image %s is not a builtin and is %w here: an administrator lets images run with %s", f.Image, ErrImageNotAllowed, ImageFlag)
+			return nil, fmt.Errorf("image %s is not a builtin%s and is %w here: an administrator lets images run with %s", f.Image, hint, ErrImageNotAllowed, ImageFlag)
 		}
+		var run Function
 		if r.Images != nil {
 			image, timeout := f.Image, r.timeout()
-			return FunctionFunc(func(ctx context.Context, rl *framework.ResourceList) error {
+			run = FunctionFunc(func(ctx context.Context, rl *framework.ResourceList) error {
 				return r.Images.RunImage(ctx, image, timeout, rl)
-			}), nil
+			})
+		} else {
+			rt, err := r.containerRuntime()
+			if err != nil {
+				return nil, fmt.Errorf("image %s is not a builtin%s and %w", f.Image, hint, err)
+			}
+			run = &Container{Runtime: rt, Image: f.Image, Timeout: r.timeout()}
 		}
-		rt, err := r.containerRuntime()
-		if err != nil {
-			return nil, fmt.Errorf("image %s is not a builtin and %w", f.Image, err)
+		if hint == "" {
+			return run, nil
 		}
-		return &Container{Runtime: rt, Image: f.Image, Timeout: r.timeout()}, nil
+		// A failure of an image named a typo away from a builtin (a pull
+		// that finds no such image) says which builtin was meant.
+		return FunctionFunc(func(ctx context.Context, rl *framework.ResourceList) error {
+			if err := run.Run(ctx, rl); err != nil {
+				return fmt.Errorf("%w%s", err, hint)
+			}
+			return nil
+		}), nil
 	default:
 		return nil, errors.New("one of image and exec is required")
 	}
+}
+
+// typoHint says which builtin an image that matches none is a typo of
+// (" (did you mean the builtin set-labels?)"), or "".
+func (r *Runtime) typoHint(image string) string {
+	names := make([]string, 0, len(r.Builtins))
+	for name := range r.Builtins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	name := BuiltinName(image)
+	if near := suggest.Closest(name, names, 2); near != "" && !strings.HasPrefix(near, name) {
+		return fmt.Sprintf(" (did you mean the builtin %s?)", near)
+	}
+	return ""
 }
 
 func (r *Runtime) timeout() time.Duration {

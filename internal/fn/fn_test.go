@@ -136,6 +136,28 @@ func TestResolve_restrictedImages(t *testing.T) {
 	}
 }
 
+// An image a typo away from a builtin says which one was meant: refused by
+// the allow-list, or failing to run (a pull that finds no such image).
+func TestResolve_typoOfABuiltin(t *testing.T) {
+	g := NewWithT(t)
+	builtin := FunctionFunc(func(context.Context, *framework.ResourceList) error { return nil })
+	builtins := map[string]Function{"set-labels": builtin, "set-namespace": builtin}
+	_, err := (&Runtime{Builtins: builtins, RestrictImages: true}).Resolve(kptfilev1.Function{Image: "gcr.io/kpt-fn/set-lables:v0.2"})
+	g.Expect(err).To(MatchError(HavePrefix("image gcr.io/kpt-fn/set-lables:v0.2 is not a builtin (did you mean the builtin set-labels?) and is not allowed")))
+
+	cli := filepath.Join(t.TempDir(), "podman")
+	g.Expect(os.WriteFile(cli, []byte("#!/bin/sh\n[ \"$1\" = version ] && exit 0\necho 'Error: reading manifest v0.2 in gcr.io/kpt-fn/set-lables: manifest unknown' >&2\nexit 125\n"), 0o755)).To(Succeed())
+	f, err := (&Runtime{Builtins: builtins, ContainerRuntimes: []string{cli}}).Resolve(kptfilev1.Function{Image: "gcr.io/kpt-fn/set-lables:v0.2"})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = f.Run(context.Background(), resourceList("label"))
+	g.Expect(err).To(MatchError(And(ContainSubstring("manifest unknown"), HaveSuffix("(did you mean the builtin set-labels?)"))))
+
+	// An image named nothing like a builtin gets no hint.
+	f, err = (&Runtime{Builtins: builtins, ContainerRuntimes: []string{cli}}).Resolve(kptfilev1.Function{Image: "registry.example.com/labeler:v1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Run(context.Background(), resourceList("label"))).To(MatchError(Not(ContainSubstring("did you mean"))))
+}
+
 // TestContainer checks the command line the container runtime gets
 // (network off, stdin attached, a name to remove it by) with a stand-in
 // CLI script that runs the test function in its place; test/functions
