@@ -11,6 +11,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/tree"
 )
 
@@ -23,6 +24,10 @@ const maxColumns = 30
 type targetCell struct {
 	Published     int
 	PublishedName string
+	// PublishedUpstream and PendingUpstream name the upstream package and
+	// version the revisions carry ("regional-app v4"): the revision
+	// numbers are the deployment repository's own.
+	PublishedUpstream, PendingUpstream string
 	// Pending is the lifecycle git has the revision on its way in (Draft
 	// or Proposed); PendingShown is what kubectl shows (an approval
 	// waiting says so).
@@ -81,11 +86,13 @@ func (s *Server) targets(r *http.Request) (any, error) {
 		case porchv1alpha1.LifecyclePublished, porchv1alpha1.LifecycleDeletionProposed:
 			if pr.Spec.Revision > c.Published {
 				c.Published, c.PublishedName = pr.Spec.Revision, pr.Name
+				c.PublishedUpstream = pkgservice.UpstreamVersion(pr.Status.UpstreamLock)
 			}
 		default:
 			// The newest draft or proposal (by name when several).
 			if c.PendingName == "" || pr.Name > c.PendingName {
 				c.PendingName, c.Pending, c.PendingShown = pr.Name, string(pr.GitLifecycle()), pr.ShownLifecycle()
+				c.PendingUpstream = pkgservice.UpstreamVersion(pr.Status.UpstreamLock)
 			}
 		}
 	}

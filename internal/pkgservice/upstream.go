@@ -3,6 +3,7 @@ package pkgservice
 import (
 	"context"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,30 @@ func LockedRevision(ctx context.Context, c client.Reader, ns string, lock *kptfi
 		}
 	}
 	return "", nil
+}
+
+// UpstreamVersion names the upstream a lock records as people read it:
+// the package and its published revision ("regional-app v4"), else the
+// package and the commit or digest it pins; "" without a lock.
+func UpstreamVersion(lock *kptfilev1.UpstreamLock) string {
+	if full, revision, ok := lockedPackage(lock); ok {
+		return path.Base(full) + " v" + strconv.Itoa(revision)
+	}
+	pin := lock.Commit()
+	if pin == "" {
+		return ""
+	}
+	if _, hex, ok := strings.Cut(pin, ":"); ok {
+		pin = hex // sha256:...
+	}
+	name := ""
+	switch {
+	case lock.Git != nil:
+		name = path.Base(strings.Trim(lock.Git.Directory, "/"))
+	case lock.OCI != nil:
+		name = path.Base(strings.TrimSuffix(lock.OCI.Image, ":"+lock.Ref()))
+	}
+	return name + "@" + pin[:min(12, len(pin))]
 }
 
 // lockedPackage reads the package (its full path in the git repository,

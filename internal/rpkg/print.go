@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
 )
 
 // Print renders revisions as a table (format "" or "wide"), YAML, JSON or
@@ -54,7 +55,7 @@ func printTable(w io.Writer, revs []porchv1alpha1.PackageRevision, wide bool) er
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	header := "NAME\tPACKAGE\tWORKSPACE\tREVISION\tLATEST\tLIFECYCLE\tREPOSITORY\tREADY"
 	if wide {
-		header += "\tCOMMIT\tPUBLISHED BY\tMESSAGE"
+		header += "\tUPSTREAM\tCOMMIT\tPUBLISHED BY\tMESSAGE"
 	}
 	fmt.Fprintln(tw, header)
 	for _, pr := range revs {
@@ -70,7 +71,7 @@ func printTable(w io.Writer, revs []porchv1alpha1.PackageRevision, wide bool) er
 			if len(commit) > 12 {
 				commit = commit[:12]
 			}
-			line += fmt.Sprintf("\t%s\t%s\t%s", orDash(commit), orDash(pr.Status.PublishedBy), orDash(r.Message))
+			line += fmt.Sprintf("\t%s\t%s\t%s\t%s", orDash(pkgservice.UpstreamVersion(pr.Status.UpstreamLock)), orDash(commit), orDash(pr.Status.PublishedBy), orDash(r.Message))
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -182,7 +182,7 @@ func TestConsole(t *testing.T) {
 
 	// The fleet as a table: each target's package on its way.
 	do(chromedp.Navigate(editor + "/targets"))
-	g.Expect(text("#targets")).To(MatchRegexp(`cluster-01\s+– → Proposed\s`))
+	g.Expect(text("#targets")).To(MatchRegexp(`cluster-01\s+– → Proposed \(base v1\)\s`), "the upstream and version the proposal carries")
 	g.Expect(text("#targets")).To(MatchRegexp(`catalog\s+v1`), "the blueprint, published")
 
 	// An editor may not approve: refused by Kubernetes, and said so.
@@ -225,7 +225,7 @@ func TestConsole(t *testing.T) {
 	g.Eventually(func() string {
 		do(chromedp.Navigate(approver + "/targets?package=app"))
 		return text("#targets")
-	}).WithTimeout(10 * time.Second).Should(And(MatchRegexp(`cluster-01\s+v1\s+cluster-02\s+v1`), Not(ContainSubstring("Proposed"))))
+	}).WithTimeout(10 * time.Second).Should(And(MatchRegexp(`cluster-01\s+v1 \(base v1\)\s+cluster-02\s+v1 \(base v1\)`), Not(ContainSubstring("Proposed"))))
 
 	// The fleet page follows a change without a reload.
 	do(chromedp.Navigate(approver + "/"))

@@ -59,6 +59,12 @@ func TestRpkg(t *testing.T) {
 	out, err = scion(ns, "rpkg", "clone", "catalog.base.v1", "base", "--repository", "cluster-01", "--workspace", "ws")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("cluster-01.base.ws created\n"))
+	// -o wide names the upstream and version the clone carries (its own
+	// revision numbers are cluster-01's).
+	g.Eventually(func() string {
+		out, _ := scion(ns, "rpkg", "get", "cluster-01.base.ws", "-o", "wide")
+		return out
+	}).Should(MatchRegexp(`(?m)^NAME .* READY\s+UPSTREAM\s+COMMIT .*\ncluster-01\.base\.ws\s.*\sbase v1\s`))
 	dir := filepath.Join(t.TempDir(), "base")
 	out, err = scion(ns, "rpkg", "pull", "cluster-01.base.ws", dir)
 	g.Expect(err).NotTo(HaveOccurred())
