@@ -122,11 +122,18 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 type revisionRow struct {
 	Name, Repository, Package, Lifecycle, Ready, Message string
 	Gates                                                []tree.Gate
+	// Unmet says, for each readiness gate not True, its condition and
+	// why ("example.com/canary-passed: not set").
+	Unmet []string
 }
 
 type groupView struct {
 	rpkg.DiffGroup
 	Rows []revisionRow
+	// Blocked: a revision of the group has a readiness gate not met, so
+	// an approval would be refused: the page says what blocks it instead
+	// of offering the button.
+	Blocked bool
 }
 
 type proposalsData struct {
@@ -187,7 +194,9 @@ func (s *Server) proposals(r *http.Request) (any, error) {
 	for _, g := range sum.Groups {
 		gv := groupView{DiffGroup: g}
 		for _, n := range g.Revisions {
-			gv.Rows = append(gv.Rows, byName[n])
+			row := byName[n]
+			gv.Rows = append(gv.Rows, row)
+			gv.Blocked = gv.Blocked || len(row.Unmet) > 0
 		}
 		d.Groups = append(d.Groups, gv)
 	}
@@ -202,6 +211,21 @@ func revisionOf(pr *porchv1alpha1.PackageRevision) revisionRow {
 		row.Ready = "Unknown"
 	}
 	row.Gates = tree.RevisionGates(pr)
+	for _, g := range row.Gates {
+		if g.Status == "True" {
+			continue
+		}
+		why := "not set"
+		for _, c := range pr.Status.Conditions {
+			if c.Type == g.ConditionType {
+				why = string(c.Status)
+				if c.Message != "" {
+					why += ": " + c.Message
+				}
+			}
+		}
+		row.Unmet = append(row.Unmet, g.ConditionType+": "+why)
+	}
 	return row
 }
 
@@ -291,8 +315,8 @@ func (s *Server) rolloutsPage(r *http.Request) (any, error) {
 	return rows, nil
 }
 
-// moveRevisions approves or rejects the revisions the form names, all at
-// once, as the person.
+// moveRevisions proposes, approves or rejects (a proposal withdrawn: back
+// to Draft) the revisions the form names, all at once, as the person.
 func (s *Server) moveRevisions(r *http.Request) ([]outcome, error) {
 	names := r.PostForm["revision"]
 	if len(names) == 0 {
@@ -300,12 +324,14 @@ func (s *Server) moveRevisions(r *http.Request) ([]outcome, error) {
 	}
 	var fn func(context.Context, string) (*porchv1alpha1.PackageRevision, error)
 	switch r.PostFormValue("verb") {
+	case "propose":
+		fn = s.session(r.Context()).revs.Propose
 	case "approve":
 		fn = s.session(r.Context()).revs.Approve
 	case "reject":
 		fn = s.session(r.Context()).revs.Reject
 	default:
-		return nil, fmt.Errorf("unknown verb %q: approve or reject", r.PostFormValue("verb"))
+		return nil, fmt.Errorf("unknown verb %q: propose, approve or reject", r.PostFormValue("verb"))
 	}
 	var out []outcome
 	for _, res := range rpkg.Batch(r.Context(), names, fn) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,6 +263,18 @@ func TestConsole(t *testing.T) {
 // PackageVariantSet app over them, and proposes its two drafts.
 func proposedFleet(t *testing.T) (string, []string) {
 	t.Helper()
+	ns, drafts := draftFleet(t, "")
+	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
+	for _, r := range rpkg.Batch(context.Background(), drafts, admin.Propose) {
+		NewWithT(t).Expect(r.Err).NotTo(HaveOccurred())
+	}
+	return ns, drafts
+}
+
+// draftFleet is a blueprint (base, with the readiness gate gate when not
+// empty) published in a catalog and a set's drafts of it in two clusters.
+func draftFleet(t *testing.T, gate string) (string, []string) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.Namespace(t, "console")
@@ -277,6 +290,11 @@ func proposedFleet(t *testing.T) (string, []string) {
 	prr := &content.PackageRevisionResources{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "catalog.base.v1"}, prr)).To(Succeed())
 	prr.Spec.Resources["settings.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
+	if gate != "" {
+		kf := prr.Spec.Resources["Kptfile"]
+		g.Expect(kf).To(ContainSubstring("info:\n"))
+		prr.Spec.Resources["Kptfile"] = strings.Replace(kf, "info:\n", "info:\n  readinessGates:\n  - conditionType: "+gate+"\n", 1)
+	}
 	g.Expect(k8sClient.Update(ctx, prr)).To(Succeed())
 	for _, move := range []func(context.Context, string) (*porchv1alpha1.PackageRevision, error){admin.Propose, admin.Approve} {
 		_, err := move(ctx, "catalog.base.v1")
@@ -295,11 +313,48 @@ func proposedFleet(t *testing.T) (string, []string) {
 			g.Expect(pr.Status.Commit).NotTo(BeEmpty())
 		}
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-	for _, r := range rpkg.Batch(ctx, drafts, admin.Propose) {
-		g.Expect(r.Err).NotTo(HaveOccurred())
+	return ns, drafts
+}
+
+// Drafts proposed from the console; a group whose readiness gates are not
+// met offers no approval that would be refused, but says what it waits
+// for and links to it; once the gates are True, the approval is offered.
+func TestConsole_proposeAndGates(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, drafts := draftFleet(t, "example.com/canary")
+	editor := consoleAs(t, ns, "ed", "scion-editor")
+	approver := consoleAs(t, ns, "bob", "scion-approver")
+	br := newBrowser(t, g)
+	do, text, count := br.do, br.text, br.count
+
+	do(chromedp.Navigate(editor + "/proposals?set=app&lifecycle=Draft"))
+	g.Expect(count(`#group-0 button[value=approve]`)).To(Equal(0), "drafts are proposed, not approved")
+	br.submit(`#group-0 button[value=propose]`, "#outcomes")
+	for _, n := range drafts {
+		g.Expect(text("#outcomes")).To(ContainSubstring(n + " is Proposed"))
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pr)).To(Succeed())
+		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
 	}
 
-	return ns, drafts
+	do(chromedp.Navigate(approver + "/proposals?set=app"))
+	g.Expect(count(`#group-0 button[value=approve]`)).To(Equal(0), "an approval now would be refused")
+	g.Expect(text("#group-0 .blocked")).To(And(ContainSubstring("Approval waits for readiness gates"),
+		ContainSubstring(drafts[0]+": example.com/canary: not set"), ContainSubstring("the Drafts")))
+	g.Expect(count(`#group-0 .blocked a[href="/package?repository=cluster-01&package=app"]`)).To(Equal(1))
+
+	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
+	for _, n := range drafts {
+		_, err := admin.SetCondition(ctx, n, porchv1alpha1.Condition{Type: "example.com/canary", Status: "True", Reason: "Passed"})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Eventually(func() int {
+		do(chromedp.Navigate(approver + "/proposals?set=app"))
+		return count(`#group-0 button[value=approve]`)
+	}).WithTimeout(10 * time.Second).Should(Equal(1))
+	g.Expect(count("#group-0 .blocked")).To(Equal(0))
 }
 
 // A rollout's wave approved in the browser: a viewer is refused and the
