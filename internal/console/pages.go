@@ -297,6 +297,10 @@ type rolloutRow struct {
 	Name, Ready, Message, CurrentWave, Blocked string
 	Paused, Aborted, Manual                    bool
 	Waves                                      []configv1alpha1.WaveStatus
+	// State is the rollout's one judgement (tree.RolloutState); a
+	// Finished one has no actions.
+	State    string
+	Finished bool
 }
 
 // rolloutsPage: each PackageRollout with its waves (targets, published,

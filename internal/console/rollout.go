@@ -28,9 +28,15 @@ type rolloutData struct {
 	rolloutRow
 	Health   string
 	Waves    []waveGrid
-	NotWell  []tree.Target
+	NotWell  []notWell
 	MoreNot  int
 	Approval string
+}
+
+// notWell is a target not healthy, with its state in its wave.
+type notWell struct {
+	tree.Target
+	State string
 }
 
 // rolloutPage: one rollout as a grid, a row per wave and a square per
@@ -78,7 +84,7 @@ func (s *Server) rolloutPage(r *http.Request) (any, error) {
 				continue
 			}
 			if len(d.NotWell) < maxListed {
-				d.NotWell = append(d.NotWell, t)
+				d.NotWell = append(d.NotWell, notWell{Target: t, State: tree.TargetState(t, w.State)})
 			} else {
 				d.MoreNot++
 			}
@@ -109,27 +115,19 @@ func (s *Server) repository(ctx context.Context, seen map[string]*configv1alpha1
 func rolloutOf(ro *configv1alpha1.PackageRollout) rolloutRow {
 	row := rolloutRow{Name: ro.Name, Ready: "Unknown", CurrentWave: ro.Status.CurrentWave, Blocked: ro.Status.Blocked,
 		Paused: ro.Spec.Paused, Aborted: ro.Spec.Aborted, Manual: ro.Spec.Approval == configv1alpha1.RolloutApprovalManual,
-		Waves: ro.Status.Waves}
+		Waves: ro.Status.Waves, State: tree.RolloutState(ro)}
+	row.Finished = tree.RolloutFinished(row.State)
 	if c := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition); c != nil {
 		row.Ready, row.Message = string(c.Status), c.Message
 	}
 	return row
 }
 
-// targetClass is how a target's square is shown: healthy (published and
-// healthy), waiting (published, health not True yet), failed (health
-// False) or pending (not published).
-func targetClass(t tree.Target) string {
-	switch {
-	case !t.Published:
-		return "pending"
-	case t.Status == "True":
-		return "healthy"
-	case t.Status == "False":
-		return "failed"
-	default:
-		return "waiting"
-	}
+// targetClass is how a target's square is shown: its state in its wave
+// (tree.TargetState: healthy, waiting, failed once the wave failed, or
+// pending), as the wave's counts count it.
+func targetClass(t tree.Target, wave configv1alpha1.WaveState) string {
+	return tree.TargetState(t, wave)
 }
 
 // targetTitle is a target's square's tooltip.

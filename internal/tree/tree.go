@@ -110,8 +110,16 @@ func Build(ctx context.Context, c client.Client, namespace, kind, name string, o
 // RolloutNode is the tree of a PackageRollout: the rollout (Ready, what it
 // waits on) and its waves (state and counts).
 func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
-	n := &Node{Kind: "PackageRollout", Name: ro.Name}
-	setReady(n, ro.Status.Conditions, ro.Generation, ro.Status.ObservedGeneration)
+	n := &Node{Kind: "PackageRollout", Name: ro.Name, Lifecycle: RolloutState(ro)}
+	// The object's Ready, as kubectl shows it (a spec change not observed
+	// yet does not turn it Unknown here: the state says what happens).
+	n.Ready = "Unknown"
+	if c := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition); c != nil {
+		n.Ready = string(c.Status)
+		if c.Status != metav1.ConditionTrue {
+			n.Reason, n.Message = c.Reason, c.Message
+		}
+	}
 	if ro.Status.Blocked != "" {
 		n.Message = ro.Status.Blocked
 		if n.Reason == "" {
@@ -145,6 +153,79 @@ func RolloutNode(ro *configv1alpha1.PackageRollout) *Node {
 		n.Children = append(n.Children, wn)
 	}
 	return n
+}
+
+// The states of a rollout: one judgement, shown by scion rollout status,
+// scion tree and every console page.
+const (
+	// RolloutComplete: every wave published and healthy.
+	RolloutComplete = "Complete"
+	// RolloutFailed: stopped, a wave's targets unhealthy past the
+	// progress deadline (rolled back when asked).
+	RolloutFailed = "Failed"
+	// RolloutAborted: stopped by a person.
+	RolloutAborted = "Aborted"
+	// RolloutPaused: publishes nothing until resumed.
+	RolloutPaused = "Paused"
+	// RolloutAwaitingApproval: a wave waits for a person's approval.
+	RolloutAwaitingApproval = "AwaitingApproval"
+	// RolloutProgressing: publishing, or waiting for targets to be
+	// healthy within the progress deadline.
+	RolloutProgressing = "Progressing"
+)
+
+// RolloutState judges a rollout from its conditions and spec.
+func RolloutState(ro *configv1alpha1.PackageRollout) string {
+	ready := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.ReadyCondition)
+	stalled := meta.FindStatusCondition(ro.Status.Conditions, configv1alpha1.StalledCondition)
+	switch {
+	case stalled != nil && stalled.Status == metav1.ConditionTrue && (stalled.Reason == configv1alpha1.AbortedReason || ro.Spec.Aborted):
+		return RolloutAborted
+	case stalled != nil && stalled.Status == metav1.ConditionTrue:
+		return RolloutFailed
+	case ready != nil && ready.Status == metav1.ConditionTrue:
+		return RolloutComplete
+	case ro.Spec.Aborted:
+		return RolloutAborted
+	case ro.Spec.Paused:
+		return RolloutPaused
+	case ready != nil && ready.Reason == configv1alpha1.AwaitingApprovalReason:
+		return RolloutAwaitingApproval
+	}
+	return RolloutProgressing
+}
+
+// RolloutFinished says whether a state is final: nothing to pause, resume
+// or abort.
+func RolloutFinished(state string) bool {
+	return state == RolloutComplete || state == RolloutFailed || state == RolloutAborted
+}
+
+// The states of a rollout's target, as its wave's square shows it.
+const (
+	// TargetHealthy: published and healthy.
+	TargetHealthy = "healthy"
+	// TargetWaiting: published, not healthy yet, within the deadline.
+	TargetWaiting = "waiting"
+	// TargetFailed: published and not healthy in a wave that failed.
+	TargetFailed = "failed"
+	// TargetPending: not published.
+	TargetPending = "pending"
+)
+
+// TargetState judges a target in its wave: unhealthy is failed only once
+// the wave failed (what its counts say), waiting before.
+func TargetState(t Target, wave configv1alpha1.WaveState) string {
+	switch {
+	case !t.Published:
+		return TargetPending
+	case t.Status == "True":
+		return TargetHealthy
+	case wave == configv1alpha1.WaveFailed:
+		return TargetFailed
+	default:
+		return TargetWaiting
+	}
 }
 
 // RolloutTree is RolloutNode with the targets of each wave under it: each
@@ -536,7 +617,19 @@ func Print(w io.Writer, n *Node, color bool) error {
 
 func describe(n *Node, color bool) string {
 	var parts []string
-	if n.Lifecycle != "" {
+	switch {
+	case n.Kind == "PackageRollout" && color:
+		// The rollout's state in its colour: finished well green,
+		// stopped red, anything still moving amber.
+		c := yellow
+		switch n.Lifecycle {
+		case RolloutComplete:
+			c = green
+		case RolloutFailed, RolloutAborted:
+			c = red
+		}
+		parts = append(parts, c+n.Lifecycle+reset)
+	case n.Lifecycle != "":
 		parts = append(parts, n.Lifecycle)
 	}
 	parts = append(parts, "Ready="+paint(n.Ready, color))

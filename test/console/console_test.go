@@ -382,6 +382,11 @@ func TestConsoleRollout(t *testing.T) {
 		return p.text("#rollout-release")
 	}
 	g.Eventually(func() string { return waves(approver) }).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(MatchRegexp(`canary\s+AwaitingApproval`))
+	// Waiting for a person is amber and says so (not the red False of a
+	// failed rollout), with the actions of a rollout still moving.
+	g.Expect(p.text("#rollout-release h2")).To(HaveSuffix("AwaitingApproval"))
+	g.Expect(p.count("#rollout-release h2 .state-AwaitingApproval")).To(Equal(1))
+	g.Expect(p.count("#rollout-release button[value=abort]")).To(Equal(1))
 
 	// Someone who may not read rollouts is told so, not shown a blank page.
 	editor := consoleAs(t, ns, "ed", "scion-editor")
@@ -428,6 +433,17 @@ func TestConsoleRollout(t *testing.T) {
 	g.Expect(p.text("#notwell")).To(MatchRegexp(`cluster-0\d.app.packagevariant-1\s+cluster-0\d\s+no`), "the remainder's target, not published")
 	p.do(chromedp.Navigate(approver + "/rollout?name=nosuch"))
 	g.Expect(p.text("#error")).To(ContainSubstring("reading PackageRollout nosuch"))
+
+	// The last wave approved: the rollout is Complete, green, and offers
+	// nothing to pause or abort.
+	waves(approver)
+	p.submit(`#rollout-release button[value=approve]`, "#outcomes")
+	g.Eventually(func() string {
+		waves(approver)
+		return p.text("#rollout-release h2")
+	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(HaveSuffix("Complete"))
+	g.Expect(p.count("#rollout-release h2 .state-Complete")).To(Equal(1))
+	g.Expect(p.count("#rollout-release button[value=abort]") + p.count("#rollout-release button[value=pause]")).To(Equal(0))
 
 	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
 		p.do(chromedp.EmulateViewport(1280, 700), chromedp.Navigate(approver+"/rollout?name=release"))
