@@ -344,6 +344,12 @@ func TestConsole_proposeAndGates(t *testing.T) {
 	g.Expect(text("#group-0 .blocked")).To(And(ContainSubstring("Approval waits for readiness gates"),
 		ContainSubstring(drafts[0]+": example.com/canary: not set"), ContainSubstring("the Drafts")))
 	g.Expect(count(`#group-0 .blocked a[href="/package?repository=cluster-01&package=app"]`)).To(Equal(1))
+	if dir := os.Getenv("SCION_CONSOLE_SCREENSHOTS"); dir != "" {
+		do(chromedp.EmulateViewport(1280, 700), chromedp.Navigate(approver+"/proposals?set=app"))
+		png, err := chromedp.Run(br.ctx, chromedp.FullScreenshot(100))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.WriteFile(filepath.Join(dir, "console-proposals-blocked.png"), png, 0o644)).To(Succeed())
+	}
 
 	admin := &rpkg.Client{Client: k8sClient, Namespace: ns, Timeout: time.Minute}
 	for _, n := range drafts {
