@@ -56,13 +56,14 @@ func TestRolloutStatusWatch(t *testing.T) {
 	}()
 	g.Eventually(out.String).WithTimeout(time.Minute).Should(MatchRegexp(`Wave/canary\s+AwaitingApproval`))
 	g.Expect(out.String()).To(ContainSubstring("cluster-01.app.v1"))
-	g.Expect(out.String()).To(ContainSubstring("repository cluster-01, not published"))
+	// The upstream it carries, by commit: cloned from a proposal, no version.
+	g.Expect(out.String()).To(MatchRegexp(`repository cluster-01 \(app@[0-9a-f]{12}\), not published`))
 
 	run("rollout", "approve", "r1", "canary", "--kubeconfig", kubeconfig, "-n", ns)
 	g.Eventually(func() string {
 		s := out.String()
 		return s[max(0, strings.LastIndex(s, "\n--- ")):] // the latest tree printed
-	}).WithTimeout(time.Minute).Should(And(MatchRegexp(`Wave/canary\s+Complete`), ContainSubstring("repository cluster-01, revision 1, published"),
+	}).WithTimeout(time.Minute).Should(And(MatchRegexp(`Wave/canary\s+Complete`), MatchRegexp(`repository cluster-01, revision 1 \(app@[0-9a-f]{12}\), published`),
 		MatchRegexp(`approved by \S+ at 20\d\d-`)))
 
 	stop()
