@@ -6,6 +6,7 @@ import (
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkgdiff"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 // diffLine is a line of a unified diff with the class it is shown with.
@@ -83,7 +84,7 @@ var funcs = template.FuncMap{
 	"diffIn":      func(d *pkgdiff.Diff, split bool) diffIn { return diffIn{Diff: d, Split: split} },
 	"hunksIn":     func(text string, split bool) hunksIn { return hunksIn{Text: text, Split: split} },
 	"splitLines":  splitLines,
-	"targetClass": targetClass,
+	"targetClass": tree.TargetState,
 	"targetTitle": targetTitle,
 	"join":        strings.Join,
 	"lifecycles":  lifecycles,

@@ -123,13 +123,6 @@ func rolloutOf(ro *configv1alpha1.PackageRollout) rolloutRow {
 	return row
 }
 
-// targetClass is how a target's square is shown: its state in its wave
-// (tree.TargetState: healthy, waiting, failed once the wave failed, or
-// pending), as the wave's counts count it.
-func targetClass(t tree.Target, wave configv1alpha1.WaveState) string {
-	return tree.TargetState(t, wave)
-}
-
 // targetTitle is a target's square's tooltip.
 func targetTitle(t tree.Target) string {
 	b := &strings.Builder{}

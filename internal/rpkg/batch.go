@@ -69,10 +69,9 @@ func ParseName(arg string) (string, error) {
 // Interrupted says, after a batch verb was interrupted, which of its
 // revisions moved from lifecycle from (the move is recorded: git may
 // still be catching up, as the lifecycle shown says) and which did not,
-// as the server has them now (a request cut off may have moved its
-// revision or not):
-// each one is read again with ctx, which must outlive the interrupted
-// one. A revision that cannot be read is in unknown, with why.
+// as the server has them now: a request cut off may have moved its
+// revision or not. Each one is read again with ctx, which must outlive
+// the interrupted one; one that cannot be read is in unknown, with why.
 func (c *Client) Interrupted(ctx context.Context, names []string, from porchv1alpha1.Lifecycle) (moved, notMoved []string, unknown map[string]error) {
 	for _, name := range names {
 		pr, err := c.Get(ctx, name)

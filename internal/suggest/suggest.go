@@ -4,6 +4,7 @@ package suggest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,11 +56,11 @@ func Distance(a, b string) int {
 func NotFound(ctx context.Context, c client.Reader, list client.ObjectList, kind, namespace, name string) error {
 	msg := fmt.Sprintf("%s %s not found in namespace %s", kind, name, namespace)
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("%s", msg)
+		return errors.New(msg)
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
-		return fmt.Errorf("%s", msg)
+		return errors.New(msg)
 	}
 	var names []string
 	for _, o := range items {
@@ -70,5 +71,5 @@ func NotFound(ctx context.Context, c client.Reader, list client.ObjectList, kind
 	if s := Closest(name, names, 3); s != "" && s != name {
 		msg += "; did you mean " + s + "?"
 	}
-	return fmt.Errorf("%s", msg)
+	return errors.New(msg)
 }

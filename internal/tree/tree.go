@@ -372,11 +372,9 @@ func targetNode(pr *porchv1alpha1.PackageRevision, health *configv1alpha1.Rollou
 	if t.Revision > 0 {
 		n.Summary += fmt.Sprintf(", revision %d", t.Revision)
 	}
-	if pr != nil {
-		// The repository's own number is not the upstream's version.
-		if up := pkgservice.UpstreamVersion(pr.Status.UpstreamLock); up != "" {
-			n.Summary += " (" + up + ")"
-		}
+	// The repository's own number is not the upstream's version.
+	if up := pkgservice.UpstreamVersion(pr.Status.UpstreamLock); up != "" {
+		n.Summary += " (" + up + ")"
 	}
 	if t.Published {
 		n.Summary += ", published"

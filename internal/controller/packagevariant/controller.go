@@ -627,9 +627,15 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 				pkgservice.ObjectName(s.downObj.Name, d.Proposal.Package, d.Proposal.Workspace))
 		}
 		return ctrl.Result{}, nil
+	case d.Draft != nil && variant.SameContent(p, s.base):
+		s.target = d.Draft
+		r.remember(s, s.memoKey)
+		return ctrl.Result{}, nil
 	case d.Draft != nil && d.Published != nil:
-		// A draft that would equal the published revision changes
-		// nothing: it goes (a person's edit of it would show in p).
+		// A draft about to be written back to what is published would
+		// change nothing: it goes (a person's edit of it would show in
+		// p). Read only when the draft would change, so a draft kept
+		// (someone else's commits) is not looked at again and again.
 		pub, err := s.downStore.Read(ctx, *d.Published)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -651,11 +657,6 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 	case d.Draft == nil && d.Published != nil && variant.SameContent(p, s.base):
 		s.target = d.Published // nothing to change: no new draft
 		s.ensured(fmt.Sprintf("the published revision v%d reflects the variant: no draft is needed", d.Published.Revision))
-		r.remember(s, s.memoKey)
-		return ctrl.Result{}, nil
-	}
-	if d.Draft != nil && variant.SameContent(p, s.base) {
-		s.target = d.Draft
 		r.remember(s, s.memoKey)
 		return ctrl.Result{}, nil
 	}
