@@ -69,8 +69,10 @@ type kubelet struct {
 func startKubelet(t *testing.T, ns string) *kubelet {
 	k := &kubelet{t: t, ns: ns, servers: map[string]*http.Server{}, next: 10 + int(time.Now().UnixNano()%200)}
 	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	t.Cleanup(func() {
 		cancel()
+		<-done // it logs through t: not after the test ended
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		for _, s := range k.servers {
@@ -78,6 +80,7 @@ func startKubelet(t *testing.T, ns string) *kubelet {
 		}
 	})
 	go func() {
+		defer close(done)
 		for ctx.Err() == nil {
 			k.sync(ctx)
 			time.Sleep(50 * time.Millisecond)
@@ -89,7 +92,9 @@ func startKubelet(t *testing.T, ns string) *kubelet {
 func (k *kubelet) sync(ctx context.Context) {
 	pods, err := client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		k.t.Logf("kubelet: %v", err)
+		if ctx.Err() == nil {
+			k.t.Logf("kubelet: %v", err)
+		}
 		return
 	}
 	k.mu.Lock()
