@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
@@ -140,13 +138,12 @@ func mirrorRevision(ctx context.Context, st store.Store, rev store.Revision, pre
 	}
 	m := Mirrored{Package: rev.Package, Revision: rev.Revision, Ref: Scheme + ref.String(), Digest: a.digest}
 	d, err := remote.Head(ref, opts...)
-	var terr *transport.Error
 	switch {
 	case err == nil && d.Digest.String() == a.digest:
 		return m, nil
 	case err == nil:
 		return Mirrored{}, fmt.Errorf("%w: %s is %s, the revision makes %s; published revisions are immutable, so the tag is left as it is", ErrTagTaken, m.Ref, d.Digest, a.digest)
-	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+	case notFound(err):
 	default:
 		return Mirrored{}, fmt.Errorf("reading %s: %w", m.Ref, describe(err))
 	}

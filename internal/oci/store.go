@@ -418,33 +418,57 @@ func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, ba
 	}
 	names, err := remote.List(repo, opts...)
 	if err != nil {
-		var terr *transport.Error
-		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+		if notFound(err) {
 			return nil, nil // every tag deleted
 		}
 		return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
 	}
 	tags := map[string]string{}
 	for _, t := range names {
-		d, err := remote.Head(repo.Tag(t), opts...)
-		if err != nil {
-			var terr *transport.Error
-			if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
-				continue // deleted since listed
-			}
-			return nil, fmt.Errorf("reading %s:%s: %w", repo, t, err)
-		}
-		digest := d.Digest.String()
-		if _, err := s.manifestFor(ctx, p, digest, opts); err != nil {
-			if errors.Is(err, ErrNotPackage) {
-				bad[p+":"+t] = err.Error()
-				continue
-			}
+		digest, err := s.readTag(ctx, p, repo.Tag(t), opts)
+		switch {
+		case errors.Is(err, ErrNotPackage):
+			bad[p+":"+t] = err.Error()
+		case err != nil:
 			return nil, err
+		case digest != "":
+			tags[t] = digest
 		}
-		tags[t] = digest
 	}
 	return tags, nil
+}
+
+// tagReads is how often readTag reads a tag whose manifest was deleted
+// between the two requests.
+const tagReads = 3
+
+// readTag reads the digest a tag holds and its manifest; "" when the tag
+// was deleted since it was listed. Another writer may move the tag and
+// delete the manifest it held between the two requests (a draft updated,
+// a proposal approved): the tag is then read again.
+func (s *Store) readTag(ctx context.Context, p string, tag name.Tag, opts []remote.Option) (string, error) {
+	for i := 1; ; i++ {
+		d, err := remote.Head(tag, opts...)
+		if notFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", tag, err)
+		}
+		digest := d.Digest.String()
+		_, err = s.manifestFor(ctx, p, digest, opts)
+		if notFound(err) && i < tagReads {
+			continue
+		}
+		return digest, err
+	}
+}
+
+// notFound says whether a registry answered 404 (MANIFEST_UNKNOWN,
+// NAME_UNKNOWN) to a request.
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
 }
 
 // manifestFor returns a manifest by digest, reading it when not known.
@@ -719,8 +743,7 @@ func (s *Store) current(p, tag string, opts []remote.Option) (string, error) {
 	}
 	d, err := remote.Head(ref, opts...)
 	if err != nil {
-		var terr *transport.Error
-		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+		if notFound(err) {
 			return "", nil
 		}
 		return "", fmt.Errorf("reading %s:%s: %w", s.Image(p), tag, err)
@@ -760,8 +783,7 @@ func (s *Store) remove(p, digest string, opts []remote.Option) error {
 		return err
 	}
 	if err := remote.Delete(ref, opts...); err != nil {
-		var terr *transport.Error
-		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+		if notFound(err) {
 			return nil
 		}
 		return fmt.Errorf("deleting %s (the registry must allow deletes): %w", ref, err)

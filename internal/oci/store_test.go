@@ -3,6 +3,7 @@ package oci_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -127,3 +128,47 @@ func TestStore_latestTag(t *testing.T) {
 	g.Expect(st.Delete(ctx, v1, "me")).To(Succeed())
 	g.Expect(latest()).To(ContainSubstring("404 Not Found"), "nothing published, nothing latest")
 }
+
+// A reader that opens a prefix while another writer updates a draft does
+// not fail on the manifest the tag held when it was listed: the writer
+// moved the tag and deleted that manifest between the reader's two
+// requests, and the reader reads the tag again.
+func TestStore_readWhileDraftUpdated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	prefix := reg.Host + "/moving"
+	writer, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	first, err := writer.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	var second store.Revision
+	var moved atomic.Bool
+	between := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := reg.Transport.RoundTrip(req)
+		if err == nil && req.Method == http.MethodHead && strings.HasSuffix(req.URL.Path, "/manifests/draft.ws") && moved.CompareAndSwap(false, true) {
+			// The reader knows the first digest; the writer moves on.
+			second, err = writer.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Expected: first.Commit, Contents: storetest.Package("app", 2), Message: "m"})
+			if err != nil {
+				return nil, err
+			}
+		}
+		return resp, err
+	})
+	reader, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: between}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(moved.Load()).To(BeTrue(), "the draft moved while the reader read it")
+	g.Expect(second.Commit).NotTo(Equal(first.Commit))
+	revs, err := reader.ListPackage(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(1))
+	g.Expect(revs[0].Commit).To(Equal(second.Commit), "the draft as the writer left it")
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
