@@ -50,13 +50,18 @@ const (
 // varied into a deployment repository in one and published there. On
 // the way it shows a dependency installed into every
 // cluster and a conflict of two packages serving one kind. Running it
-// again works: each run publishes the next two upstream revisions.
+// again tells the same story with the same upstream revisions: what an
+// earlier run (whole or interrupted) left is put back where the story
+// starts, and said (startOver).
 func (o *Options) Run(ctx context.Context) error {
 	f, err := o.Load(ctx)
 	if err != nil {
 		return err
 	}
 	ns := f.Namespace
+	if err := o.startOver(ctx, f); err != nil {
+		return err
+	}
 	o.say("==> waiting for the variants to be Ready")
 	if err := o.WaitReady(ctx, f); err != nil {
 		return err
@@ -407,18 +412,21 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 	}
 
 	// The platform team publishes the next revision of the blueprint.
-	next, image, err := o.publishNext(ctx, f, func(n int) string { return fmt.Sprintf("%s:1.%d.0", webImage, n) }, "")
+	next, earlier, err := o.releaseApp(ctx, f, goodImage, "")
 	if err != nil {
 		return err
 	}
 	o.say("")
-	o.say("==> the platform team publishes regional-app %s (image %s); the set moves to it", next, image)
+	o.say("==> the platform team publishes regional-app %s (image %s); the set moves to it", next, goodImage)
+	if earlier {
+		o.say("    (published by an earlier run: the same revision again)")
+	}
 	if err := o.moveSet(ctx, ns, next); err != nil {
 		return err
 	}
 	// The set's variants follow; wait until cluster-01's draft has the
 	// new image.
-	deployment, err := o.waitDraftImage(ctx, ns, appVariant, image)
+	deployment, err := o.waitDraftImage(ctx, ns, appVariant, goodImage)
 	if err != nil {
 		return err
 	}
@@ -433,57 +441,101 @@ func (o *Options) editAndUpdate(ctx context.Context, ns string, f *Fleet) error 
 	return err
 }
 
-// publishNext publishes the next revision of regional-app in the
-// catalog: the latest revision's content with the deployment's image set
-// to image(n), n the latest revision's number, and its command to
-// command (none when empty). It returns the new revision's name (vN+1)
-// and the image.
-func (o *Options) publishNext(ctx context.Context, f *Fleet, image func(n int) string, command string) (string, string, error) {
+// goodImage is the image of the demo's good release of regional-app.
+const goodImage = webImage + ":1.1.0"
+
+// releaseApp publishes a release of regional-app in the catalog, as the
+// platform team would: the blueprint's first revision with the
+// deployment's image set to image and its command to command (none when
+// empty). A release published before (by an earlier run) is not
+// published again: its revision is returned, with earlier set, so that
+// every run tells the same story with the same revisions.
+func (o *Options) releaseApp(ctx context.Context, f *Fleet, image, command string) (rev string, earlier bool, err error) {
 	st, err := o.openStore(ctx, f.Catalog)
 	if err != nil {
-		return "", "", err
+		return "", false, err
 	}
 	if err := st.Fetch(ctx); err != nil {
-		return "", "", err
+		return "", false, err
 	}
-	revs, err := st.ListPackage(ctx, "regional-app")
+	const name = "regional-app"
+	first, err := readRevision(ctx, st, name, 1)
 	if err != nil {
-		return "", "", err
+		return "", false, err
 	}
-	n := latestRevision(revs)
-	latest, err := st.Get(ctx, "regional-app", "", n)
-	if err != nil {
-		return "", "", err
-	}
-	p, err := st.Read(ctx, latest)
-	if err != nil {
-		return "", "", err
-	}
-	data, _ := p.File("deployment.yaml")
-	img := image(n)
+	data, _ := first.File("deployment.yaml")
 	var lines []string
 	for _, l := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.Contains(l, "image: "+webImage+":"):
-			indent := l[:strings.Index(l, "image:")]
-			lines = append(lines, indent+"image: "+img)
-			if command != "" {
-				lines = append(lines, indent+"command: ["+command+"]")
-			}
-		case strings.TrimSpace(l) == "command: ["+badCommand+"]":
-			// The revision before was the bad release.
-		default:
+		if !strings.Contains(l, "image: "+webImage+":") {
 			lines = append(lines, l)
+			continue
+		}
+		indent := l[:strings.Index(l, "image:")]
+		lines = append(lines, indent+"image: "+image)
+		if command != "" {
+			lines = append(lines, indent+"command: ["+command+"]")
 		}
 	}
-	if err := p.SetFile("deployment.yaml", []byte(strings.Join(lines, "\n"))); err != nil {
-		return "", "", err
+	if err := first.SetFile("deployment.yaml", []byte(strings.Join(lines, "\n"))); err != nil {
+		return "", false, err
 	}
-	next := fmt.Sprintf("v%d", n+1)
-	if _, err := publish(ctx, st, "regional-app", next, p); err != nil {
-		return "", "", err
+	n, err := releasedAs(ctx, st, map[string]*pkg.Package{name: first})
+	if err != nil || n > 0 {
+		return fmt.Sprintf("v%d", n), n > 0, err
 	}
-	return next, img, nil
+	revs, err := st.ListPackage(ctx, name)
+	if err != nil {
+		return "", false, err
+	}
+	next := fmt.Sprintf("v%d", latestRevision(revs)+1)
+	if _, err := publish(ctx, st, name, next, first); err != nil {
+		return "", false, err
+	}
+	return next, false, nil
+}
+
+// readRevision reads revision n of a package of st.
+func readRevision(ctx context.Context, st store.Store, name string, n int) (*pkg.Package, error) {
+	rev, err := st.Get(ctx, name, "", n)
+	if err != nil {
+		return nil, err
+	}
+	return st.Read(ctx, rev)
+}
+
+// releasedAs is the revision number, above 1, at which every package of
+// want is published with the contents want gives it; 0 when there is
+// none (the release is new).
+func releasedAs(ctx context.Context, st store.Store, want map[string]*pkg.Package) (int, error) {
+	latest := 0
+	for name := range want {
+		revs, err := st.ListPackage(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		latest = max(latest, latestRevision(revs))
+	}
+	for n := 2; n <= latest; n++ {
+		same := true
+		for name, p := range want {
+			got, err := readRevision(ctx, st, name, n)
+			if errors.Is(err, store.ErrNotFound) {
+				same = false
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+			if !got.Equal(p) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return n, nil
+		}
+	}
+	return 0, nil
 }
 
 // moveSet points regional-app's upstream at revision rev.

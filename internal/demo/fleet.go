@@ -15,10 +15,12 @@ import (
 	"github.com/go-git/go-git/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
@@ -35,6 +37,9 @@ type Fleet struct {
 	// waits for them and what they make, not for other objects of the
 	// namespace.
 	Sets, Variants map[string]bool `json:"-"`
+	// Start is the spec of each PackageVariantSet as the examples give
+	// it: where the story starts (startOver).
+	Start map[string]configv1alpha2.PackageVariantSetSpec `json:"-"`
 }
 
 // Cluster is one deployment repository of the fleet.
@@ -171,7 +176,7 @@ func (o *Options) Load(ctx context.Context) (*Fleet, error) {
 	}
 	// The variant the demo makes itself (its deliberate conflict) is its
 	// own too, from an earlier run.
-	f.Sets, f.Variants = map[string]bool{}, map[string]bool{conflictVariant: true}
+	f.Sets, f.Variants, f.Start = map[string]bool{}, map[string]bool{conflictVariant: true}, map[string]configv1alpha2.PackageVariantSetSpec{}
 	for _, file := range []string{"objects.yaml", "variants.yaml"} {
 		o.say("==> applying examples/fleet/%s", file)
 		if err := o.applyFile(ctx, filepath.Join(o.Examples, "fleet", file), f); err != nil {
@@ -248,6 +253,11 @@ func (o *Options) applyFile(ctx context.Context, path string, f *Fleet) error {
 		switch want.GetObjectKind().GroupVersionKind().Kind {
 		case "PackageVariantSet":
 			f.Sets[want.GetName()] = true
+			set := &configv1alpha2.PackageVariantSet{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(want.Object, set); err != nil {
+				return fmt.Errorf("%s: PackageVariantSet %s: %w", path, want.GetName(), err)
+			}
+			f.Start[set.Name] = set.Spec
 		case "PackageVariant":
 			f.Variants[want.GetName()] = true
 		}

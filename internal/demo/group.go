@@ -18,6 +18,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
 )
@@ -52,11 +53,14 @@ func (o *Options) releaseGroup(ctx context.Context, f *Fleet) error {
 	version := string(set.Spec.Upstreams[0].Revision)
 	o.say("")
 	if o.groupPublished(ctx, ns) {
-		next, err := o.publishGroupNext(ctx, f, set)
+		next, earlier, err := o.publishGroupNext(ctx, f, set)
 		if err != nil {
 			return err
 		}
 		o.say("==> the platform team publishes %s of the shop group (%s); %s rpkg upgrade --variant-set %s --to %s", next, packagesOf(set), o.scion(), groupSet, next)
+		if earlier {
+			o.say("    (published by an earlier run: the same revisions again)")
+		}
 		done, err := rc.UpgradeVariants(ctx, rpkg.Selection{VariantSet: groupSet}, configv1alpha1.RevisionNumber(next), nil)
 		if err != nil {
 			return err
@@ -169,58 +173,65 @@ func (o *Options) groupDrafts(ctx context.Context, ns, version string, n int) ([
 	return drafts, nil
 }
 
-// publishGroupNext publishes the next revision of each of the group's
-// packages (the release number in shop-config moves; the others are
-// copied), as the platform team would, and returns it (vN).
-func (o *Options) publishGroupNext(ctx context.Context, f *Fleet, set *configv1alpha2.PackageVariantSet) (string, error) {
+// groupRelease is the release of the shop group after its first: the
+// release number in shop-config moves to it; the others are copied.
+const groupRelease = 2
+
+// publishGroupNext publishes the group's second release (each package's
+// first revision, shop-config's release number moved), as the platform
+// team would, unless an earlier run did, and returns its revision (vN)
+// and whether an earlier run published it.
+func (o *Options) publishGroupNext(ctx context.Context, f *Fleet, set *configv1alpha2.PackageVariantSet) (string, bool, error) {
 	st, err := o.openStore(ctx, f.Catalog)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := st.Fetch(ctx); err != nil {
-		return "", err
+		return "", false, err
 	}
-	next := ""
+	want := map[string]*pkg.Package{}
+	latest := 0
 	for _, u := range set.Spec.AllUpstreams() {
 		revs, err := st.ListPackage(ctx, u.Package)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		n := latestRevision(revs)
-		latest, err := st.Get(ctx, u.Package, "", n)
+		latest = max(latest, latestRevision(revs))
+		p, err := readRevision(ctx, st, u.Package, 1)
 		if err != nil {
-			return "", err
-		}
-		p, err := st.Read(ctx, latest)
-		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if data, ok := p.File("configmap.yaml"); ok {
 			lines := strings.Split(string(data), "\n")
 			for i, l := range lines {
 				if strings.HasPrefix(strings.TrimSpace(l), "release:") {
-					lines[i] = l[:strings.Index(l, "release:")] + fmt.Sprintf("release: %q", fmt.Sprint(n+1))
+					lines[i] = l[:strings.Index(l, "release:")] + fmt.Sprintf("release: %q", fmt.Sprint(groupRelease))
 				}
 			}
 			if err := p.SetFile("configmap.yaml", []byte(strings.Join(lines, "\n"))); err != nil {
-				return "", err
+				return "", false, err
 			}
 		}
-		v := fmt.Sprintf("v%d", n+1)
-		if _, err := publish(ctx, st, u.Package, v, p); err != nil {
-			return "", err
+		want[u.Package] = p
+	}
+	if n, err := releasedAs(ctx, st, want); err != nil || n > 0 {
+		return fmt.Sprintf("v%d", n), n > 0, err
+	}
+	next := fmt.Sprintf("v%d", latest+1)
+	for _, u := range set.Spec.AllUpstreams() {
+		if _, err := publish(ctx, st, u.Package, next, want[u.Package]); err != nil {
+			return "", false, err
 		}
-		next = v
 	}
 	// Published in git, outside the Repository's sync: ask it to show
 	// them, and wait until the cluster does (what scion rpkg upgrade
 	// checks).
 	repo := &configv1alpha1.Repository{}
 	if err := o.Client.Get(ctx, types.NamespacedName{Namespace: f.Namespace, Name: f.Catalog}, repo); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := pkgservice.RequestSync(ctx, o.Client, repo); err != nil {
-		return "", err
+		return "", false, err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, o.timeout(), true, func(ctx context.Context) (bool, error) {
 		for _, u := range set.Spec.AllUpstreams() {
@@ -232,7 +243,7 @@ func (o *Options) publishGroupNext(ctx context.Context, f *Fleet, set *configv1a
 		return true, nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("waiting for the shop group's %s to show: %w", next, err)
+		return "", false, fmt.Errorf("waiting for the shop group's %s to show: %w", next, err)
 	}
-	return next, nil
+	return next, false, nil
 }

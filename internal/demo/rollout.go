@@ -27,6 +27,8 @@ import (
 )
 
 const (
+	// badImage is the image of the demo's bad release of regional-app.
+	badImage = webImage + ":2.0.0-rc.1"
 	// healthCondition is what the simulated deployer reports.
 	healthCondition = "example.com/synced"
 	// rolloutLabel marks the proposals the rollout takes.
@@ -45,8 +47,8 @@ const (
 // rollbackOnFailure; the cluster reports unhealthy, the rollout rolls it
 // back in git and holds the variant on the revision before (no new draft
 // with the bad content, although the set still names it); the set is
-// then pinned back to the good revision, which a second run moves on
-// from. With a target cluster, all of it is real: Flux deploys the bad
+// then pinned back to the good revision (where a later run's startOver
+// finds it). With a target cluster, all of it is real: Flux deploys the bad
 // revision, its Pods crash-loop, Flux's Kustomization fails its health
 // check, and Flux deploys the rollback; else a health reporter the demo
 // runs says sickCluster is unhealthy.
@@ -64,16 +66,19 @@ func (o *Options) badRelease(ctx context.Context, f *Fleet) error {
 			return err
 		}
 	}
-	bad, image, err := o.publishNext(ctx, f, func(int) string { return webImage + ":2.0.0-rc.1" }, badCommand)
+	bad, earlier, err := o.releaseApp(ctx, f, badImage, badCommand)
 	if err != nil {
 		return err
 	}
 	o.say("")
-	o.say("==> a bad release: the platform team publishes regional-app %s (image %s, command %s, which the image lacks); the set moves to it", bad, image, badCommand)
+	o.say("==> a bad release: the platform team publishes regional-app %s (image %s, command %s, which the image lacks); the set moves to it", bad, badImage, badCommand)
+	if earlier {
+		o.say("    (published by an earlier run: the same revision again)")
+	}
 	if err := o.moveSet(ctx, ns, bad); err != nil {
 		return err
 	}
-	if _, err := o.waitDraftImage(ctx, ns, sickVariant, image); err != nil {
+	if _, err := o.waitDraftImage(ctx, ns, sickVariant, badImage); err != nil {
 		return err
 	}
 	pr, err := o.draftOf(ctx, ns, sickVariant)

@@ -89,8 +89,22 @@ func Up(ctx context.Context, o Options, fresh bool) error {
 			return fmt.Errorf("removing %s: %w", o.Dir, err)
 		}
 	}
-	if _, ok := o.Running(); ok {
-		if last, _ := lastProgress(o.path(progressFile)); last == readyLine {
+	exe := o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	if pid, ok := o.Running(); ok {
+		switch last, _ := lastProgress(o.path(progressFile)); {
+		case runsOtherBuild(pid, exe):
+			// A rebuilt scion: the environment runs what was built.
+			fmt.Fprintf(o.Out, "the environment runs an earlier build of scion (pid %d); restarting it with %s (its state is kept)\n", pid, exe)
+			if err := Down(ctx, o); err != nil {
+				return err
+			}
+		case last == readyLine:
 			fmt.Fprintf(o.Out, "the environment is already up (kubeconfig: %s)\n", o.Kubeconfig())
 			return nil
 		}
@@ -100,13 +114,6 @@ func Up(ctx context.Context, o Options, fresh bool) error {
 	}
 	if err := o.ensureAssets(ctx); err != nil {
 		return err
-	}
-	exe := o.Executable
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return err
-		}
 	}
 	if _, ok := o.Running(); !ok {
 		_ = os.Remove(o.path(progressFile))
@@ -127,6 +134,18 @@ func Up(ctx context.Context, o Options, fresh bool) error {
 		go func() { _ = cmd.Wait() }()
 	}
 	return o.follow(ctx)
+}
+
+// runsOtherBuild says whether process pid runs another file than exe (a
+// scion built since it started replaced the file it runs). Where the
+// system does not say (no /proc), it does not.
+func runsOtherBuild(pid int, exe string) bool {
+	running, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	this, err := os.Stat(exe)
+	return err == nil && !os.SameFile(running, this)
 }
 
 // follow prints the supervisor's progress until it is ready or failed.

@@ -38,6 +38,10 @@ func (s *Service) Revert(ctx context.Context, st store.Store, rev store.Revision
 			prev = r
 		}
 	}
+	revertOf := fmt.Sprintf("%s/v%d", rev.Package, rev.Revision)
+	if pending != nil && pending.Trailers[store.TrailerRevertOf] != revertOf {
+		return store.Revision{}, false, fmt.Errorf("rolling back %s v%d: workspace %s holds v%d, which is not its revert (%s: %q)", rev.Package, rev.Revision, workspace, pending.Revision, store.TrailerRevertOf, pending.Trailers[store.TrailerRevertOf])
+	}
 	if pending != nil && pending.Lifecycle == porchv1alpha1.LifecyclePublished {
 		return *pending, false, nil // done before
 	}
@@ -56,7 +60,7 @@ func (s *Service) Revert(ctx context.Context, st store.Store, rev store.Revision
 		if err != nil {
 			return store.Revision{}, false, err
 		}
-		t := store.Trailers{store.TrailerRevertOf: fmt.Sprintf("%s/v%d", rev.Package, rev.Revision)}
+		t := store.Trailers{store.TrailerRevertOf: revertOf}
 		for k, v := range trailers {
 			t[k] = v
 		}

@@ -2,7 +2,6 @@ package pkgservice
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +10,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
-	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
 // TestKptfileFacts_perRevision: the facts shown of a draft follow its
@@ -19,11 +17,7 @@ import (
 // the cache, not one per commit it ever had.
 func TestKptfileFacts_perRevision(t *testing.T) {
 	ctx := context.Background()
-	bare := gitserver.InitBare(t, t.TempDir(), "pkgs.git")
-	repo, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: filepath.Join(t.TempDir(), "c")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := gitStore(t, "pkgs.git")
 	kptfile := func(gate string) *pkg.Package {
 		return pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: hello\ninfo:\n  readinessGates:\n  - conditionType: " + gate + "\n")})
 	}

@@ -2,7 +2,6 @@ package pkgservice
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
-	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
 // Who wrote a draft's commits is read from the writer trailer, never from
@@ -23,9 +21,7 @@ import (
 func TestForeignCommits_byWriterTrailer(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bare := gitserver.InitBare(t, t.TempDir(), "cluster.git")
-	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CreateBranch: true, CacheDir: filepath.Join(t.TempDir(), "c")})
-	g.Expect(err).NotTo(HaveOccurred())
+	st := gitStore(t, "cluster.git")
 	svc := &Service{}
 	app := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "uid-app"},
 		Spec: configv1alpha1.PackageVariantSpec{Downstream: &configv1alpha1.Downstream{Repo: "cluster", Package: "web"}}}

@@ -1,10 +1,12 @@
 // Package demo_test runs `scion dev demo`, what `make demo` runs, end to
 // end: a local control plane from bin/k8s, the fleet in a box, the
-// walk-through, twice (it is idempotent), then dev down and dev up with
+// walk-through three times (a later run, after a whole or an interrupted
+// one, tells the same story), then dev down and dev up with
 // the state kept.
 package demo_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -27,7 +29,9 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/tree"
 )
 
 func init() { ctrl.SetLogger(logr.Discard()) }
@@ -109,7 +113,11 @@ func TestDevDemo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command(bin, "dev", "down", "--dir", dir).Run() })
 
-	for run := 1; run <= 2; run++ {
+	// Three runs: the first whole; the second stopped with Ctrl-C while
+	// a rollout halts; the third whole again. Each later run finds what
+	// the one before left, says so, and tells the same story with the
+	// same upstream revisions.
+	for run := 1; run <= 3; run++ {
 		if run == 2 {
 			// The namespace is not the demo's alone: a variant someone
 			// else made, that is never Ready, is not waited for.
@@ -124,18 +132,30 @@ func TestDevDemo(t *testing.T) {
 					Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "someone-elses"},
 				},
 			})).To(Succeed())
+			out := interrupt(t, exec.Command(bin, "dev", "demo", "--examples", filepath.Join(root, "examples"), "--dir", dir, "--assets", assets), "the us-west wave halts")
+			g.Expect(out).To(ContainSubstring("==> an earlier run of the demo left: PackageRollout regional-app-v2 (Complete); PackageRollout regional-app-v3 (Failed); PackageRollout shop-v1 (Complete); PackageVariantSet regional-app at v2; PackageVariant regional-app-cluster-06-web held by config.porch.kpt.dev/hold-upstream\n"))
+			g.Expect(out).To(MatchRegexp(`\n    6 revisions published again at the examples' revisions\n`), "the six clusters of regional-app go back to v1")
+			g.Expect(out).To(ContainSubstring("==> the platform team publishes regional-app v2 (image registry.example.com/web:1.1.0); the set moves to it\n    (published by an earlier run: the same revision again)"))
+			continue
 		}
 		out := scion("dev", "demo", "--examples", filepath.Join(root, "examples"))
+		if run == 3 {
+			// What the stopped run left: the halted rollout, its
+			// proposals, the set on the good revision.
+			g.Expect(out).To(MatchRegexp(`==> an earlier run of the demo left: PackageRollout regional-app-v2 \(\w+\); PackageVariantSet regional-app at v2; \d+ revisions Proposed \(`))
+			g.Expect(out).To(MatchRegexp(`\n    \d+ revisions published again at the examples' revisions\n`))
+		}
 		// 12 variants, 12 of widget-app and the 12 dependencies they
-		// installed, 12 of the shop group; the second run also has the
-		// conflicting one.
-		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 47+run, 47+run)), "run %d", run)
+		// installed, 12 of the shop group; later runs also have the
+		// conflicting one and someone else's.
+		g.Expect(out).To(ContainSubstring(fmt.Sprintf("%d of %d PackageVariants ready", 47+min(run, 2), 47+min(run, 2))), "run %d", run)
 		// The group: each eu-west cluster's three revisions released
 		// together; the cluster whose member is held back waits, named.
 		g.Expect(out).To(MatchRegexp(`cluster-10 waits, with nothing of its group published: wave remainder: \d of 3 published, \d healthy: cluster-10 waits for its group: shop-policy \(cluster-10\.shop-policy\.\S+\) is Draft, not Proposed`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`Wave/remainder  Complete  Ready=True  3 targets, 3 published, 3 healthy`), "run %d", run)
-		if run == 2 {
+		if run == 3 {
 			g.Expect(out).To(ContainSubstring("PackageVariantSet shop: shop-app v1 -> v2, shop-config v1 -> v2, shop-policy v1 -> v2 (12 variants)"))
+			g.Expect(out).To(ContainSubstring("==> the platform team publishes v2 of the shop group (shop-app, shop-config, shop-policy)"), "the group's second release, the same revisions every run")
 		}
 		g.Expect(out).To(ContainSubstring("Dependency/widget-crds  Ready=True  1.0.0 Satisfied in widget-crds (Published 1.0.0), installed by PackageVariant/cluster-01.widget-crds.dependency"), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`cluster-01.widgets-legacy.packagevariant-\d+ is Proposed → Published \(waiting: PackageConflict: kind example.com/v1/Widget is provided by widget-crds, Published in this repo`), "run %d", run)
@@ -146,10 +166,12 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("updated in place; the downstream edit is kept"), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`refused, nothing recorded: .*readiness gates not met: example.com/canary-passed \(not set\)`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`cluster-01\.web\.packagevariant-\d+ is Published`), "run %d", run)
-		// The bad release is rolled back, and the rollback sticks.
+		// The bad release is rolled back, and the rollback sticks: every
+		// run's bad release is regional-app v3.
+		g.Expect(out).To(ContainSubstring("==> a bad release: the platform team publishes regional-app v3 "), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`Wave/canary  Failed  Ready=False  1 targets, 1 published, 0 healthy, 1 failed, 1 rolled back`), "run %d", run)
-		g.Expect(out).To(MatchRegexp(`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=[0-9a-f]{40} and writes no new draft, although the set still names v%d`, 2*run+1), "run %d", run)
-		g.Expect(out).To(MatchRegexp(`UpdateAvailable=True UpstreamHeld: regional-app revision %d \(commit [0-9a-f]{12}\) was rolled back .*: the variant stays on revision %d until the upstream moves past it`, 2*run+1, 2*run), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`the rollback sticks: PackageVariant regional-app-cluster-06-web has config.porch.kpt.dev/hold-upstream=[0-9a-f]{40} and writes no new draft, although the set still names v3`), "run %d", run)
+		g.Expect(out).To(MatchRegexp(`UpdateAvailable=True UpstreamHeld: regional-app revision 3 \(commit [0-9a-f]{12}\) was rolled back .*: the variant stays on revision 2 until the upstream moves past it`), "run %d", run)
 		// A blueprint served from the environment's OCI registry, varied
 		// into a deployment repository in it, published there.
 		if run == 1 {
@@ -158,6 +180,7 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(MatchRegexp(`upstreamLock\.oci\.image 127\.0\.0\.1:\d+/blueprints/tenant-ns:v1, digest sha256:[0-9a-f]{64}`), "run %d", run)
 		g.Expect(out).To(MatchRegexp(`edge-01\.tenant-ns\.packagevariant-\d+ is Published: oci://127\.0\.0\.1:\d+/sites/edge-01/tenant-ns:v1 \(sha256:[0-9a-f]{64}\)`), "run %d", run)
 		if run == 1 {
+			g.Expect(out).NotTo(ContainSubstring("an earlier run"))
 			// What the getting-started guide shows is what the demo prints.
 			guide, err := os.ReadFile(filepath.Join(root, "docs", "getting-started.md"))
 			g.Expect(err).NotTo(HaveOccurred())
@@ -172,6 +195,31 @@ func TestDevDemo(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("export KUBECONFIG=" + filepath.Join(dir, "kubeconfig")))
 		g.Expect(out).To(ContainSubstring(" console --kubeconfig " + filepath.Join(dir, "kubeconfig") + ", then open http://127.0.0.1:8080/"))
 	}
+	// Three runs end where one does: the upstream at the same revisions,
+	// the story's rollouts those of one run.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	catalog := &porchv1alpha1.PackageRevisionList{}
+	g.Expect(c.List(context.Background(), catalog, client.InNamespace("default"))).To(Succeed())
+	upstream := map[string]int{}
+	for _, pr := range catalog.Items {
+		if pr.Spec.Repository == "blueprints" {
+			upstream[pr.Spec.PackageName]++
+		}
+	}
+	g.Expect(upstream).To(HaveKeyWithValue("regional-app", 3), "v1, the good v2, the bad v3")
+	for _, p := range []string{"shop-app", "shop-config", "shop-policy"} {
+		g.Expect(upstream).To(HaveKeyWithValue(p, 2), p)
+	}
+	rollouts := &configv1alpha1.PackageRolloutList{}
+	g.Expect(c.List(context.Background(), rollouts, client.InNamespace("default"))).To(Succeed())
+	states := map[string]string{}
+	for i := range rollouts.Items {
+		states[rollouts.Items[i].Name] = tree.RolloutState(&rollouts.Items[i])
+	}
+	g.Expect(states).To(Equal(map[string]string{"regional-app-v2": "Complete", "regional-app-v3": "Failed", "shop-v2": "Complete"}))
 
 	// The getting-started guide's commands after make demo run as written,
 	// copied and pasted into a shell at the top of a checkout.
@@ -205,14 +253,43 @@ func TestDevDemo(t *testing.T) {
 	tags, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	g.Expect(string(tags)).To(ContainSubstring(`"v1"`))
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	g.Expect(err).NotTo(HaveOccurred())
 	set := &configv1alpha2.PackageVariantSet{}
 	g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "regional-app"}, set)).To(Succeed())
-	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v4")), "two runs moved the upstream twice to a good revision (v2, v4) and pinned it back after each bad one (v3, v5)")
+	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v2")), "every run moves the set to the good v2, then the bad v3, and pins it back to v2")
 	scion("dev", "down")
+}
+
+// interrupt runs cmd until it prints a line holding after, then stops it
+// as Ctrl-C does (SIGINT), and returns what it printed.
+func interrupt(t *testing.T, cmd *exec.Cmd, after string) string {
+	t.Helper()
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); _ = w.Close() }()
+	var out strings.Builder
+	sc := bufio.NewScanner(r)
+	sent := false
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if !sent && strings.Contains(sc.Text(), after) {
+			sent = true
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := <-done
+	if !sent {
+		t.Fatalf("the command ended (%v) before printing %q:\n%s", err, after, out.String())
+	}
+	if err == nil {
+		t.Fatalf("the command stopped by SIGINT exited 0:\n%s", out.String())
+	}
+	return out.String()
 }
 
 // shellBlock returns the first ```sh block of a Markdown text that holds

@@ -784,7 +784,7 @@ func (r *Reconciler) rollBack(ctx context.Context, ro *configv1alpha1.PackageRol
 	if err != nil {
 		return false, nil, fmt.Errorf("rolling back %s: %w", name, err)
 	}
-	out, now, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
+	out, now, err := r.Service.Revert(ctx, st, rev, rollbackWorkspace(ro, rev.Revision), approver(ro), store.Trailers{store.TrailerRollout: ro.Namespace + "/" + ro.Name})
 	if errors.Is(err, pkgservice.ErrNothingToRevertTo) {
 		r.Recorder.Eventf(ro, pr, "Warning", "RollbackImpossible", "Rollback", "%s: %v; it stays published", name, err)
 		return false, nil, err
@@ -843,12 +843,14 @@ func (r *Reconciler) holdUpstream(ctx context.Context, ro *configv1alpha1.Packag
 	return held, nil
 }
 
-// rollbackWorkspace is the workspace of a rollout's reverts: one per
-// rollout and package, so a retry finishes the same revert.
-func rollbackWorkspace(ro *configv1alpha1.PackageRollout) string {
-	ws := "rollback-" + ro.Name
+// rollbackWorkspace is the workspace of a rollout's revert of a
+// package's revision n: rollback-vN-ROLLOUT, so a retry finishes the same
+// revert, and a rollout created again with the name of one before it
+// (which rolled back an earlier revision of the package) makes its own.
+func rollbackWorkspace(ro *configv1alpha1.PackageRollout, n int) string {
+	ws := fmt.Sprintf("rollback-v%d-%s", n, ro.Name)
 	if len(ws) > 63 {
-		ws = strings.TrimRight(ws[:63], "-.")
+		ws = strings.TrimRight(ws[:63], "-._")
 	}
 	return ws
 }

@@ -328,7 +328,7 @@ func TestRollout_failureRollsBack(t *testing.T) {
 	// The rollback is a new published revision with v1's content, in git.
 	g.Eventually(func(g Gomega) {
 		pr := &porchv1alpha1.PackageRevision{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName("cluster-01", "app", "rollback-broken")}, pr)).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: pkgservice.ObjectName("cluster-01", "app", "rollback-v2-broken")}, pr)).To(Succeed())
 		g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 		g.Expect(pr.Spec.Revision).To(Equal(3))
 		g.Expect(pr.Labels[porchv1alpha1.LatestRevisionLabel]).To(Equal("true"))

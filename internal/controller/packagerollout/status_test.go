@@ -2,6 +2,7 @@ package packagerollout
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/rollout"
+	"github.com/scion-dev/scion/internal/store"
 )
 
 // The rollout's conditions for each place it can be: kstatus sees a
@@ -52,4 +54,19 @@ func TestSetStatus(t *testing.T) {
 			g.Expect(ro.Status.Waves).To(Equal(waves))
 		})
 	}
+}
+
+// A rollout's reverts are named by the revision they roll back: a rollout
+// created again under the name of one before it does not take the
+// earlier one's revert for its own; a long name is cut, the revision
+// kept, and the result is a valid workspace.
+func TestRollbackWorkspace(t *testing.T) {
+	g := NewWithT(t)
+	ro := &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "regional-app-v3"}}
+	g.Expect(rollbackWorkspace(ro, 2)).To(Equal("rollback-v2-regional-app-v3"))
+	g.Expect(rollbackWorkspace(ro, 6)).To(Equal("rollback-v6-regional-app-v3"))
+	ro.Name = strings.Repeat("a", 60) + "-x"
+	ws := rollbackWorkspace(ro, 12)
+	g.Expect(ws).To(HavePrefix("rollback-v12-aaa"))
+	g.Expect(store.ValidateWorkspace(ws)).To(Succeed())
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,13 +115,26 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		if pvs.Generation != gen || pvs.Status.ObservedGeneration != gen || pvs.Status.Summary == nil {
 			return false, nil // the set's own reconcile writes next
 		}
-		pvs.Status.Summary.Ready = s.summary.Ready
-		pvs.Status.Summary.NotReady = named(s.notReady)
-		pvs.Status.Summary.Upstreams = upstreams
-		ready := readyCondition(s, reconciler.Outcome{})
-		ready.Type = configv1alpha1.ReadyCondition
-		reconciler.SetConditions(&pvs.Status.Conditions, gen, variantsReadyCondition(s, reconciler.Outcome{}), ready)
+		applyRecount(pvs, s, upstreams)
 		return true, nil
 	})
 	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// applyRecount writes a recount of a set's Ready variants into its status.
+// Ready and VariantsReady are rewritten only while the set's own reconcile
+// found it reconciled (Ready True): one that waits (its upstream's
+// Repository deleted) or failed keeps that verdict until it reconciles
+// again, rather than reading Ready=True over variants that are not.
+func applyRecount(pvs *configv1alpha2.PackageVariantSet, s *scope, upstreams []configv1alpha2.UpstreamSummary) {
+	gen := pvs.Generation
+	pvs.Status.Summary.Ready = s.summary.Ready
+	pvs.Status.Summary.NotReady = named(s.notReady)
+	pvs.Status.Summary.Upstreams = upstreams
+	if cur := meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha1.ReadyCondition); cur == nil || cur.Status != metav1.ConditionTrue {
+		return
+	}
+	ready := readyCondition(s, reconciler.Outcome{})
+	ready.Type = configv1alpha1.ReadyCondition
+	reconciler.SetConditions(&pvs.Status.Conditions, gen, variantsReadyCondition(s, reconciler.Outcome{}), ready)
 }

@@ -128,3 +128,31 @@ func TestExpandFailure(t *testing.T) {
 		g.Expect(stalled).To(Equal(tc.stalled), tc.err.Error())
 	}
 }
+
+// A recount of the variants moves the counts; it rewrites Ready and
+// VariantsReady only of a set its own reconcile found reconciled: a set
+// that waits for its upstream's deleted Repository does not read
+// Ready=True with none of its variants Ready.
+func TestApplyRecount(t *testing.T) {
+	g := NewWithT(t)
+	waits := metav1.Condition{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "RepositoryNotFound", Message: "Repository blueprints does not exist"}
+	pvs := &configv1alpha2.PackageVariantSet{}
+	pvs.Generation = 3
+	pvs.Status.Summary = &configv1alpha2.Summary{Desired: 6, Ready: 6}
+	pvs.Status.Conditions = []metav1.Condition{waits}
+	s := &scope{summary: &configv1alpha2.Summary{Desired: 6}, notReady: []string{"a", "b", "c", "d", "e", "f"}}
+	applyRecount(pvs, s, nil)
+	g.Expect(pvs.Status.Summary.Ready).To(BeZero())
+	g.Expect(pvs.Status.Summary.NotReady).To(HaveLen(6))
+	ready := meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha1.ReadyCondition)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "the set's own verdict stays")
+	g.Expect(ready.Reason).To(Equal("RepositoryNotFound"))
+	g.Expect(meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha2.VariantsReadyCondition)).To(BeNil())
+
+	// Reconciled: Ready's message and VariantsReady follow the count.
+	pvs.Status.Conditions = []metav1.Condition{{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: configv1alpha2.ReconciledReason, Message: "6 PackageVariants, 6 ready"}}
+	applyRecount(pvs, s, nil)
+	ready = meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha1.ReadyCondition)
+	g.Expect(ready.Message).To(Equal("6 PackageVariants, 0 ready"))
+	g.Expect(meta.FindStatusCondition(pvs.Status.Conditions, configv1alpha2.VariantsReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+}
