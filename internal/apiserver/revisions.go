@@ -33,6 +33,8 @@ type revisions struct {
 	// authz decides whether the user may read the Secrets a clone
 	// from a git URL names (see checkSecrets).
 	authz authorizer.Authorizer
+	// usage finds what uses a revision whose deletion is asked for.
+	usage *usage
 }
 
 var (
@@ -197,6 +199,11 @@ func (r *revisions) Update(ctx context.Context, name string, objInfo rest.Update
 		if err := recordProposal(ctx, cur, next); err != nil {
 			return nil, err
 		}
+		if next.Spec.Lifecycle == porchv1alpha1.LifecycleDeletionProposed && cur.Spec.Lifecycle != porchv1alpha1.LifecycleDeletionProposed {
+			if err := r.usage.refuseInUse(ctx, cur, "PackageRevision "+cur.Name+" cannot be proposed for deletion"); err != nil {
+				return nil, err
+			}
+		}
 		return next, r.checkSecrets(ctx, cur, next)
 	})
 }
@@ -292,7 +299,9 @@ func gitSecret(t porchv1alpha1.Task) string {
 	return t.Clone.UpstreamRef.Git.SecretRef.Name
 }
 
-// Delete deletes a revision (the controller removes it from git).
+// Delete deletes a revision (the controller removes it from git): never
+// a Published one (it is proposed for deletion first), nor one in use as
+// an upstream.
 func (r *revisions) Delete(ctx context.Context, name string, validate rest.ValidateObjectFunc, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	ns, _ := request.NamespaceFrom(ctx)
 	cur, err := r.storage.get(ctx, ns, name, &metav1.GetOptions{})
@@ -304,6 +313,12 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 		if err := validate(ctx, cur); err != nil {
 			return nil, false, err
 		}
+	}
+	if err := refuseDirectDelete(cur); err != nil {
+		return nil, false, err
+	}
+	if err := r.usage.refuseInUse(ctx, cur, "PackageRevision "+cur.Name+" cannot be deleted"); err != nil {
+		return nil, false, err
 	}
 	if err := r.storage.delete(ctx, ns, name, opts); err != nil {
 		return nil, false, err

@@ -253,6 +253,11 @@ func TestDevDemo(t *testing.T) {
 	tags, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	g.Expect(string(tags)).To(ContainSubstring(`"v1"`))
+	// dev up starts the API server on a port of its own: a new client.
+	cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
 	set := &configv1alpha2.PackageVariantSet{}
 	g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "regional-app"}, set)).To(Succeed())
 	g.Expect(set.Spec.Upstream.Revision).To(Equal(configv1alpha1.RevisionNumber("v2")), "every run moves the set to the good v2, then the bad v3, and pins it back to v2")

@@ -369,8 +369,8 @@ func TestPorchctlUpgradeOfVariant(t *testing.T) {
 	publish(base2)
 	g.Expect(p.list("spec.packageName=base,spec.repository=catalog")).To(ConsistOf(base, base2))
 	up := created("cluster-01", "app", "up", map[string]any{"type": "upgrade", "upgrade": map[string]any{
-		"oldUpstream": map[string]any{"name": base}, "newUpstream": map[string]any{"name": base2},
-		"localPackageRevisionRef": map[string]any{"name": local}}})
+		"oldUpstreamRef": map[string]any{"name": base}, "newUpstreamRef": map[string]any{"name": base2},
+		"localPackageRevisionRef": map[string]any{"name": local}, "strategy": "resource-merge"}})
 	p.waitLifecycle(g, up, "Draft")
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/app/up:app/Kptfile")).To(ContainSubstring("ref: base/v2"))
 }

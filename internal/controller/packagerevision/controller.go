@@ -460,6 +460,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return ctrl.Result{}, err
+	case rev.Lifecycle == porchv1alpha1.LifecyclePublished && pr.Spec.Lifecycle != porchv1alpha1.LifecycleDeletionProposed:
+		// The object of a Published revision deleted from the storage
+		// directly (the API refuses it; a cluster administrator can
+		// still reach the storage): git keeps the revision, and the
+		// next sync shows it again.
+		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.DeleteFailedReason, "Delete",
+			"%s is Published and is not deleted directly: git keeps it and it is shown again; propose its deletion first (scion rpkg propose-delete %s), then approve it (scion rpkg delete %s)", pr.Name, pr.Name, pr.Name)
+		if err := pkgservice.RequestSync(ctx, r.Client, s.repoObj); err != nil {
+			return ctrl.Result{}, err
+		}
 	default:
 		if err := r.Service.Delete(ctx, s.store, rev); err != nil {
 			r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.DeleteFailedReason, "Delete", "removing %s from git: %v", pr.Name, err)

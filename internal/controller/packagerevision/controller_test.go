@@ -50,6 +50,30 @@ func newRevision(ns, repo, pkgName, ws string, task porchv1alpha1.Task) *porchv1
 	}
 }
 
+// draftInGit creates a draft of package app in repo and waits until git
+// has it.
+func draftInGit(t *testing.T, ns, repo, ws string) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	g := NewWithT(t)
+	pr := newRevision(ns, repo, "app", ws, initTask())
+	g.Expect(k8sClient.Create(context.Background(), pr)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	return pr
+}
+
+// approveAs records who as a Proposed revision's approver and publishes
+// it.
+func approveAs(t *testing.T, pr *porchv1alpha1.PackageRevision, who string) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	cur := get(NewWithT(t), pr)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: who}
+	if err := k8sClient.Patch(context.Background(), cur, patch); err != nil {
+		t.Fatal(err)
+	}
+	return setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+}
+
 func initTask() porchv1alpha1.Task {
 	return porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "a test package"}}
 }
@@ -107,19 +131,15 @@ func TestPackageRevision_lifecycle(t *testing.T) {
 	setLifecycle(t, pr, porchv1alpha1.LifecycleDraft)
 	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
 
-	cur := get(g, pr)
-	patch := client.MergeFrom(cur.DeepCopy())
-	cur.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: "jane"}
-	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
-	pub := setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
+	pub := approveAs(t, pr, "jane")
 	g.Expect(pub.Spec.Revision).To(Equal(1))
 	g.Expect(pub.Status.PublishedBy).To(Equal("jane"))
 	g.Expect(pub.Labels).To(HaveKeyWithValue(porchv1alpha1.LatestRevisionLabel, "true"))
 	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("base/ns/v1"))
 
 	// A Published revision cannot go back to Draft (the API server says so).
-	cur = get(g, pr)
-	patch = client.MergeFrom(cur.DeepCopy())
+	cur := get(g, pr)
+	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Lifecycle = porchv1alpha1.LifecycleDraft
 	g.Expect(k8sClient.Patch(ctx, cur, patch)).To(MatchError(ContainSubstring("a Published revision can only move to DeletionProposed")))
 
@@ -311,9 +331,7 @@ func TestPackageRevision_deleteFailure(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	bare := newRepository(t, ns, "guarded", false)
-	pr := newRevision(ns, "guarded", "app", "ws", initTask())
-	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	pr := draftInGit(t, ns, "guarded", "ws")
 
 	hook := bare + "/hooks/pre-receive"
 	g.Expect(writeFile(bare, "hooks/pre-receive", "#!/bin/sh\necho 'deletions are frozen' >&2\nexit 1\n")).To(Succeed())
@@ -413,9 +431,7 @@ func TestPackageRevision_concurrentConditionWriters(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	bare := newRepository(t, ns, "catalog", false)
-	pr := newRevision(ns, "catalog", "app", "ws", initTask())
-	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	pr := draftInGit(t, ns, "catalog", "ws")
 
 	people := &rpkg.Client{Client: k8sClient, Namespace: ns}
 	const n = 24
@@ -736,9 +752,7 @@ func withdrawnAfterPublish(t *testing.T) (ns, bare string, pr, before *porchv1al
 	ctx := context.Background()
 	ns = newNamespace(t)
 	bare = newRepository(t, ns, "blueprints", false)
-	pr = newRevision(ns, "blueprints", "app", "ws", initTask())
-	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	pr = draftInGit(t, ns, "blueprints", "ws")
 	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
 	setLifecycle(t, pr, porchv1alpha1.LifecyclePublished)
 	before = get(g, pr)
@@ -840,9 +854,7 @@ func TestPackageRevision_publishedNumberShownWhilePending(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	bare := newRepository(t, ns, "blueprints", false)
-	pr := newRevision(ns, "blueprints", "app", "ws", initTask())
-	g.Expect(k8sClient.Create(ctx, pr)).To(Succeed())
-	g.Eventually(func(g Gomega) { g.Expect(get(g, pr).Status.Commit).NotTo(BeEmpty()) }, timeout, interval).Should(Succeed())
+	pr := draftInGit(t, ns, "blueprints", "ws")
 	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
 	// Another writer publishes it in git; the withdrawal is admitted (the
 	// object still says Proposed).
@@ -864,4 +876,35 @@ func TestPackageRevision_publishedNumberShownWhilePending(t *testing.T) {
 		g.Expect(r.Reason).To(Equal(porchv1alpha1.InvalidReason))
 		g.Expect(r.ObservedGeneration).To(Equal(got.Generation))
 	}, timeout, interval).Should(Succeed())
+}
+
+// A Published revision whose object a cluster administrator deletes from
+// the storage directly (Scion's API refuses it to everyone) stays in
+// git, and the sync shows it again; the deletion proposed first deletes
+// it.
+func TestPackageRevision_publishedNotDeletedDirectly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "kept", false)
+	pr := draftInGit(t, ns, "kept", "ws")
+	setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	pub := approveAs(t, pr, "jane")
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"))
+
+	g.Expect(k8sClient.Delete(ctx, pub)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, pr)
+		g.Expect(got.UID).NotTo(Equal(pub.UID), "shown again, as a new object")
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+		g.Expect(got.Spec.Revision).To(Equal(1))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("app/v1"), "git keeps it")
+
+	setLifecycle(t, pr, porchv1alpha1.LifecycleDeletionProposed)
+	g.Expect(k8sClient.Delete(ctx, get(g, pr))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), &porchv1alpha1.PackageRevision{}))).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(BeEmpty())
 }
