@@ -223,10 +223,23 @@ func TestPorchctlRequests(t *testing.T) {
 	kf := gitserver.Git(t, cluster, "show", "drafts/app/ws3:app/Kptfile")
 	g.Expect(kf).To(ContainSubstring("ref: base/v2"), "upgraded to the new upstream")
 
-	// porchctl rpkg propose-delete, then del.
+	// porchctl rpkg propose-delete of an upstream in use: refused,
+	// naming the draft made from it; once that draft is deleted
+	// (porchctl rpkg del), propose-delete, then del.
+	cur := p.get(base2)
+	cur["spec"].(map[string]any)["lifecycle"] = "DeletionProposed"
+	code, out := p.do(http.MethodPut, "packagerevisions/"+base2, cur)
+	g.Expect(code).To(Equal(http.StatusForbidden), "%v", out)
+	g.Expect(fmt.Sprint(out)).To(ContainSubstring("PackageRevision " + base2 + " cannot be proposed for deletion: it is in use as an upstream by PackageRevision " + up))
+	code, out = p.do(http.MethodDelete, "packagerevisions/"+up, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", out)
+	g.Eventually(func() int {
+		code, _ := p.do(http.MethodGet, "packagerevisions/"+up, nil)
+		return code
+	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusNotFound))
 	p.move(g, base2, "DeletionProposed", "")
 	p.waitLifecycle(g, base2, "DeletionProposed")
-	code, out := p.do(http.MethodDelete, "packagerevisions/"+base2, nil)
+	code, out = p.do(http.MethodDelete, "packagerevisions/"+base2, nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", out)
 	g.Eventually(func() int {
 		code, _ := p.do(http.MethodGet, "packagerevisions/"+base2, nil)
