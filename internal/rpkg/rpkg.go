@@ -400,25 +400,64 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 // move sets spec.lifecycle (and annotations) when the revision is in one
 // of from (any when empty), and waits for the controller.
 func (c *Client) move(ctx context.Context, name string, annotations map[string]string, to porchv1alpha1.Lifecycle, from ...porchv1alpha1.Lifecycle) (*porchv1alpha1.PackageRevision, error) {
-	pr, err := c.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if len(from) > 0 && pr.Spec.Lifecycle != from[0] && pr.Spec.Lifecycle != to {
-		return nil, fmt.Errorf("%s is %s; it must be %s first", name, pr.Spec.Lifecycle, from[0])
-	}
-	patch := client.MergeFrom(pr.DeepCopy())
-	pr.Spec.Lifecycle = to
-	for k, v := range annotations {
-		if pr.Annotations == nil {
-			pr.Annotations = map[string]string{}
+	for {
+		pr, err := c.Get(ctx, name)
+		if err != nil {
+			return nil, err
 		}
-		pr.Annotations[k] = v
+		if len(from) > 0 && pr.Spec.Lifecycle != from[0] && pr.Spec.Lifecycle != to {
+			return nil, fmt.Errorf("%s is %s; it must be %s first", name, pr.Spec.Lifecycle, from[0])
+		}
+		read := pr.Spec.Lifecycle
+		// Against the version read: of two people moving one revision at
+		// once (an approval and a rejection), exactly one wins.
+		patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pr.Spec.Lifecycle = to
+		for k, v := range annotations {
+			if pr.Annotations == nil {
+				pr.Annotations = map[string]string{}
+			}
+			pr.Annotations[k] = v
+		}
+		err = c.Client.Patch(ctx, pr, patch)
+		if apierrors.IsConflict(err) {
+			cur, gerr := c.Get(ctx, name)
+			if gerr != nil {
+				return nil, gerr
+			}
+			if cur.Spec.Lifecycle == read {
+				continue // something else changed (its status, a label): again
+			}
+			return cur, fmt.Errorf("%s: it is now %s; nothing was changed: %w", name, describeLifecycle(cur), ErrLost)
+		}
+		if err != nil {
+			return nil, refusal(name, err)
+		}
+		got, err := c.wait(ctx, name)
+		if err == nil && got.Spec.Lifecycle != to {
+			// Git had carried out an approval first (a withdrawal that
+			// came too late): the controller shows it Published.
+			return got, fmt.Errorf("%s: git published it before this request was carried out: it is now %s; nothing was changed: %w", name, describeLifecycle(got), ErrLost)
+		}
+		return got, err
 	}
-	if err := c.Client.Patch(ctx, pr, patch); err != nil {
-		return nil, refusal(name, err)
+}
+
+// ErrLost is matched when another writer moved the revision first: the
+// request was not carried out.
+var ErrLost = errors.New("someone else moved it first")
+
+// describeLifecycle is a revision's lifecycle, with its approver once
+// Published.
+func describeLifecycle(pr *porchv1alpha1.PackageRevision) string {
+	out := string(pr.Spec.Lifecycle)
+	if out == "" {
+		out = string(porchv1alpha1.LifecycleDraft)
 	}
-	return c.wait(ctx, name)
+	if by := pr.Annotations[porchv1alpha1.ApprovedByAnnotation]; by != "" && pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished {
+		out += " (approved by " + by + ")"
+	}
+	return out
 }
 
 // ErrRefused is matched when the API server refused a change (the

@@ -300,6 +300,9 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	before := s.rev.Lifecycle
+	if before == porchv1alpha1.LifecyclePublished && (s.pr.Spec.Lifecycle == "" || s.pr.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || s.pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed) {
+		return ctrl.Result{}, r.publishedFirst(ctx, s)
+	}
 	if s.pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && before == porchv1alpha1.LifecycleProposed && s.repoObj.Spec.Deployment {
 		msg, err := r.publishConflict(ctx, s)
 		if err != nil {
@@ -330,6 +333,44 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// PublishedFirstReason is the event of a request to take a revision back
+// to Draft or Proposed that came after git published it.
+const PublishedFirstReason = "PublishedFirst"
+
+// publishedFirst answers a request to take back a revision git has
+// published already (a withdrawal or rejection that lost the race with
+// its approval, or a publication by another writer): git is the record,
+// so the object says Published again, with the approval git recorded,
+// and an event tells who reads it what happened. Nothing is left
+// waiting on a request no one may carry out.
+func (r *Reconciler) publishedFirst(ctx context.Context, s *scope) error {
+	pr := s.pr
+	asked := pr.Spec.Lifecycle
+	if asked == "" {
+		asked = porchv1alpha1.LifecycleDraft
+	}
+	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pr.Spec.Lifecycle = porchv1alpha1.LifecyclePublished
+	by := s.rev.PublishedBy
+	if by != "" {
+		if pr.Annotations == nil {
+			pr.Annotations = map[string]string{}
+		}
+		pr.Annotations[porchv1alpha1.ApprovedByAnnotation] = by
+	}
+	if err := r.Patch(ctx, pr, patch); err != nil {
+		// A newer request (a conflict): looked at again.
+		return fmt.Errorf("showing that git published %s first: %w", pr.Name, err)
+	}
+	approved := ""
+	if by != "" {
+		approved = ", approved by " + by
+	}
+	r.Recorder.Eventf(pr, nil, "Warning", PublishedFirstReason, "Lifecycle",
+		"%s was published in git (revision %d%s) before the request to make it %s was carried out: it stays Published; to remove it, propose its deletion", pr.Name, s.rev.Revision, approved, asked)
+	return nil
 }
 
 // conflictRetry is how often a publication refused for a kind another

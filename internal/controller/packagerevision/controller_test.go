@@ -16,11 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
@@ -771,34 +771,40 @@ func withdrawnAfterPublish(t *testing.T) (ns, bare string, pr, before *porchv1al
 	return ns, bare, pr, before
 }
 
-// A request git cannot carry out (a withdrawal of an approval that lost
-// the race with the publication: the CRD admits it while status.lifecycle
-// still says Proposed) gets a verdict that stays: the repository's sync,
-// which shows what git has, does not erase it with "Synced".
-func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
+// A withdrawal of an approval that lost the race with the publication
+// (the CRD admits it while status.lifecycle still says Proposed) is not
+// left waiting on a request no one may carry out: git published the
+// revision, so the object says Published again, with git's approval
+// record, Ready, and a PublishedFirst event says what happened; a later
+// sync keeps it so.
+func TestPackageRevision_withdrawnAfterPublish(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, bare, pr, _ := withdrawnAfterPublish(t)
-	verdict := func(g Gomega) {
+	settled := func(g Gomega) {
 		got := get(g, pr)
-		r := ready(got)
-		g.Expect(r.ObservedGeneration).To(Equal(got.Generation), "a verdict on the generation asked")
-		g.Expect(r.Status).To(BeEquivalentTo("False"))
-		g.Expect(r.Reason).To(Equal(porchv1alpha1.InvalidReason))
-		g.Expect(r.Message).To(ContainSubstring("the revision is Published in git and cannot become Draft: set spec.lifecycle back to Published, or propose its deletion"))
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle")
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		r := ready(got)
+		g.Expect(r.Status).To(BeEquivalentTo("True"), r.Message)
+		g.Expect(got.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, got.Status.PublishedBy))
 	}
-	defer func() {
-		if t.Failed() {
-			got := &porchv1alpha1.PackageRevision{}
-			_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(pr), got)
-			out, _ := yaml.Marshal(got)
-			t.Logf("the revision at the end:\n%s", out)
+	g.Eventually(settled, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Reason == packagerevision.PublishedFirstReason && e.Regarding.Name == pr.Name {
+				notes = append(notes, e.Note)
+			}
 		}
-	}()
-	g.Eventually(verdict, timeout, interval).Should(Succeed())
+		g.Expect(notes).To(ContainElement(ContainSubstring(pr.Name + " was published in git (revision 1")))
+		g.Expect(notes).To(ContainElement(ContainSubstring("before the request to make it Draft was carried out: it stays Published; to remove it, propose its deletion")))
+	}, timeout, interval).Should(Succeed())
 	// Someone else writes a draft of another package to git; the sync
-	// that shows it runs after the verdict.
+	// that shows it keeps the revision as it is.
 	other, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = other.WriteDraft(ctx, store.DraftWrite{Package: "other", Workspace: "ws", Message: "another writer",
@@ -807,9 +813,8 @@ func TestPackageRevision_verdictSurvivesSync(t *testing.T) {
 	requestSync(t, ns, "blueprints")
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkgservice.ObjectName("blueprints", "other", "ws")}, &porchv1alpha1.PackageRevision{})).To(Succeed())
-	}, timeout, interval).Should(Succeed(), "a sync ran after the verdict")
-	g.Consistently(verdict, 3*time.Second, interval).Should(Succeed(), "the sync keeps the request and its verdict")
-	g.Expect(get(g, pr).Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request is kept, not replaced by git's lifecycle")
+	}, timeout, interval).Should(Succeed(), "a sync ran")
+	g.Consistently(settled, 3*time.Second, interval).Should(Succeed())
 }
 
 // A verdict written for one generation is not stamped on a newer one: a
@@ -822,8 +827,20 @@ func TestPackageRevision_staleVerdictNotStampedOnNewGeneration(t *testing.T) {
 	ctx := context.Background()
 	// The spec changes after a writer (the controller, in a reconcile of
 	// the old generation) read the object (stale): a request git cannot
-	// carry out, which the controller refuses without marking it handled.
-	ns, bare, pr, stale := withdrawnAfterPublish(t)
+	// carry out (a proposal cannot become DeletionProposed; an
+	// administrator's write is admitted), which the controller refuses
+	// without marking it handled.
+	ns := newNamespace(t)
+	bare := newRepository(t, ns, "blueprints", false)
+	pr := draftInGit(t, ns, "blueprints", "ws")
+	stale := setLifecycle(t, pr, porchv1alpha1.LifecycleProposed)
+	g.Eventually(func(g Gomega) {
+		cur := get(g, pr)
+		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cur.Spec.Lifecycle = porchv1alpha1.LifecycleDeletionProposed
+		g.Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(get(g, pr)).Reason).To(Equal(porchv1alpha1.InvalidReason)) }, timeout, interval).Should(Succeed())
 	cur := get(g, pr)
 	g.Expect(cur.Generation).To(BeNumerically(">", stale.Generation))
 
@@ -834,21 +851,21 @@ func TestPackageRevision_staleVerdictNotStampedOnNewGeneration(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	rev, err := st.Get(ctx, "app", "ws", 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rev.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
+	g.Expect(rev.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
 	svc := &pkgservice.Service{Client: k8sClient, APIReader: k8sClient}
 	done := []porchv1alpha1.Condition{{Type: configv1alpha1.ReadyCondition, Status: "True", Reason: porchv1alpha1.SyncedReason, ObservedGeneration: stale.Generation}}
 	_, err = svc.Show(ctx, repoObj, st, rev, stale, pkgservice.ShowOptions{Handled: true, Kstatus: done})
 	g.Expect(err).NotTo(HaveOccurred())
 	got := get(g, pr)
 	g.Expect(got.Generation).To(Equal(cur.Generation))
-	g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request stays")
+	g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDeletionProposed), "the request stays")
 	g.Expect(got.Status.ObservedGeneration).To(BeNumerically("<", got.Generation), "the request is not marked handled by a write that did not handle it")
 }
 
 // A revision git published while a request on its object was pending
 // (someone published in git, and a withdrawal arrived before the
-// controller showed it) shows git's revision number, with the request
-// and its verdict kept.
+// controller showed it) shows git's revision number and lifecycle, with
+// git's approval record: the withdrawal came too late.
 func TestPackageRevision_publishedNumberShownWhilePending(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -871,9 +888,10 @@ func TestPackageRevision_publishedNumberShownWhilePending(t *testing.T) {
 		got := get(g, pr)
 		g.Expect(got.Status.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle")
 		g.Expect(got.Spec.Revision).To(Equal(1), "git's number")
-		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft), "the request kept")
+		g.Expect(got.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished), "git's lifecycle, the withdrawal too late")
+		g.Expect(got.Annotations).To(HaveKeyWithValue(porchv1alpha1.ApprovedByAnnotation, "someone"))
 		r := ready(got)
-		g.Expect(r.Reason).To(Equal(porchv1alpha1.InvalidReason))
+		g.Expect(r.Status).To(BeEquivalentTo("True"))
 		g.Expect(r.ObservedGeneration).To(Equal(got.Generation))
 	}, timeout, interval).Should(Succeed())
 }
