@@ -123,7 +123,7 @@ func lockedIn(repo *configv1alpha1.Repository, lock *kptfilev1.UpstreamLock, ful
 	case repo.Spec.Git == nil || store.Redact(repo.Spec.Git.Repo) != store.Redact(lock.Git.Repo):
 		return "", false
 	}
-	if dir := strings.Trim(repo.Spec.Git.Directory, "/"); dir != "" {
+	if dir := repo.Spec.Git.Dir(); dir != "" {
 		p, ok := strings.CutPrefix(full, dir+"/")
 		return p, ok
 	}

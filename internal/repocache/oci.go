@@ -27,10 +27,7 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 		return nil, fmt.Errorf("repository %s/%s has type oci and no spec.oci", r.Namespace, r.Name)
 	}
 	host, _, _ := strings.Cut(o.Registry, "/")
-	var secret string
-	if o.SecretRef != nil {
-		secret = o.SecretRef.Name
-	}
+	secret := o.SecretRef.SecretName()
 	auth, secretVersion, err := c.registryCredentials(ctx, r.Namespace, secret, host, "spec.oci.secretRef")
 	if err != nil {
 		return nil, err

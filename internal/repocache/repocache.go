@@ -110,10 +110,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	if r.Spec.Git == nil {
 		return nil, fmt.Errorf("repository %s/%s has no spec.git", r.Namespace, r.Name)
 	}
-	var secret string
-	if ref := r.Spec.Git.SecretRef; ref != nil {
-		secret = ref.Name
-	}
+	secret := r.Spec.Git.SecretRef.SecretName()
 	creds, secretVersion, err := c.credentials(ctx, r.Namespace, secret, "spec.git.secretRef")
 	if err != nil {
 		return nil, err
@@ -122,7 +119,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	objects := c.objects()
 
 	g := r.Spec.Git
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Directory, g.CreateBranch, g.Author, g.Email, secretVersion)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%t\x00%s\x00%s\x00%s", g.Repo, g.Branch, g.Dir(), g.CreateBranch, g.Author, g.Email, secretVersion)))
 	hash := hex.EncodeToString(h[:8])
 	if err := c.acquire(ctx, e); err != nil {
 		return nil, fmt.Errorf("repository %s/%s is being opened by another reconcile (its remote %s is slow): %w", r.Namespace, r.Name, store.Redact(g.Repo), err)
@@ -143,7 +140,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	}
 	start := time.Now()
 	repo, err := store.Open(ctx, store.Options{
-		URL: g.Repo, Branch: g.Branch, Directory: g.Directory, CreateBranch: g.CreateBranch,
+		URL: g.Repo, Branch: g.Branch, Directory: g.Dir(), CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
 		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects,
 	})

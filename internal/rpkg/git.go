@@ -60,7 +60,7 @@ func (c *Client) openRepository(ctx context.Context, name string, creds store.Cr
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	g := repoObj.Spec.Git
-	st, err := store.Open(ctx, store.Options{URL: g.Repo, Branch: g.Branch, Directory: g.Directory, Credentials: creds, Author: g.Author, Email: g.Email, CacheDir: dir})
+	st, err := store.Open(ctx, store.Options{URL: g.Repo, Branch: g.Branch, Directory: g.Dir(), Credentials: creds, Author: g.Author, Email: g.Email, CacheDir: dir})
 	if err != nil {
 		cleanup()
 		return nil, nil, nil, err

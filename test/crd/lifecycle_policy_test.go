@@ -116,12 +116,13 @@ func TestLifecyclePolicy(t *testing.T) {
 	g.Expect(move(bob, draft, porchv1alpha1.LifecyclePublished, "")).To(MatchError(ContainSubstring("the approver recorded must be the user approving (bob)")))
 	g.Expect(move(bob, draft, porchv1alpha1.LifecyclePublished, "bob")).To(Succeed(), "the approver approves as himself")
 
-	// A Published revision is not deleted directly, by anyone.
+	// A Published revision is not deleted directly, by anyone (Scion's API
+	// server refuses it before the storage's policy would).
 	published := revision(ns, "published", porchv1alpha1.LifecyclePublished)
 	g.Expect(k8sClient.Create(ctx, published)).To(Succeed())
 	for _, c := range []client.Client{alice, bob} {
 		err := c.Delete(ctx, published)
-		g.Expect(err).To(MatchError(ContainSubstring("PackageRevision " + published.Name + " is Published and is not deleted directly: propose its deletion first (scion rpkg propose-delete " + published.Name + "), then approve it (scion rpkg delete " + published.Name + ")")))
+		g.Expect(err).To(MatchError(ContainSubstring("PackageRevision " + published.Name + " is Published and is not deleted directly, by anyone: propose its deletion first (scion rpkg propose-delete " + published.Name + "), then approve it (scion rpkg delete " + published.Name + ")")))
 	}
 	g.Expect(move(alice, published, porchv1alpha1.LifecycleDraft, "")).To(MatchError(ContainSubstring("a Published revision can only move to DeletionProposed")))
 	// Proposing deletion is an edit; approving it is an approval.

@@ -12,7 +12,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -20,6 +23,9 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
@@ -386,4 +392,54 @@ func TestPorchctlUpgradeOfVariant(t *testing.T) {
 		"localPackageRevisionRef": map[string]any{"name": local}, "strategy": "resource-merge"}})
 	p.waitLifecycle(g, up, "Draft")
 	g.Expect(gitserver.Git(t, cluster, "show", "drafts/app/up:app/Kptfile")).To(ContainSubstring("ref: base/v2"))
+}
+
+// porchctl repo reg, sync and unreg, in the shapes porchctl writes: a
+// Repository with secretRef.name "" and directory "/" is registered and
+// Ready; repo sync's runOnceAt (a minute ahead, porchctl's minimum) makes
+// Scion sync at once; repo unreg deletes it, and its PackageRevisions go
+// with it (git stays).
+func TestPorchctlRepositoryVerbs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "porchrepo")
+	bare := gitserver.InitBare(t, t.TempDir(), "blueprints.git")
+	repo := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
+		"metadata": map[string]any{"name": "blueprints", "namespace": ns},
+		"spec": map[string]any{"type": "git", "description": `"Test Repository Description"`,
+			"git": map[string]any{"repo": "file://" + bare, "branch": "main", "createBranch": true, "directory": "/", "secretRef": map[string]any{"name": ""}}},
+	}}
+	g.Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	key := client.ObjectKey{Namespace: ns, Name: "blueprints"}
+	r := &configv1alpha1.Repository{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, key, r)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(r.Status.Conditions, configv1alpha1.ReadyCondition)).To(BeTrue(), "%v", r.Status.Conditions)
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+
+	// A package written to git by someone else; porchctl repo sync.
+	st, err := store.Open(ctx, store.Options{URL: "file://" + bare, CacheDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = (&pkgservice.Service{}).PublishDirect(ctx, st, "base", "v1", pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: base\n")}), "m", "someone")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8sClient.Get(ctx, key, r)).To(Succeed())
+	if r.Spec.Sync == nil {
+		r.Spec.Sync = &configv1alpha1.RepositorySync{}
+	}
+	r.Spec.Sync.RunOnceAt = &metav1.Time{Time: time.Now().Add(time.Minute)}
+	g.Expect(k8sClient.Update(ctx, r)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blueprints.base.v1"}, &porchv1alpha1.PackageRevision{})).To(Succeed())
+	}).WithTimeout(20*time.Second).Should(Succeed(), "synced at once, not at the next period (30s) nor a minute later")
+
+	// porchctl repo unreg.
+	g.Expect(k8sClient.Delete(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "blueprints", Namespace: ns}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, r))).To(BeTrue())
+		list := &porchv1alpha1.PackageRevisionList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	g.Expect(gitserver.Git(t, bare, "tag")).To(Equal("base/v1"), "git stays")
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,9 +97,11 @@ type GitRepository struct {
 	Branch string `json:"branch,omitempty"`
 
 	// Directory is the folder inside the repository that holds the
-	// packages; empty means the repository root.
+	// packages; empty or "/" means the repository root. A leading or
+	// trailing slash is ignored ("/catalog" is "catalog", as Porch writes
+	// it).
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="must be a relative path without '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.contains('//')",message="must be a path without '..' or '//'"
 	// +optional
 	Directory string `json:"directory,omitempty"`
 
@@ -144,11 +147,23 @@ type OCIRepository struct {
 
 // SecretRef names a Secret in the same namespace.
 type SecretRef struct {
-	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
+	// Name of the Secret; empty names none (porchctl repo reg writes
+	// secretRef.name "" for a repository without credentials).
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
+
+// SecretName is the name of the Secret ref names; "" for none.
+func (ref *SecretRef) SecretName() string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+// Dir is the folder that holds the packages, without leading or trailing
+// slashes: "" for the repository root.
+func (g *GitRepository) Dir() string { return strings.Trim(g.Directory, "/") }
 
 // RemoteUnavailableReason is the reason of a Repository's Ready=False
 // while its git server does not answer (or is left alone for a while
@@ -165,6 +180,12 @@ type RepositorySync struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="sync.period must be from 1s to 8760h"
 	// +optional
 	Period *metav1.Duration `json:"period,omitempty"`
+
+	// RunOnceAt asks for one sync at this time, besides the periodic ones
+	// (what porchctl repo sync writes): a new value also makes the
+	// controller sync at once.
+	// +optional
+	RunOnceAt *metav1.Time `json:"runOnceAt,omitempty"`
 }
 
 // RepositoryStatus is the observed state of a Repository.

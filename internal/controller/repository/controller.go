@@ -234,7 +234,19 @@ func (r *Reconciler) reconcileSync(ctx context.Context, s *scope) (ctrl.Result, 
 	default:
 		metrics.RepositorySyncs.WithLabelValues("unchanged").Inc()
 	}
-	return reconciler.Periodic(r.syncPeriod(s.repo)), nil
+	return reconciler.Periodic(r.nextSync(s.repo, time.Now())), nil
+}
+
+// nextSync is how long until the next sync: the sync period, or less when
+// a one-time sync (spec.sync.runOnceAt, porchctl repo sync) is due sooner.
+func (r *Reconciler) nextSync(repo *configv1alpha1.Repository, now time.Time) time.Duration {
+	next := r.syncPeriod(repo)
+	if repo.Spec.Sync != nil && repo.Spec.Sync.RunOnceAt != nil {
+		if until := repo.Spec.Sync.RunOnceAt.Sub(now); until > 0 && until < next {
+			next = until
+		}
+	}
+	return next
 }
 
 // reconcileDelete removes the Repository's PackageRevision objects (git is

@@ -39,12 +39,12 @@ func openFailure(repo *configv1alpha1.Repository, err error, retry time.Duration
 func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg string) {
 	switch {
 	case errors.Is(err, store.ErrAuthentication) && repo.Spec.OCI != nil:
-		if ref := repo.Spec.OCI.SecretRef; ref != nil {
-			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, ref.Name)
+		if name := repo.Spec.OCI.SecretRef.SecretName(); name != "" {
+			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, name)
 		}
 		return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; the registry needs credentials: set spec.oci.secretRef", err)
 	case errors.Is(err, store.ErrAuthentication):
-		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef != nil {
+		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef.SecretName() != "" {
 			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
 		}
 		if repo.Spec.Git != nil && store.HasCredentials(repo.Spec.Git.Repo) {

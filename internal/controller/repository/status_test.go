@@ -98,3 +98,23 @@ func expectCondition(g Gomega, repo *configv1alpha1.Repository, typ string, stat
 		g.Expect(c.Reason).To(Equal(reason), typ)
 	}
 }
+
+// The next sync comes after the sync period, or at a one-time sync
+// (porchctl repo sync's runOnceAt) due sooner; one in the past or later
+// than the period changes nothing.
+func TestNextSync(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{Options: Options{SyncPeriod: 5 * time.Minute}}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	repo := &configv1alpha1.Repository{}
+	g.Expect(r.nextSync(repo, now)).To(Equal(5 * time.Minute))
+	repo.Spec.Sync = &configv1alpha1.RepositorySync{RunOnceAt: &metav1.Time{Time: now.Add(time.Minute)}}
+	g.Expect(r.nextSync(repo, now)).To(Equal(time.Minute))
+	repo.Spec.Sync.RunOnceAt = &metav1.Time{Time: now.Add(-time.Minute)}
+	g.Expect(r.nextSync(repo, now)).To(Equal(5 * time.Minute))
+	repo.Spec.Sync.RunOnceAt = &metav1.Time{Time: now.Add(time.Hour)}
+	g.Expect(r.nextSync(repo, now)).To(Equal(5 * time.Minute))
+	repo.Spec.Sync.Period = &metav1.Duration{Duration: 30 * time.Second}
+	repo.Spec.Sync.RunOnceAt = &metav1.Time{Time: now.Add(10 * time.Second)}
+	g.Expect(r.nextSync(repo, now)).To(Equal(10 * time.Second))
+}
