@@ -381,6 +381,17 @@ func TestPackageRevisionResources_badInput(t *testing.T) {
 		{"invalid YAML", "broken.yaml", "apiVersion: v1\nkind: [ConfigMap\n", `spec.resources[broken.yaml]: Invalid value: "": not valid YAML`, apierrors.IsInvalid},
 		{"a path out of the package", "../escape.yaml", "a: 1\n", `spec.resources[../escape.yaml]`, apierrors.IsInvalid},
 		{"an absolute path", "/etc/passwd", "x\n", `spec.resources[/etc/passwd]`, apierrors.IsInvalid},
+		// Paths no git can hold: refused before they are written, so they
+		// never stop the repository's other packages.
+		{"git's own folder", ".git/config", "x\n", `spec.resources[.git/config]: Invalid value: ".git/config": a path inside the package that git can hold: ".git" is git's own folder`, apierrors.IsInvalid},
+		{"a git hook", ".git/hooks/post-checkout", "#!/bin/sh\n", `spec.resources[.git/hooks/post-checkout]`, apierrors.IsInvalid},
+		{"git's folder in capitals", "sub/.GIT/config", "x\n", `".GIT" is git's own folder`, apierrors.IsInvalid},
+		{"git's folder with a trailing dot", ".git./config", "x\n", `".git." is git's own folder`, apierrors.IsInvalid},
+		{"a NUL", "a\x00b.yaml", "a: 1\n", `spec.resources["a\x00b.yaml"]: Invalid value: "a\x00b.yaml": a path inside the package that git can hold: control character U+0000`, apierrors.IsInvalid},
+		{"a newline", "a\nb.yaml", "a: 1\n", `control character U+000A`, apierrors.IsInvalid},
+		{"a right-to-left override", "evil\u202Elmay.sh", "x\n", `control character U+202E`, apierrors.IsInvalid},
+		{"a name of spaces", "   ", "x\n", `a name of only spaces`, apierrors.IsInvalid},
+		{"a file inside the Kptfile", "Kptfile/x", "x\n", `spec.resources: Invalid value: "": Kptfile is a file, and Kptfile/x puts a file inside it`, apierrors.IsInvalid},
 		{"a file over the limit", "big.txt", strings.Repeat("x", int(testLimits.FileBytes)+1), "file big.txt of package app (65537) is over the max-file-size limit of 64Ki", apierrors.IsRequestEntityTooLargeError},
 		// Larger than a generic API server reads (3 MiB): still named.
 		{"a 5 MiB file", "huge.bin", strings.Repeat("y", 5<<20), "file huge.bin of package app (5Mi) is over the max-file-size limit of 64Ki", apierrors.IsRequestEntityTooLargeError},

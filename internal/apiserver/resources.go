@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -365,10 +368,18 @@ func (r *resources) contents(name, pkgPath string, in map[string]string) (map[st
 			continue
 		}
 		if err := pkg.ValidPath(name); err != nil {
-			errs = append(errs, field.Invalid(res.Key(name), shortName(name), "a path inside the package (relative, no .., no \\)"))
+			// A name with what a terminal would act on is shown quoted.
+			key := shortName(name)
+			if q := strconv.Quote(key); q != `"`+key+`"` {
+				key = q
+			}
+			errs = append(errs, field.Invalid(res.Key(key), shortName(name), "a path inside the package that git can hold: "+strings.TrimPrefix(err.Error(), "invalid package file path "+strconv.Quote(name)+": ")))
 			continue
 		}
 		files[name] = []byte(data)
+	}
+	if conflict := pkg.PathConflict(slices.Collect(maps.Keys(files))); conflict != "" {
+		errs = append(errs, field.Invalid(res, "", conflict))
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(resourcesKind, name, errs)

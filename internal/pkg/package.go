@@ -12,9 +12,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	"github.com/scion-dev/scion/internal/kptfile"
@@ -139,13 +142,59 @@ func (p *Package) EditKptfile(mutate func(*kptfilev1.KptFile) error) error {
 }
 
 // ValidPath checks that name is a clean, relative, slash-separated path
-// that stays inside the package.
+// that stays inside the package and that git and every checkout can hold:
+// valid UTF-8, no control characters or bidirectional overrides (a name
+// that reads as another), no segment that is only spaces, and no .git
+// segment in any case or with trailing dots or spaces (git refuses to
+// check such a tree out, so one such file would stop every package of
+// its repository).
 func ValidPath(name string) error {
 	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == "." ||
 		strings.HasPrefix(name, "../") || name == ".." || strings.Contains(name, "\\") {
 		return fmt.Errorf("invalid package file path %q", name)
 	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("invalid package file path %q: not UTF-8", name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || bidiControl(r) {
+			return fmt.Errorf("invalid package file path %q: control character %U", name, r)
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if strings.TrimSpace(seg) == "" {
+			return fmt.Errorf("invalid package file path %q: a name of only spaces", name)
+		}
+		if strings.EqualFold(strings.TrimRight(seg, ". "), ".git") {
+			return fmt.Errorf("invalid package file path %q: %q is git's own folder, which no repository can hold", name, seg)
+		}
+	}
 	return nil
+}
+
+// bidiControl says whether r changes the direction text is shown in
+// (U+202A to U+202E, U+2066 to U+2069, and the marks U+200E, U+200F,
+// U+061C).
+func bidiControl(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// PathConflict names a file whose path is also a folder of another file
+// of paths (Kptfile and Kptfile/x): no tree can hold both. "" when there
+// is none.
+func PathConflict(paths []string) string {
+	files := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		files[p] = true
+	}
+	for _, p := range slices.Sorted(slices.Values(paths)) {
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			if files[dir] {
+				return fmt.Sprintf("%s is a file, and %s puts a file inside it", dir, p)
+			}
+		}
+	}
+	return ""
 }
 
 // ReadDir reads a package from a directory on disk. The .git directory is

@@ -191,3 +191,23 @@ func TestPackage_setResourcesBareMapping(t *testing.T) {
 	got, _ := p.File("cm.yaml")
 	g.Expect(string(got)).To(Equal(odd))
 }
+
+// Files whose names git and checkouts hold are accepted, dotfiles
+// included; .git in any spelling, control and direction characters and
+// names of spaces are not; a file cannot also be a folder.
+func TestValidPath_whatGitHolds(t *testing.T) {
+	g := NewWithT(t)
+	for _, ok := range []string{"Kptfile", "a/b.yaml", ".gitignore", ".github/workflows/ci.yaml", "ünïcode/ß.yaml", "with space.yaml", "a.git/x"} {
+		g.Expect(ValidPath(ok)).To(Succeed(), ok)
+	}
+	for bad, why := range map[string]string{
+		".git/config": `".git" is git's own folder`, "x/.Git/hooks/pre-commit": `".Git" is git's own folder`, ".git /x": `".git " is git's own folder`,
+		"a\x00b": "control character U+0000", "a\tb": "control character U+0009", "a\u202Eb": "control character U+202E", "a\u2066b": "control character U+2066",
+		" ": "a name of only spaces", "a/  /b": "a name of only spaces", "bad\xffutf8": "not UTF-8", "../x": "invalid package file path",
+	} {
+		g.Expect(ValidPath(bad)).To(MatchError(ContainSubstring(why)), "%q", bad)
+	}
+	g.Expect(PathConflict([]string{"Kptfile", "Kptfile/x", "a.yaml"})).To(Equal("Kptfile is a file, and Kptfile/x puts a file inside it"))
+	g.Expect(PathConflict([]string{"a/b/c", "a/b"})).To(Equal("a/b is a file, and a/b/c puts a file inside it"))
+	g.Expect(PathConflict([]string{"Kptfile", "a/b", "a/c"})).To(BeEmpty())
+}
