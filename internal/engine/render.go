@@ -383,3 +383,44 @@ func matches(s kptfilev1.Selector, n *yaml.RNode) bool {
 	}
 	return true
 }
+
+// CheckFunctions resolves every function of every pipeline in p (the
+// root's and its subpackages') without running any: what the runtime's
+// policy refuses (an exec function where exec is disabled, an image not
+// allowed) is an error naming the Kptfile and the function, so that a
+// caller refuses the package before writing it anywhere.
+func CheckFunctions(p *pkg.Package, rt Resolver) error {
+	if rt == nil {
+		return nil
+	}
+	for _, name := range p.Paths() {
+		if path.Base(name) != kptfilev1.KptFileName {
+			continue
+		}
+		data, _ := p.File(name)
+		kf, err := kptfile.Parse(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if kf.Pipeline == nil {
+			continue
+		}
+		for _, l := range []struct {
+			name string
+			fns  []kptfilev1.Function
+		}{{"mutators", kf.Pipeline.Mutators}, {"validators", kf.Pipeline.Validators}} {
+			for i, f := range l.fns {
+				// Refused by policy, not by what the machine lacks now (a
+				// container runtime): the render reports the rest.
+				if _, err := rt.Resolve(f); errors.Is(err, fn.ErrExecDisabled) || errors.Is(err, fn.ErrImageNotAllowed) {
+					what := f.Image
+					if f.Exec != "" {
+						what = "exec: " + f.Exec
+					}
+					return fmt.Errorf("%s: pipeline.%s[%d] (%s): %w", name, l.name, i, what, err)
+				}
+			}
+		}
+	}
+	return nil
+}

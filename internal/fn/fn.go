@@ -138,6 +138,10 @@ func Describe(f kptfilev1.Function) string {
 	return fmt.Sprintf("%q", what)
 }
 
+// ErrExecDisabled is the refusal of an exec function by a runtime that
+// runs none (DisableExec).
+var ErrExecDisabled = errors.New("exec functions are disabled")
+
 // Resolve returns the function for a pipeline entry: a builtin when the
 // image's name matches one, an exec function for exec, a container
 // otherwise. Its errors do not name the entry: the caller does (a render
@@ -146,7 +150,7 @@ func (r *Runtime) Resolve(f kptfilev1.Function) (Function, error) {
 	switch {
 	case f.Exec != "":
 		if r.DisableExec {
-			return nil, errors.New("exec functions are disabled")
+			return nil, ErrExecDisabled
 		}
 		return &Exec{Path: f.Exec, Timeout: r.timeout()}, nil
 	case f.Image != "":

@@ -20,7 +20,15 @@ const (
 	DownstreamReadyReason = "DownstreamReady"
 	MutationFailedReason  = "MutationFailed"
 	RenderFailedReason    = "RenderFailed"
+	// FunctionRefusedReason: the pipeline has a function the controller's
+	// policy refuses (an exec function, an image not allowed); nothing
+	// is written.
+	FunctionRefusedReason = "FunctionRefused"
 )
+
+// ErrFunctionRefused is matched by the error of a variant whose pipeline
+// has a function the runtime's policy refuses: nothing was written.
+var ErrFunctionRefused = errors.New("the pipeline has a function this controller does not run")
 
 // Input is what producing a variant's downstream package needs.
 type Input struct {
@@ -92,6 +100,9 @@ func Produce(ctx context.Context, in Input) (Output, error) {
 	out.Conditions = append(out.Conditions, conditionsOf(out.Outcome)...)
 	if err != nil {
 		return fail(MutationFailedReason, err)
+	}
+	if err := engine.CheckFunctions(p, in.Runtime); err != nil {
+		return fail(FunctionRefusedReason, fmt.Errorf("%w: %w; nothing is written", ErrFunctionRefused, err))
 	}
 	rendered, _, err := engine.Render(ctx, p, in.Runtime)
 	if err != nil {

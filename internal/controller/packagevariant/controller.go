@@ -582,6 +582,8 @@ func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Resul
 	switch {
 	case out.Package == nil && errors.Is(err, variant.ErrNoPackageContext):
 		return ctrl.Result{}, reconciler.Stall(variant.MutationFailedReason, "%v", err)
+	case out.Package == nil && errors.Is(err, variant.ErrFunctionRefused):
+		return ctrl.Result{}, reconciler.Stall(variant.FunctionRefusedReason, "%v", err)
 	case out.Package == nil:
 		return ctrl.Result{}, err
 	case err != nil && !errors.As(err, &renderErr):

@@ -23,6 +23,7 @@ import (
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
+	"github.com/scion-dev/scion/internal/variant"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
@@ -571,23 +572,35 @@ func TestPackageVariant_movedIntoTheShard(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// A tenant's pipeline naming an image that is not a builtin does not run
-// it: the controller runs, as containers, only the images an administrator
-// allows (--function-images; none here, as by default), and refuses the
-// image before looking for a container runtime: the variant stalls naming
-// the image and the flag (its draft records the failed render, as for any
-// pipeline that fails).
-func TestPackageVariant_imageNotAllowed(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns, _, _ := setup(t)
-	pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
-	pv.Spec.Pipeline.Mutators = append(pv.Spec.Pipeline.Mutators, kptfilev1.Function{Image: "evil.example.com/rm-rf:latest", ConfigMap: map[string]string{"path": "/"}})
-	g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		_, c := stalled(g, pv, "RenderFailed")
-		g.Expect(c.Message).To(ContainSubstring("image evil.example.com/rm-rf:latest is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images"))
-	}, timeout, interval).Should(Succeed())
+// A pipeline function the controller's policy refuses stalls the variant
+// before anything is written to git: an image an administrator did not
+// allow (--function-images; none here, as by default), refused before
+// looking for a container runtime, naming the image and the flag; an exec
+// function (the controller runs none), naming the Kptfile's entry.
+func TestPackageVariant_functionRefusedBeforeWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   kptfilev1.Function
+		want string
+	}{
+		{"image not allowed", kptfilev1.Function{Image: "evil.example.com/rm-rf:latest", ConfigMap: map[string]string{"path": "/"}},
+			"image evil.example.com/rm-rf:latest is not a builtin and is not allowed to run as a container here: an administrator lets images run with --function-images"},
+		{"exec", kptfilev1.Function{Exec: "/bin/sh"}, "Kptfile: pipeline.mutators[0] (exec: /bin/sh): exec functions are disabled; nothing is written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns, _, cluster := setup(t)
+			pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+			pv.Spec.Pipeline.Mutators = append([]kptfilev1.Function{tc.fn}, pv.Spec.Pipeline.Mutators...)
+			g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				_, c := stalled(g, pv, variant.FunctionRefusedReason)
+				g.Expect(c.Message).To(ContainSubstring(tc.want))
+			}, timeout, interval).Should(Succeed())
+			g.Expect(drafts(t, cluster)).To(BeEmpty(), "nothing was written to git")
+		})
+	}
 }
 
 // A pipeline that fails to render stalls the variant with the function's

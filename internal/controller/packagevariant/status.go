@@ -48,6 +48,16 @@ func readyCondition(conds []metav1.Condition) metav1.Condition {
 	if ensured == nil {
 		return metav1.Condition{}
 	}
+	if ensured.Status == metav1.ConditionTrue {
+		// A draft written for dependencies that only a person can fix
+		// (refused for a conflict, missing, unsatisfiable) is not Ready;
+		// one waiting for its dependencies' publication is.
+		for _, c := range conds {
+			if c.Type == configv1alpha1.DependenciesReadyCondition && c.Status == metav1.ConditionFalse && c.Reason != pkgdeps.DependencyPendingReason {
+				return metav1.Condition{Status: metav1.ConditionFalse, Reason: c.Reason, Message: "the downstream draft is written, but its dependencies are not ready: " + c.Message}
+			}
+		}
+	}
 	return metav1.Condition{Status: ensured.Status, Reason: ensured.Reason, Message: ensured.Message}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
@@ -92,4 +93,25 @@ func TestSetStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A written draft whose dependencies only a person can fix (refused for a
+// conflict, missing, unsatisfiable) is not Ready, naming them; one whose
+// dependencies wait to be published is.
+func TestReadyCondition_dependencies(t *testing.T) {
+	g := NewWithT(t)
+	ensured := metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionTrue, Reason: "DownstreamReady", Message: "the downstream draft reflects the variant"}
+	deps := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: configv1alpha1.DependenciesReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	}
+	c := readyCondition([]metav1.Condition{ensured, deps(pkgdeps.DependencyConflictReason, "widget-crds is at 0.9.0, put there by someone else")})
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(pkgdeps.DependencyConflictReason))
+	g.Expect(c.Message).To(Equal("the downstream draft is written, but its dependencies are not ready: widget-crds is at 0.9.0, put there by someone else"))
+	g.Expect(readyCondition([]metav1.Condition{ensured, deps(pkgdeps.DependenciesUnsatisfiableReason, "no version")}).Status).To(Equal(metav1.ConditionFalse))
+	c = readyCondition([]metav1.Condition{ensured, deps(pkgdeps.DependencyPendingReason, "widget-crds is a draft")})
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "waiting for a publication")
+	g.Expect(c.Reason).To(Equal("DownstreamReady"))
+	c = readyCondition([]metav1.Condition{{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: "RenderFailed", Message: "x"}, deps(pkgdeps.DependencyConflictReason, "y")})
+	g.Expect(c.Reason).To(Equal("RenderFailed"), "the draft's own failure first")
 }
