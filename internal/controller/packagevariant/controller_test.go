@@ -23,9 +23,9 @@ import (
 	"github.com/scion-dev/scion/internal/engine"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
-	"github.com/scion-dev/scion/internal/variant"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
+	"github.com/scion-dev/scion/internal/variant"
 )
 
 func appPackage(replicas string) *pkg.Package {
