@@ -434,9 +434,12 @@ func (c *Client) move(ctx context.Context, name string, annotations map[string]s
 			return nil, refusal(name, err)
 		}
 		got, err := c.wait(ctx, name)
-		if err == nil && got.Spec.Lifecycle != to {
-			// Git had carried out an approval first (a withdrawal that
-			// came too late): the controller shows it Published.
+		if err == nil && got.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && read != porchv1alpha1.LifecycleDraft &&
+			(to == porchv1alpha1.LifecycleDraft || to == porchv1alpha1.LifecycleProposed) {
+			// Taking back an approval git had carried out first (a
+			// withdrawal or rejection that came too late): the
+			// controller shows it Published. (A proposal that a rollout
+			// then approved was carried out: it is not this.)
 			return got, fmt.Errorf("%s: git published it before this request was carried out: it is now %s; nothing was changed: %w", name, describeLifecycle(got), ErrLost)
 		}
 		return got, err
