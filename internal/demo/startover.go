@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -113,7 +114,8 @@ func (o *Options) findLeftovers(ctx context.Context, f *Fleet) (*leftovers, erro
 			l.held = &l.variants[i]
 		}
 		for _, pr := range l.revisionsOf(&pv) {
-			if pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed || pr.GitLifecycle() == porchv1alpha1.LifecycleProposed {
+			pending := pr.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && pr.GitLifecycle() == porchv1alpha1.LifecycleProposed
+			if pr.Spec.Lifecycle == porchv1alpha1.LifecycleProposed || pending {
 				l.proposed = append(l.proposed, pr.Name)
 			}
 		}
@@ -186,6 +188,9 @@ func (o *Options) startOver(ctx context.Context, f *Fleet) error {
 		// rejected.
 		for range 2 {
 			pr, err := rc.Reject(ctx, name)
+			if errors.Is(err, rpkg.ErrLost) {
+				break // moved on meanwhile (published): the sets' move takes it from there
+			}
 			if err != nil {
 				return err
 			}
