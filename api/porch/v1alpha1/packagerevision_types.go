@@ -71,6 +71,10 @@ const (
 	ReadinessGatesNotMetReason = "ReadinessGatesNotMet"
 	// DeleteFailedReason: the revision could not be removed from git.
 	DeleteFailedReason = "DeleteFailed"
+	// PublishedFirstReason (an event): a request to take a revision back
+	// to Draft or Proposed came after git published it; it stays
+	// Published.
+	PublishedFirstReason = "PublishedFirst"
 )
 
 // TaskType is the kind of a task.

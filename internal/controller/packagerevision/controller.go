@@ -335,10 +335,6 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
-// PublishedFirstReason is the event of a request to take a revision back
-// to Draft or Proposed that came after git published it.
-const PublishedFirstReason = "PublishedFirst"
-
 // publishedFirst answers a request to take back a revision git has
 // published already (a withdrawal or rejection that lost the race with
 // its approval, or a publication by another writer): git is the record,
@@ -368,7 +364,7 @@ func (r *Reconciler) publishedFirst(ctx context.Context, s *scope) error {
 	if by != "" {
 		approved = ", approved by " + by
 	}
-	r.Recorder.Eventf(pr, nil, "Warning", PublishedFirstReason, "Lifecycle",
+	r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.PublishedFirstReason, "Lifecycle",
 		"%s was published in git (revision %d%s) before the request to make it %s was carried out: it stays Published; to remove it, propose its deletion", pr.Name, s.rev.Revision, approved, asked)
 	return nil
 }

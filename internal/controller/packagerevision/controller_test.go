@@ -20,7 +20,6 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	kptfilev1 "github.com/scion-dev/scion/api/kptfile/v1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/controller/packagerevision"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/rpkg"
@@ -796,7 +795,7 @@ func TestPackageRevision_withdrawnAfterPublish(t *testing.T) {
 		g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range events.Items {
-			if e.Reason == packagerevision.PublishedFirstReason && e.Regarding.Name == pr.Name {
+			if e.Reason == porchv1alpha1.PublishedFirstReason && e.Regarding.Name == pr.Name {
 				notes = append(notes, e.Note)
 			}
 		}

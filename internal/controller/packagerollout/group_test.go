@@ -367,6 +367,17 @@ func TestRollout_groupBadInput(t *testing.T) {
 		Targets:  []configv1alpha2.Target{{Repositories: []configv1alpha2.RepositoryTarget{{Name: "cluster-02", PackageNames: []string{"copy"}}}}},
 	}}
 	g.Expect(k8sClient.Create(ctx, set)).To(Succeed())
+	// The set's variant writes into cluster-02's repository: it is gone,
+	// and done writing, before the test's folders are removed.
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(ctx, set)
+		_ = k8sClient.DeleteAllOf(ctx, &configv1alpha1.PackageVariant{}, client.InNamespace(f.ns))
+		NewWithT(t).Eventually(func(g Gomega) {
+			pvs := &configv1alpha1.PackageVariantList{}
+			g.Expect(k8sClient.List(ctx, pvs, client.InNamespace(f.ns))).To(Succeed())
+			g.Expect(pvs.Items).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+	})
 	// The set's existence brings the rollout back only with a change of
 	// its spec (nothing watches sets for rollouts): resume it.
 	g.Eventually(func() error {
