@@ -12,6 +12,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	configv1alpha2 "github.com/scion-dev/scion/api/config/v1alpha2"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkgservice"
 )
 
 // maxUsersNamed bounds the users an in-use refusal names.
@@ -19,9 +20,10 @@ const maxUsersNamed = 3
 
 // usage finds what uses a published revision as its upstream.
 type usage struct {
-	// api reads PackageVariants and PackageVariantSets; storage the
-	// stored PackageRevisions.
-	api, storage client.Reader
+	// api reads PackageVariants and PackageVariantSets.
+	api client.Reader
+	// storage lists the revisions, from the server's copy when it can.
+	storage *storage
 }
 
 // users names what uses pr in its namespace (objects being deleted do
@@ -55,8 +57,8 @@ func (u *usage) users(ctx context.Context, pr *porchv1alpha1.PackageRevision) ([
 		}
 	}
 	if pr.Status.Commit != "" {
-		revs := &porchv1alpha1.PackageRevisionList{}
-		if err := u.storage.List(ctx, revs, ns); err != nil {
+		revs, err := u.storage.listShown(ctx, pr.Namespace, nil)
+		if err != nil {
 			return nil, fmt.Errorf("listing PackageRevisions: %w", err)
 		}
 		for _, r := range revs.Items {
@@ -117,5 +119,5 @@ func refuseDirectDelete(pr *porchv1alpha1.PackageRevision) error {
 		return nil
 	}
 	return apierrors.NewForbidden(porchv1alpha1.GroupVersion.WithResource("packagerevisions").GroupResource(), pr.Name,
-		fmt.Errorf("PackageRevision %s is Published and is not deleted directly, by anyone: propose its deletion first (scion rpkg propose-delete %s), then approve it (scion rpkg delete %s)", pr.Name, pr.Name, pr.Name))
+		fmt.Errorf("PackageRevision %s is Published and is not deleted directly, by anyone: %s", pr.Name, pkgservice.DeleteAdvice(pr.Name)))
 }

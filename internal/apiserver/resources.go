@@ -367,13 +367,13 @@ func (r *resources) contents(name, pkgPath string, in map[string]string) (map[st
 		if name == revisionMetadataFile {
 			continue
 		}
-		if err := pkg.ValidPath(name); err != nil {
+		if problem := pkg.PathProblem(name); problem != "" {
 			// A name with what a terminal would act on is shown quoted.
 			key := shortName(name)
 			if q := strconv.Quote(key); q != `"`+key+`"` {
 				key = q
 			}
-			errs = append(errs, field.Invalid(res.Key(key), shortName(name), "a path inside the package that git can hold: "+strings.TrimPrefix(err.Error(), "invalid package file path "+strconv.Quote(name)+": ")))
+			errs = append(errs, field.Invalid(res.Key(key), shortName(name), "a path inside the package that git can hold: "+problem))
 			continue
 		}
 		files[name] = []byte(data)

@@ -110,21 +110,9 @@ func nameFields(pr *porchv1alpha1.PackageRevision) field.ErrorList {
 // them (listCache), else from the storage.
 func (r *revisions) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	ns, _ := request.NamespaceFrom(ctx)
-	list, ok, err := r.storage.cache.list(ctx, ns, opts)
+	list, err := r.storage.listShown(ctx, ns, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		v1opts, err := listOptions(opts)
-		if err != nil {
-			return nil, err
-		}
-		if list, err = r.storage.list(ctx, ns, v1opts); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			porchShape(&list.Items[i])
-		}
 	}
 	for i := range list.Items {
 		r.storage.upstreams.show(ctx, &list.Items[i])

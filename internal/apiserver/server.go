@@ -132,7 +132,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	st.cache = newListCache()
-	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer, usage: &usage{api: c, storage: sc}}
+	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer, usage: &usage{api: c, storage: st}}
 	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupVersion.Group, apiScheme, metav1.ParameterCodec, apiCodecs)
 	group.VersionedResourcesStorageMap[porchv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
 		"packagerevisions":          revs,

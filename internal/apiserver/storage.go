@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -76,6 +77,27 @@ func (s *storage) get(ctx context.Context, ns, name string, opts *metav1.GetOpti
 	err := s.rc.Get().Namespace(ns).Resource(revisionsResource).Name(name).
 		VersionedParams(opts, metav1.ParameterCodec).Do(ctx).Into(out)
 	return s.answer(out, err)
+}
+
+// listShown lists revisions as Porch's clients are shown them (before
+// the upstream names): from the server's copy when it can answer opts
+// (listCache), else from the storage.
+func (s *storage) listShown(ctx context.Context, ns string, opts *metainternalversion.ListOptions) (*porchv1alpha1.PackageRevisionList, error) {
+	list, ok, err := s.cache.list(ctx, ns, opts)
+	if err != nil || ok {
+		return list, err
+	}
+	v1opts, err := listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if list, err = s.list(ctx, ns, v1opts); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		porchShape(&list.Items[i])
+	}
+	return list, nil
 }
 
 func (s *storage) list(ctx context.Context, ns string, opts *metav1.ListOptions) (*porchv1alpha1.PackageRevisionList, error) {

@@ -142,34 +142,44 @@ func (p *Package) EditKptfile(mutate func(*kptfilev1.KptFile) error) error {
 }
 
 // ValidPath checks that name is a clean, relative, slash-separated path
-// that stays inside the package and that git and every checkout can hold:
-// valid UTF-8, no control characters or bidirectional overrides (a name
-// that reads as another), no segment that is only spaces, and no .git
-// segment in any case or with trailing dots or spaces (git refuses to
-// check such a tree out, so one such file would stop every package of
-// its repository).
+// that stays inside the package and that git and every checkout can hold
+// (PathProblem says what is wrong).
 func ValidPath(name string) error {
+	if problem := PathProblem(name); problem != "" {
+		return fmt.Errorf("invalid package file path %q: %s", name, problem)
+	}
+	return nil
+}
+
+// PathProblem says why name cannot be a package file path, or "": it
+// must be clean, relative, slash-separated and stay inside the package;
+// valid UTF-8, with no control characters or bidirectional overrides (a
+// name that reads as another), no segment that is only spaces, and no
+// .git segment in any case or with trailing dots or spaces (git refuses
+// to check such a tree out, so one such file would stop every package of
+// its repository).
+func PathProblem(name string) string {
 	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == "." ||
 		strings.HasPrefix(name, "../") || name == ".." || strings.Contains(name, "\\") {
-		return fmt.Errorf("invalid package file path %q", name)
+		return "not a clean relative path inside the package (no .., no \\)"
 	}
 	if !utf8.ValidString(name) {
-		return fmt.Errorf("invalid package file path %q: not UTF-8", name)
+		return "not UTF-8"
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) || bidiControl(r) {
-			return fmt.Errorf("invalid package file path %q: control character %U", name, r)
+			return fmt.Sprintf("control character %U", r)
 		}
 	}
 	for _, seg := range strings.Split(name, "/") {
 		if strings.TrimSpace(seg) == "" {
-			return fmt.Errorf("invalid package file path %q: a name of only spaces", name)
+			return "a name of only spaces"
 		}
 		if strings.EqualFold(strings.TrimRight(seg, ". "), ".git") {
-			return fmt.Errorf("invalid package file path %q: %q is git's own folder, which no repository can hold", name, seg)
+			return fmt.Sprintf("%q is git's own folder, which no repository can hold", seg)
 		}
 	}
-	return nil
+	return ""
 }
 
 // bidiControl says whether r changes the direction text is shown in

@@ -60,10 +60,6 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 			return rev, err
 		}
 		return s.Move(ctx, repo, repoName, deployment, pr, proposed)
-	case have == porchv1alpha1.LifecyclePublished:
-		// Asked of a revision git published already (a withdrawal that
-		// came after the approval was carried out).
-		return rev, invalid("spec.lifecycle: the revision is Published in git and cannot become %s: set spec.lifecycle back to Published, or propose its deletion (DeletionProposed)", want)
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}
@@ -93,4 +89,10 @@ func (s *Service) HandOverLatest(ctx context.Context, repoObj *configv1alpha1.Re
 		errs = append(errs, client.IgnoreNotFound(s.Client.Patch(ctx, pr, patch)))
 	}
 	return errors.Join(errs...)
+}
+
+// DeleteAdvice is how a Published revision is deleted: its deletion
+// proposed, then approved.
+func DeleteAdvice(name string) string {
+	return fmt.Sprintf("propose its deletion first (scion rpkg propose-delete %s), then approve it (scion rpkg delete %s)", name, name)
 }

@@ -503,7 +503,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		// still reach the storage): git keeps the revision, and the
 		// next sync shows it again.
 		r.Recorder.Eventf(pr, nil, "Warning", porchv1alpha1.DeleteFailedReason, "Delete",
-			"%s is Published and is not deleted directly: git keeps it and it is shown again; propose its deletion first (scion rpkg propose-delete %s), then approve it (scion rpkg delete %s)", pr.Name, pr.Name, pr.Name)
+			"%s is Published and is not deleted directly: git keeps it and it is shown again; %s", pr.Name, pkgservice.DeleteAdvice(pr.Name))
 		if err := pkgservice.RequestSync(ctx, r.Client, s.repoObj); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -45,7 +45,7 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 		return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; the registry needs credentials: set spec.oci.secretRef", err)
 	case errors.Is(err, store.ErrAuthentication):
 		if repo.Spec.Git != nil && repo.Spec.Git.SecretRef.SecretName() != "" {
-			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.Name)
+			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; check the credentials in secret %s/%s", err, repo.Namespace, repo.Spec.Git.SecretRef.SecretName())
 		}
 		if repo.Spec.Git != nil && store.HasCredentials(repo.Spec.Git.Repo) {
 			return configv1alpha1.AuthenticationFailedReason, fmt.Sprintf("%s; fix the credentials in spec.git.repo, or better, move them into a Secret named in spec.git.secretRef", err)
