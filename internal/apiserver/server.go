@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -105,11 +106,15 @@ func New(o Options) (*Server, error) {
 	if err := rec.ApplyTo(cfg); err != nil {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
-	// A push carries a whole package (nothing is stored in etcd): the
-	// body may be as large as the package limit allows, JSON-escaped, so
-	// that a file over a limit is refused naming it rather than with the
-	// generic server's 3 MiB cap.
-	cfg.MaxRequestBodyBytes = maxBody(o.Limits)
+	// A push carries a whole package (nothing is stored in etcd): its
+	// body may be as large as the package limit (and the object around
+	// the files), not the generic server's 3 MiB; one declared larger is
+	// refused unread, and the pushes read at once are bounded.
+	pushes := newPushLimit(o.Limits)
+	cfg.MaxRequestBodyBytes = pushes.max
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(pushes.wrap(h), c)
+	}
 	generic, err := cfg.Complete().New("scion-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -145,16 +150,6 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{generic: generic, storage: st}, nil
-}
-
-// maxBody is the largest request the server reads: twice the package
-// size limit (JSON escaping) and a MiB for the rest.
-func maxBody(l store.Limits) int64 {
-	size := l.PackageBytes
-	if size <= 0 {
-		size = store.DefaultLimits.PackageBytes
-	}
-	return 2*size + 1<<20
 }
 
 // Run serves until ctx is done, keeping the copy lists are served from

@@ -250,7 +250,11 @@ func (s *solver) indexInstalled() error {
 			return fmt.Errorf("installed package in %s has no revision", in.Dir)
 		}
 		if r.Err != nil {
-			return fmt.Errorf("installed package %s in %s cannot be read: %w", r.Package, in.Dir, r.Err)
+			// A package that cannot be read (a declaration that does not
+			// parse, a file no checkout holds) constrains nothing: its
+			// own revision says why, and one bad package does not stop
+			// every other package of its repository.
+			continue
 		}
 		if s.typeOf(r.Package) == configv1alpha1.NoRestrictions {
 			s.instances[r.Package] = append(s.instances[r.Package], in)

@@ -146,10 +146,30 @@ func (p *Package) EditKptfile(mutate func(*kptfilev1.KptFile) error) error {
 // (PathProblem says what is wrong).
 func ValidPath(name string) error {
 	if problem := PathProblem(name); problem != "" {
-		return fmt.Errorf("invalid package file path %q: %s", name, problem)
+		return &PathError{Path: name, Problem: problem}
 	}
 	return nil
 }
+
+// InvalidPathReason is the reason of a condition of an object stalled on
+// a PathError: a package holds a file no checkout can hold, which no
+// retry mends.
+const InvalidPathReason = "InvalidPath"
+
+// PathError is a package file path that breaks PathProblem's rule.
+// Reconcilers stall on it (StallReason): the package must change.
+type PathError struct {
+	// Path is the file's path in the package, Problem what is wrong with
+	// it.
+	Path, Problem string
+}
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("invalid package file path %q: %s", e.Path, e.Problem)
+}
+
+// StallReason makes reconcilers stall on it (reconciler.Classify).
+func (e *PathError) StallReason() string { return InvalidPathReason }
 
 // PathProblem says why name cannot be a package file path, or "": it
 // must be clean, relative, slash-separated and stay inside the package;

@@ -95,10 +95,17 @@ func (r *Reader) declaration(ctx context.Context, st store.Store, rev store.Revi
 		return d, nil
 	}
 	p, err := st.Read(ctx, rev)
-	if err != nil {
+	switch {
+	case pkgservice.Unreadable(err):
+		// A package no read of this commit will ever take (a path no
+		// checkout holds, over a limit): it declares nothing and cannot
+		// be used, and the repository's other packages go on.
+		d = declared{commit: rev.Commit, err: err}
+	case err != nil:
 		return declared{}, err
+	default:
+		d = declare(rev, p)
 	}
-	d = declare(rev, p)
 	r.remember(key, d)
 	return d, nil
 }

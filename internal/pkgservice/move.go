@@ -34,9 +34,15 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	if want == "" {
 		want = porchv1alpha1.LifecycleDraft
 	}
-	switch {
-	case want == have:
+	if want == have {
 		return rev, nil
+	}
+	if (have == porchv1alpha1.LifecycleDraft || have == porchv1alpha1.LifecycleProposed) && want != porchv1alpha1.LifecycleDraft {
+		if err := checkContents(ctx, repo, rev); err != nil {
+			return rev, err
+		}
+	}
+	switch {
 	case have == porchv1alpha1.LifecycleDraft && want == porchv1alpha1.LifecycleProposed:
 		return repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit)
 	case have == porchv1alpha1.LifecycleProposed && want == porchv1alpha1.LifecycleDraft:
@@ -63,6 +69,17 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}
+}
+
+// checkContents fails when a revision's files cannot all be read (a path
+// no checkout holds, pushed to git by hand; a file over a limit): such a
+// revision is neither proposed nor published, and the error stalls its
+// reconcile, naming the file and the rule.
+func checkContents(ctx context.Context, repo store.Store, rev store.Revision) error {
+	if _, err := repo.Read(ctx, rev); Unreadable(err) {
+		return fmt.Errorf("%s cannot be proposed or published: %w", rev.Package, err)
+	}
+	return nil
 }
 
 // HandOverLatest takes the latest-revision label from the other

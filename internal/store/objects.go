@@ -183,41 +183,73 @@ func (r *Repository) subtree(commit plumbing.Hash, p string) (plumbing.Hash, err
 	return e.Hash, nil
 }
 
-// readTreeFiles reads every file below a tree into a package.
+// readTreeFiles reads every file below a tree into a package. A path no
+// package may hold (pkg.ValidPath: a .git folder, a control character),
+// which git could have been given by hand, fails the read with a
+// *pkg.PathError naming it: the tree is walked here, not by go-git's
+// walker, whose own check fails without saying which rule.
 func (r *Repository) readTreeFiles(tree plumbing.Hash, pkgPath string) (*pkg.Package, error) {
-	t, err := object.GetTree(r.storer, tree)
-	if err != nil {
-		return nil, fmt.Errorf("reading tree %s: %w", tree, err)
-	}
 	files := map[string][]byte{}
 	limits := r.opts.Limits.orDefaults()
 	var total int64
-	err = t.Files().ForEach(func(f *object.File) error {
-		if f.Mode == filemode.Submodule {
-			return nil
-		}
-		// Sizes come from the objects' headers: nothing over a limit is
-		// read into memory.
-		total += f.Blob.Size
-		if err := limits.checkFile(pkgPath, f.Name, f.Blob.Size, len(files)+1, total); err != nil {
-			return err
-		}
-		rd, err := f.Blob.Reader()
+	var walk func(tree plumbing.Hash, dir string) error
+	walk = func(tree plumbing.Hash, dir string) error {
+		t, err := object.GetTree(r.storer, tree)
 		if err != nil {
 			return err
 		}
-		defer rd.Close()
-		data, err := io.ReadAll(rd)
-		if err != nil {
-			return err
+		for _, e := range t.Entries {
+			name := e.Name
+			if dir != "" {
+				name = dir + "/" + e.Name
+			}
+			if err := pkg.ValidPath(name); err != nil {
+				return fmt.Errorf("package %s: %w", pkgPath, err)
+			}
+			switch {
+			case e.Mode == filemode.Submodule:
+				continue
+			case e.Mode == filemode.Dir:
+				if err := walk(e.Hash, name); err != nil {
+					return err
+				}
+				continue
+			}
+			b, err := object.GetBlob(r.storer, e.Hash)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", name, err)
+			}
+			// Sizes come from the objects' headers: nothing over a limit
+			// is read into memory.
+			total += b.Size
+			if err := limits.checkFile(pkgPath, name, b.Size, len(files)+1, total); err != nil {
+				return err
+			}
+			data, err := readBlob(b)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", name, err)
+			}
+			files[name] = data
 		}
-		files[f.Name] = data
 		return nil
-	})
-	if err != nil {
+	}
+	var pathErr *pkg.PathError
+	if err := walk(tree, ""); errors.As(err, &pathErr) || errors.Is(err, ErrLimit) {
+		return nil, err // what the package holds, named already
+	} else if err != nil {
 		return nil, fmt.Errorf("reading tree %s: %w", tree, err)
 	}
 	return pkg.New(files), nil
+}
+
+// readBlob reads a blob's content.
+func readBlob(b *object.Blob) ([]byte, error) {
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
 }
 
 // signature is the author or tagger Scion records.

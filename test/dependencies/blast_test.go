@@ -3,13 +3,17 @@ package dependencies
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdeps"
+	"github.com/scion-dev/scion/internal/testutil/gitserver"
 )
 
 // into is a variant of a catalog package into a folder of cluster-01.
@@ -92,4 +96,67 @@ func TestBlastRadius(t *testing.T) {
 			g.Expect(r.Status).To(Equal(metav1.ConditionTrue), "%s: %s %s", pv.Name, r.Reason, r.Message)
 		}
 	}, timeout, interval).Should(Succeed())
+}
+
+// A package pushed into a deployment repository by hand with git, with a
+// file no checkout can hold (.git/config), does not stop the
+// repository's other packages: a variant installing its dependencies
+// there resolves and is Ready. The bad draft is shown, stalled naming the
+// file and the rule (no retry mends it), and proposing it leaves it a
+// draft in git.
+func TestBlastRadius_badPackage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, cat, cluster := setup(t)
+	cat.publish("lib", "", nil)
+	cat.publish("app", "", []requires{{"lib", "^1"}})
+	kptfile := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: bad\n"
+	gitserver.CommitFiles(t, cluster, "refs/heads/drafts/bad/by-hand", map[string]string{"bad/Kptfile": kptfile, "bad/.git/config": "[core]\n"})
+	gitserver.CommitFiles(t, cluster, "refs/tags/worse/v1", map[string]string{"worse/Kptfile": kptfile, "worse/.GIT/hooks/post-checkout": "#!/bin/sh\n"})
+	// Seen at once: a sync asked for now, as porchctl repo sync does.
+	repo := &configv1alpha1.Repository{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01"}, repo)).To(Succeed())
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Spec.Sync = &configv1alpha1.RepositorySync{RunOnceAt: &metav1.Time{Time: time.Now()}}
+	g.Expect(k8sClient.Patch(ctx, repo, patch)).To(Succeed())
+
+	g.Expect(k8sClient.Create(ctx, variant(ns, "app", "app", "1", &configv1alpha1.Dependencies{Install: true}))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		app := getPV(g, ns, "app")
+		c := condition(g, app, configv1alpha1.DependenciesReadyCondition)
+		g.Expect(c.Reason).To(Equal(pkgdeps.DependencyPendingReason), c.Message)
+		r := condition(g, app, configv1alpha1.ReadyCondition)
+		g.Expect(r.Status).To(Equal(metav1.ConditionTrue), "%s: %s", r.Reason, r.Message)
+	}, timeout, interval).Should(Succeed())
+
+	var bad porchv1alpha1.PackageRevision
+	g.Eventually(func(g Gomega) {
+		list := &porchv1alpha1.PackageRevisionList{}
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var found []string
+		for _, pr := range list.Items {
+			found = append(found, pr.Spec.PackageName)
+			if pr.Spec.PackageName == "bad" {
+				bad = pr
+			}
+		}
+		g.Expect(found).To(ContainElements("bad", "worse"))
+	}, timeout, interval).Should(Succeed())
+	setLifecycle(g, ns, bad.Name, porchv1alpha1.LifecycleProposed)
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: bad.Name}, pr)).To(Succeed())
+		c := prCondition(pr, "Stalled")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(porchv1alpha1.ConditionStatus("True")), "%v", pr.Status.Conditions)
+		g.Expect(c.Reason).To(Equal(pkg.InvalidPathReason))
+		g.Expect(c.Message).To(ContainSubstring(`package bad: invalid package file path ".git": ".git" is git's own folder`))
+		g.Expect(pr.Labels).To(HaveKeyWithValue(porchv1alpha1.LifecycleLabel, string(porchv1alpha1.LifecycleDraft)), "git keeps it a draft")
+	}, timeout, interval).Should(Succeed())
+	// The bad packages are no candidates and no constraints: the variant
+	// is still Ready.
+	g.Consistently(func(g Gomega) {
+		r := condition(g, getPV(g, ns, "app"), configv1alpha1.ReadyCondition)
+		g.Expect(r.Status).To(Equal(metav1.ConditionTrue), "%s: %s", r.Reason, r.Message)
+	}, 2*time.Second, interval).Should(Succeed())
 }

@@ -5,6 +5,7 @@ package gitserver
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,6 +238,26 @@ func SeedRevisions(t testing.TB, bare string, packages, published, resources int
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git fast-import: %v\n%s", err, out)
 	}
+}
+
+// CommitFiles writes, as a person with git would, one commit of files
+// (path: content, a path any git tree takes, such as .git/config, which
+// no checkout holds) to ref of the bare repository, with no parent, and
+// returns its hash.
+func CommitFiles(t testing.TB, bare, ref string, files map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "commit %s\ncommitter Person <person@example.com> 1700000000 +0000\ndata 8\nby hand\n", ref)
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(&b, "M 100644 inline %s\ndata %d\n%s\n", p, len(files[p]), files[p])
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = bare
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git fast-import: %v\n%s", err, out)
+	}
+	return Git(t, bare, "rev-parse", ref)
 }
 
 // Tarpit is a server that accepts connections and never answers, as a
