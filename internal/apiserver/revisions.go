@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
@@ -35,6 +36,9 @@ type revisions struct {
 	authz authorizer.Authorizer
 	// usage finds what uses a revision whose deletion is asked for.
 	usage *usage
+	// egress is the policy the git URLs of clones are checked against
+	// (their hosts that are addresses; names when fetched).
+	egress *egress.Policy
 }
 
 var (
@@ -168,6 +172,9 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 		return nil, err
 	}
 	if err := r.checkSecrets(ctx, nil, stored); err != nil {
+		return nil, err
+	}
+	if err := r.checkEgress(stored); err != nil {
 		return nil, err
 	}
 	if err := r.checkNewPackage(ctx, stored); err != nil {
@@ -507,6 +514,25 @@ func toStorage(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevisio
 		return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
 	}
 	return pr, nil
+}
+
+// checkEgress refuses a clone from a git URL whose host the egress
+// policy denies, naming the field.
+func (r *revisions) checkEgress(pr *porchv1alpha1.PackageRevision) error {
+	var errs field.ErrorList
+	for i, t := range pr.Spec.Tasks {
+		if t.Clone == nil || t.Clone.UpstreamRef.Git == nil {
+			continue
+		}
+		if err := r.egress.CheckURL(t.Clone.UpstreamRef.Git.Repo); err != nil {
+			path := field.NewPath("spec", "tasks").Index(i).Child("clone", "upstreamRef", "git", "repo")
+			errs = append(errs, field.Forbidden(path, err.Error()))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
+	}
+	return nil
 }
 
 // normalizeGit checks a clone's git source and takes Porch's shapes of

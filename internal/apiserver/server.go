@@ -137,7 +137,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	st.cache = newListCache()
-	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer, usage: &usage{api: c, storage: st}}
+	revs := &revisions{storage: st, table: table, authz: cfg.Authorization.Authorizer, usage: &usage{api: c, storage: st}, egress: o.Repositories.Egress}
 	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupVersion.Group, apiScheme, metav1.ParameterCodec, apiCodecs)
 	group.VersionedResourcesStorageMap[porchv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
 		"packagerevisions":          revs,

@@ -27,6 +27,7 @@ type APIServerOptions struct {
 	Server  apiserver.Options
 	Cache   repocache.Cache
 	limits  limitFlags
+	egress  egressFlags
 	address string
 	// registryCAFile is --registry-ca-file.
 	registryCAFile string
@@ -68,6 +69,7 @@ user who asked. Uses the in-cluster configuration, or the kubeconfig of
 	o.functionRunner.add(f)
 	f.StringVar(&o.registryCAFile, "registry-ca-file", "", "PEM file of certificate authorities to trust, besides the system's, for the registries of Repositories of type oci")
 	o.limits.add(f)
+	o.egress.add(f)
 	if kf := flag.CommandLine.Lookup("kubeconfig"); kf != nil {
 		f.AddGoFlag(kf)
 	}
@@ -101,6 +103,11 @@ func (o *APIServerOptions) Complete() error {
 	if err := o.limits.complete(&o.Server.Limits); err != nil {
 		return err
 	}
+	policy, err := o.egress.complete()
+	if err != nil {
+		return err
+	}
+	o.Cache.Egress = policy
 	if err := fn.ValidateImagePatterns(o.Server.FunctionImages); err != nil {
 		return err
 	}
@@ -139,6 +146,9 @@ func (o *APIServerOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	o.Cache.Reader = reader
+	if o.Cache.Egress != nil {
+		o.Cache.Egress.DenyCluster(reader, klog.Background().WithName("egress"))
+	}
 	o.Server.Config = cfg
 	o.Server.Repositories = &o.Cache
 	ctx := ctrl.SetupSignalHandler()

@@ -32,6 +32,7 @@ type ControllerOptions struct {
 	readableKinds  []string
 	gitObjectCache string
 	limits         limitFlags
+	egress         egressFlags
 	functionRunner functionRunnerFlags
 }
 
@@ -77,6 +78,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	f.DurationVar(&o.Manager.SyncPeriod, "sync-period", configv1alpha1.DefaultSyncPeriod, "default time between syncs of a Repository (spec.sync.period overrides it)")
 	f.DurationVar(&o.Manager.ClusterPoll, "cluster-poll", configv1alpha1.DefaultClusterPoll, "how often a deployment Repository's target cluster (spec.cluster) is read while something there moves (a rollout waiting on Flux, say); once all is settled, every minute")
 	o.limits.add(f)
+	o.egress.add(f)
 	f.StringSliceVar(&o.readableKinds, "readable-kinds", []string{kindwatch.DefaultKinds.String()}, "kinds whose objects PackageVariants may inject and PackageVariantSets may select, as Kind.group (ConfigMap, Team.example.com) or *.group; Secrets only when named; the ClusterRole must let the controller get, list and watch them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
@@ -116,6 +118,11 @@ func (o *ControllerOptions) Complete() error {
 	if err := o.limits.complete(&o.Manager.Limits); err != nil {
 		return err
 	}
+	policy, err := o.egress.complete()
+	if err != nil {
+		return err
+	}
+	o.Manager.Egress = policy
 	if err := fn.ValidateImagePatterns(o.Manager.FunctionImages); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/scion-dev/scion/config/rbac"
 	"github.com/scion-dev/scion/internal/apiserver"
 	"github.com/scion-dev/scion/internal/controlplane"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -154,7 +155,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	klog.LogToStderr(false)
 	klog.SetOutput(apiLogFile)
 	apiCtx, stopAPI := context.WithCancel(ctx)
-	repos := &repocache.Cache{Reader: adminClient, Dir: filepath.Join(o.path("apiserver"), "git"), AllowFileRepositories: true}
+	repos := &repocache.Cache{Reader: adminClient, Dir: filepath.Join(o.path("apiserver"), "git"), AllowFileRepositories: true, Egress: devEgress()}
 	api, err := apiserver.RunLocal(apiCtx, rest.CopyConfig(cp.Config), o.Kubeconfig(), o.path("apiserver"), repos, store.Limits{}, devFunctionImages)
 	if err != nil {
 		stopAPI()
@@ -199,6 +200,7 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
 	mgr, err := manager.New(rest.CopyConfig(cp.Config), manager.Options{
 		AllowFileRepositories: true, // the fleet in a box is local git
+		Egress:                devEgress(),
 		FunctionImages:        devFunctionImages,
 		MetricsAddr:           "0", ProbeAddr: "0", CacheDir: o.path("cache"),
 		RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, PackageVariantSetWorkers: 2,
@@ -236,4 +238,15 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		report(fmt.Sprintf("%sthe Scion controller exited: %v (log: %s)", failedPrefix, err, o.path("controller.log")))
 		return fmt.Errorf("the Scion controller exited: %w", err)
 	}
+}
+
+// devEgress is the development environment's egress policy: a
+// controller's default, but that the machine's own loopback (its git
+// servers and registry) may be reached.
+func devEgress() *egress.Policy {
+	p, err := egress.New([]string{"127.0.0.0/8", "::1"}, egress.DefaultDeny)
+	if err != nil {
+		panic(err) // constants
+	}
+	return p
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/scion-dev/scion/internal/controller/packagevariantset"
 	"github.com/scion-dev/scion/internal/controller/repository"
 	"github.com/scion-dev/scion/internal/deployed"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/kindwatch"
 	"github.com/scion-dev/scion/internal/lenient"
@@ -98,6 +99,11 @@ type Options struct {
 	// RegistryCAFile is a PEM file of certificate authorities trusted,
 	// besides the system's, by the registries of Repositories of type oci.
 	RegistryCAFile string
+	// Egress is the policy the remotes and registries that Repositories,
+	// clones and upstreams name are checked against (repocache.Cache);
+	// the cluster's Service and Pod ranges are added to its denied ones
+	// at start, when they can be read. nil allows every address.
+	Egress *egress.Policy
 	// AllowFileRepositories lets Repositories use file:// URLs (paths on
 	// the controller's file system): for development and tests.
 	AllowFileRepositories bool
@@ -126,6 +132,8 @@ type Options struct {
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 
 // stripUnread trims what no controller reads from the objects the
 // manager's cache keeps: managed fields, and on the kinds there are
@@ -304,8 +312,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Egress != nil {
+		o.Egress.DenyCluster(mgr.GetAPIReader(), ctrl.Log.WithName("egress"))
+	}
 	cache := &repocache.Cache{Reader: named, Dir: o.CacheDir, Timeout: o.GitTimeout, Limits: o.Limits, AllowFileRepositories: o.AllowFileRepositories,
-		Objects: gitObjects, OCITransport: registryTransport}
+		Objects: gitObjects, OCITransport: registryTransport, Egress: o.Egress}
 	// What keeps the memory of a controller with thousands of
 	// repositories to those it works on.
 	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {

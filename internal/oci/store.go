@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -290,8 +292,38 @@ func (s *Store) registryError(ctx context.Context, what string, err error) error
 	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
 		return err
 	}
-	return &registryText{msg: fmt.Sprintf("%s %s: %s", what, s.URL(), store.Shorten(err.Error(), 512)), err: err}
+	return &registryText{msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), err: err}
 }
+
+// answered says what went wrong with an exchange by its class only: a
+// registry's status and error codes, never the text or body that came
+// with them (a tenant's registry URL may lead to a service that is no
+// registry, whose body must not reach the tenant), or the class of a
+// connection's failure.
+func answered(err error) string {
+	if class := egress.Class(err); class != "" {
+		return class
+	}
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return store.Shorten(err.Error(), 512)
+	}
+	var codes []string
+	for _, d := range terr.Errors {
+		if d.Code != transport.UnknownErrorCode && registryCode.MatchString(string(d.Code)) && !slices.Contains(codes, string(d.Code)) {
+			codes = append(codes, string(d.Code))
+		}
+	}
+	msg := fmt.Sprintf("the registry answered %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
+	if len(codes) > 0 {
+		msg += " (" + strings.Join(codes, ", ") + ")"
+	}
+	return msg
+}
+
+// registryCode is the shape of the error codes of the distribution
+// specification (MANIFEST_UNKNOWN).
+var registryCode = regexp.MustCompile(`^[A-Z][A-Z_]{2,40}$`)
 
 // registryText is a registry's error with a message of bounded length
 // naming the store; errors.Is and As still see the cause.

@@ -44,13 +44,16 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 	if e.repo != nil && e.hash == hash {
 		return e.repo, nil
 	}
+	if err := c.Egress.CheckURL(o.Registry); err != nil {
+		return nil, fmt.Errorf("spec.oci.registry: %w", err)
+	}
 	if e.gate == nil || e.gateURL != url {
 		e.gate, e.gateURL = &store.Gate{}, url
 	}
 	start := time.Now()
 	st, err := oci.OpenStore(ctx, oci.StoreOptions{
 		Prefix: o.Registry, Gate: e.gate,
-		Options: oci.Options{Keychain: registryKeychain{host: host, auth: auth}, Transport: c.OCITransport, Timeout: c.Timeout},
+		Options: oci.Options{Keychain: registryKeychain{host: host, auth: auth}, Transport: c.transports().registry, Timeout: c.Timeout},
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -79,6 +80,10 @@ type Cache struct {
 	// (http.DefaultTransport when nil): where a test trusts its
 	// registry's CA.
 	OCITransport http.RoundTripper
+	// Egress is the policy every remote a Repository, clone source or
+	// registry names is checked against (URLs at open, addresses at each
+	// connection); nil allows every address.
+	Egress *egress.Policy
 	// Objects keeps recent git objects in memory within one bound for
 	// every repository (store.Options.Objects); one of
 	// store.DefaultObjectCacheSize when nil.
@@ -86,7 +91,10 @@ type Cache struct {
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
-	key   []byte // names the mirrors, see mirrorDir
+	// gitHTTP and registryHTTP carry the exchanges with remotes and
+	// registries under Egress (transports).
+	gitHTTP, registryHTTP http.RoundTripper
+	key                   []byte // names the mirrors, see mirrorDir
 }
 
 type entry struct {
@@ -142,7 +150,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Dir(), CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects,
+		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects, Transport: c.transports().git,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {
@@ -230,6 +238,9 @@ func (c *Cache) acquire(ctx context.Context, e *entry) error {
 func (c *Cache) checkURL(raw, field string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "file" {
+		if err := c.Egress.CheckURL(raw); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
 		return nil // store.Open says what is wrong with other URLs
 	}
 	if !c.AllowFileRepositories {
@@ -247,6 +258,26 @@ func (c *Cache) checkURL(raw, field string) error {
 		return fmt.Errorf("%s: %s is inside the controller's own state: %w", field, u.Path, ErrURLNotAllowed)
 	}
 	return nil
+}
+
+// httpTransports are the transports of a Cache's exchanges.
+type httpTransports struct{ git, registry http.RoundTripper }
+
+// transports returns the transports of git remotes and registries, the
+// egress policy's checks on them, made when first needed.
+func (c *Cache) transports() httpTransports {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gitHTTP == nil {
+		c.gitHTTP = c.Egress.Transport(http.DefaultTransport.(*http.Transport))
+		c.registryHTTP = c.OCITransport
+		if t, ok := c.OCITransport.(*http.Transport); ok {
+			c.registryHTTP = c.Egress.Transport(t)
+		} else if c.OCITransport == nil {
+			c.registryHTTP = c.gitHTTP
+		}
+	}
+	return httpTransports{git: c.gitHTTP, registry: c.registryHTTP}
 }
 
 // TrimPeriod is how often the controller trims the open repositories: a

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/scion-dev/scion/internal/egress"
 )
 
 // Gate defaults.
@@ -235,6 +237,10 @@ func unreachable(err error) bool {
 		return false
 	}
 	var op *net.OpError
+	var denied *egress.DeniedError
+	if errors.As(err, &denied) {
+		return false // refused here, by policy: waiting does not help
+	}
 	return errors.Is(err, ErrTimeout) || errors.As(err, &op) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -280,12 +280,16 @@ func hashString(h plumbing.Hash) string {
 	return h.String()
 }
 
-// newTransport returns the transport for an endpoint: over HTTP(S), each
+// newTransport returns the transport for an endpoint: over HTTP(S), through
+// base (http.DefaultTransport when nil), each
 // answer of the remote is bounded to maxBytes (what names the remote in
 // the error).
-func newTransport(ep *transport.Endpoint, maxBytes int64, what string) (transport.Transport, error) {
+func newTransport(ep *transport.Endpoint, base http.RoundTripper, maxBytes int64, what string) (transport.Transport, error) {
 	if ep.Protocol == "http" || ep.Protocol == "https" {
-		return githttp.NewClient(&http.Client{Transport: &limitedTransport{base: http.DefaultTransport, max: maxBytes, what: "an answer of " + what}}), nil
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		return githttp.NewClient(&http.Client{Transport: &limitedTransport{base: base, max: maxBytes, what: "an answer of " + what}}), nil
 	}
 	return client.NewClient(ep)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
@@ -80,6 +82,10 @@ type Options struct {
 	// names (ResolveRef), such as the source of a clone from a git URL:
 	// Branch need not exist, and every push is refused.
 	ReadOnly bool
+	// Transport carries the exchanges with an http(s) remote
+	// (http.DefaultTransport when nil): one that checks an egress policy
+	// (egress.Policy.Transport).
+	Transport http.RoundTripper
 	// Gate admits the exchanges with the remote; a new one when nil.
 	// Passing the same Gate to the Repositories that replace one another
 	// (after a change of settings, a restart of the cache) keeps the
@@ -161,7 +167,7 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 		return nil, err
 	}
 	opts.Limits = opts.Limits.orDefaults()
-	tr, err := newTransport(ep, opts.Limits.FetchBytes, Redact(opts.URL))
+	tr, err := newTransport(ep, opts.Transport, opts.Limits.FetchBytes, Redact(opts.URL))
 	if err != nil {
 		return nil, err
 	}
@@ -586,6 +592,10 @@ func (r *Repository) remoteError(op string, err error) error {
 		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.credentialsUsed(), ErrAuthentication)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
+	case egress.Class(err) != "":
+		// What answered (a certificate's names) stays on the server:
+		// the class of the failure only.
+		return &remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, egress.Class(err)), err: err}
 	default:
 		// The library's message may quote what the server sent, at any
 		// length: kept short (errors.Is and As still see the cause).

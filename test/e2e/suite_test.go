@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/cli"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/suite"
 	"github.com/scion-dev/scion/internal/testutil/testenv"
@@ -30,7 +31,13 @@ func TestMain(m *testing.M) {
 	}
 	defer os.RemoveAll(dir)
 	kubeconfig = filepath.Join(dir, "kubeconfig")
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second}, nil,
+	// The default egress policy, but that the tests' servers on
+	// 127.0.0.1 may be reached (TestEgress uses 127.0.0.2).
+	policy, err := egress.New([]string{"127.0.0.1"}, egress.DefaultDeny)
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second, Egress: policy}, nil,
 		func(e *testenv.Env) {
 			env, k8sClient = e, e.Client
 			if err := e.WriteKubeconfig(kubeconfig, "tester"); err != nil {

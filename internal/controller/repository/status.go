@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/store"
@@ -59,6 +60,8 @@ func openFailureReason(repo *configv1alpha1.Repository, err error) (reason, msg 
 		return configv1alpha1.BranchNotFoundReason, err.Error()
 	case errors.Is(err, repocache.ErrSecret):
 		return configv1alpha1.SecretErrorReason, err.Error()
+	case errors.As(err, new(*egress.DeniedError)):
+		return egress.DeniedReason, err.Error()
 	case errors.Is(err, repocache.ErrURLNotAllowed):
 		return configv1alpha1.URLNotAllowedReason, err.Error()
 	case repo.Spec.OCI != nil:

@@ -39,7 +39,7 @@ func Run(m *testing.M, opts manager.Options, wrap func(http.RoundTripper) http.R
 		out = io.MultiWriter(Logs, os.Stderr)
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out)))
-	env, err := testenv.StartWith(testenv.Options{RegistryCAFile: opts.RegistryCAFile})
+	env, err := testenv.StartWith(testenv.Options{RegistryCAFile: opts.RegistryCAFile, Egress: opts.Egress})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

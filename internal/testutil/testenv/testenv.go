@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -34,6 +35,7 @@ import (
 	"github.com/scion-dev/scion/config/crd"
 	"github.com/scion-dev/scion/config/policy"
 	"github.com/scion-dev/scion/internal/apiserver"
+	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -70,6 +72,8 @@ type Env struct {
 	limits  store.Limits
 	// apiBinary is Options.APIServerBinary.
 	apiBinary string
+	// egress is Options.Egress.
+	egress *egress.Policy
 	// registryCAFile is Options.RegistryCAFile.
 	registryCAFile string
 }
@@ -87,6 +91,10 @@ type Options struct {
 	// RegistryCAFile is trusted by the API server for the registries of
 	// Repositories of type oci (--registry-ca-file).
 	RegistryCAFile string
+	// Egress is the API server's egress policy (--egress-allow and
+	// --egress-deny) when it runs in this process; nil allows every
+	// address.
+	Egress *egress.Policy
 	// APIServerBinary, when set, runs Scion's API server as
 	// `APIServerBinary apiserver` in a process of its own, as an
 	// installation runs it apart from the controllers, instead of in this
@@ -184,7 +192,7 @@ func StartWith(o Options) (_ *Env, retErr error) {
 	if err := policy.Install(context.Background(), e.Storage); err != nil {
 		return nil, err
 	}
-	e.limits, e.registryCAFile, e.apiBinary = o.Limits, o.RegistryCAFile, o.APIServerBinary
+	e.limits, e.registryCAFile, e.apiBinary, e.egress = o.Limits, o.RegistryCAFile, o.APIServerBinary, o.Egress
 	if !o.Earlier {
 		if err := e.RunAPIServer(); err != nil {
 			return nil, err
@@ -218,7 +226,7 @@ func (e *Env) RunAPIServer() error {
 		}
 		api, err = apiserver.RunLocalProcess(ctx, e.Config, kubeconfig, e.dir, e.apiBinary, args...)
 	} else {
-		repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry}
+		repos := &repocache.Cache{Reader: e.Storage, Dir: filepath.Join(e.dir, "git"), AllowFileRepositories: true, Limits: e.limits, OCITransport: registry, Egress: e.egress}
 		api, err = apiserver.RunLocal(ctx, e.Config, kubeconfig, e.dir, repos, e.limits, nil)
 	}
 	if err != nil {
@@ -327,10 +335,37 @@ func (e *Env) As(t testing.TB, ns, user, role string) *rest.Config {
 		if err := e.Storage.Create(context.Background(), rb); err != nil {
 			t.Fatal(err)
 		}
+		e.waitForBinding(t, ns, user, role)
 	}
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return cfg
+}
+
+// waitForBinding waits until the API server's authorizer sees a new
+// binding of user to role in ns: until it allows the user the first
+// verb of role's first rule (its RBAC cache follows bindings a moment
+// later, longer on a loaded machine).
+func (e *Env) waitForBinding(t testing.TB, ns, user, role string) {
+	t.Helper()
+	ctx := context.Background()
+	cr := &rbacv1.ClusterRole{}
+	if err := e.Storage.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil || len(cr.Rules) == 0 || len(cr.Rules[0].Verbs) == 0 ||
+		len(cr.Rules[0].Resources) == 0 || len(cr.Rules[0].APIGroups) == 0 {
+		return // nothing to ask about: the first request says
+	}
+	r := cr.Rules[0]
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}}}
+		if err := e.Storage.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed {
+			return
+		}
+	}
+	t.Fatalf("the binding of %s to %s in %s was not in effect after 30s", user, role, ns)
 }
 
 // SampleHeap records the peak of the process's HeapInuse in peak until the
