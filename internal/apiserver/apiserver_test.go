@@ -411,7 +411,7 @@ func TestPackageRevisionResources_badInput(t *testing.T) {
 	f.expectUnchanged(g, f.draft.Commit)
 
 	// A published revision's files cannot change.
-	proposed, err := f.st.Propose(ctx, "app", "ws1", f.draft.Commit)
+	proposed, err := f.st.Propose(ctx, "app", "ws1", f.draft.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = f.st.Publish(ctx, "app", "ws1", proposed.Commit, "alice", store.WriterPackageRevision)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
@@ -104,6 +105,9 @@ type Options struct {
 	// the cluster's Service and Pod ranges are added to its denied ones
 	// at start, when they can be read. nil allows every address.
 	Egress *egress.Policy
+	// AnotherInProcess lets a manager run in a process that ran one
+	// before (tests of a restore): controller names need not be new.
+	AnotherInProcess bool
 	// AllowFileRepositories lets Repositories use file:// URLs (paths on
 	// the controller's file system): for development and tests.
 	AllowFileRepositories bool
@@ -275,6 +279,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// dropping them from the cache saves memory and the copy of
 		// every object read.
 		Cache: crcache.Options{DefaultTransform: stripUnread},
+		// Controller names are unique in a process, but for a test that
+		// runs a second manager after the first (a restore).
+		Controller: crconfig.Controller{SkipNameValidation: &o.AnotherInProcess},
 		NewCache: func(config *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 			informers := &lenient.Informers{Config: config, HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper,
 				Reporter: undecodable, Groups: []string{configv1alpha1.GroupVersion.Group, porchv1alpha1.StorageGroupVersion.Group}}

@@ -28,7 +28,7 @@ func publishRev(t *testing.T, st *store.Repository, name, ws, data string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Propose(ctx, name, ws, d.Commit); err != nil {
+	if _, err := st.Propose(ctx, name, ws, d.Commit, store.Proposal{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Publish(ctx, name, ws, "", "author", ""); err != nil {

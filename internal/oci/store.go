@@ -1073,23 +1073,36 @@ func keep(m *manifest, set map[string]string) map[string]string {
 }
 
 // Propose moves a draft to proposed.<workspace>.
-func (s *Store) Propose(ctx context.Context, p, ws, expected string) (store.Revision, error) {
-	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed)
+func (s *Store) Propose(ctx context.Context, p, ws, expected string, record store.Proposal) (store.Revision, error) {
+	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed, record)
 }
 
 // RejectProposal moves a proposal back to draft.<workspace>.
 func (s *Store) RejectProposal(ctx context.Context, p, ws, expected string) (store.Revision, error) {
-	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft)
+	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft, store.Proposal{})
 }
 
-func (s *Store) moveStage(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (store.Revision, error) {
+// moveStage moves a workspace's manifest from one lifecycle's tag to the
+// other's; a proposal's record (who, when) goes into its trailers, as
+// git's proposing commit has it, and a draft has none.
+func (s *Store) moveStage(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle, record store.Proposal) (store.Revision, error) {
 	tag := func(lc porchv1alpha1.Lifecycle) string {
 		return s.RefName(store.Revision{Workspace: ws, Lifecycle: lc})
 	}
 	var out store.Revision
 	err := s.write(ctx, p, "moving "+tag(from)+" of", func(opts []remote.Option) error {
 		a, err := s.move(ctx, p, tag(from), tag(to), expected, func(m *manifest) map[string]string {
-			return keep(m, map[string]string{LifecycleAnnotation: string(to)})
+			set := map[string]string{LifecycleAnnotation: string(to)}
+			if t := trailersOf(m); record.By != "" || t[store.TrailerProposedBy] != "" {
+				delete(t, store.TrailerProposedBy)
+				delete(t, store.TrailerProposedAt)
+				if record.By != "" {
+					t[store.TrailerProposedBy] = record.By
+					t[store.TrailerProposedAt] = record.At.UTC().Format(time.RFC3339)
+				}
+				set[TrailersAnnotation] = marshalTrailers(t)
+			}
+			return keep(m, set)
 		}, opts)
 		if err != nil {
 			return err
@@ -1138,6 +1151,10 @@ func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, write
 		trailers[store.TrailerRevision] = strconv.Itoa(next)
 		if writer != "" {
 			trailers[store.TrailerWriter] = writer
+		}
+		delete(trailers, store.TrailerApprovedBy)
+		if publishedBy != "" {
+			trailers[store.TrailerApprovedBy] = publishedBy
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		a, err := s.move(ctx, p, ptag, revisionTagName(next), expected, func(m *manifest) map[string]string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,7 +45,7 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	}
 	switch {
 	case have == porchv1alpha1.LifecycleDraft && want == porchv1alpha1.LifecycleProposed:
-		return repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit)
+		return repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit, proposalOf(pr))
 	case have == porchv1alpha1.LifecycleProposed && want == porchv1alpha1.LifecycleDraft:
 		return repo.RejectProposal(ctx, rev.Package, rev.Workspace, rev.Commit)
 	case have == porchv1alpha1.LifecycleProposed && want == porchv1alpha1.LifecyclePublished:
@@ -61,7 +62,7 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	case have == porchv1alpha1.LifecycleDraft && want == porchv1alpha1.LifecyclePublished:
 		// The spec moved on twice before git followed (proposed, then
 		// approved): carry the moves out in order.
-		proposed, err := repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit)
+		proposed, err := repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit, proposalOf(pr))
 		if err != nil {
 			return rev, err
 		}
@@ -69,6 +70,20 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	default:
 		return rev, invalid("spec.lifecycle: a %s revision cannot become %s", have, want)
 	}
+}
+
+// proposalOf is the record of pr's proposal its annotations hold (who
+// proposed it, and when: now if they do not say), for git to keep.
+func proposalOf(pr *porchv1alpha1.PackageRevision) store.Proposal {
+	by := pr.Annotations[porchv1alpha1.ProposedByAnnotation]
+	if by == "" {
+		return store.Proposal{}
+	}
+	at, err := time.Parse(time.RFC3339, pr.Annotations[porchv1alpha1.ProposedAtAnnotation])
+	if err != nil {
+		at = time.Now()
+	}
+	return store.Proposal{By: by, At: at}
 }
 
 // checkContents fails when a revision's files cannot all be read (a path

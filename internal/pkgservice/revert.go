@@ -72,7 +72,7 @@ func (s *Service) Revert(ctx context.Context, st store.Store, rev store.Revision
 		pending = &d
 	}
 	if pending.Lifecycle == porchv1alpha1.LifecycleDraft {
-		p, err := st.Propose(ctx, pending.Package, pending.Workspace, pending.Commit)
+		p, err := st.Propose(ctx, pending.Package, pending.Workspace, pending.Commit, store.Proposal{})
 		if err != nil {
 			return store.Revision{}, false, err
 		}

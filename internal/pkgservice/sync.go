@@ -371,6 +371,17 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 			pr.Annotations = map[string]string{porchv1alpha1.ApprovedByAnnotation: configv1alpha1.RolloutApprover(ns, name)}
 		}
 	}
+	// The lifecycle records git holds, shown again on an object the sync
+	// makes (after a restore, say).
+	if rec := rev.Proposed(); rec.By != "" {
+		pr.RecordProposal(rec.By, rec.At)
+	}
+	if by := rev.Trailers[store.TrailerApprovedBy]; by != "" && (rev.Lifecycle == porchv1alpha1.LifecyclePublished || rev.Lifecycle == porchv1alpha1.LifecycleDeletionProposed) && pr.Annotations[porchv1alpha1.ApprovedByAnnotation] == "" {
+		if pr.Annotations == nil {
+			pr.Annotations = map[string]string{}
+		}
+		pr.Annotations[porchv1alpha1.ApprovedByAnnotation] = by
+	}
 	if !rev.PublishedAt.IsZero() {
 		pr.Status.PublishTimestamp = ptr.To(metav1.NewTime(rev.PublishedAt))
 	}

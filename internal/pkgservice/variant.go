@@ -39,13 +39,14 @@ func FindVariantRevisions(ctx context.Context, st store.Store, pv *configv1alpha
 	}
 	d := VariantRevisions{All: revs}
 	var adoptable *store.Revision
+	self := variantID(pv)
 	for i := range revs {
 		rev := &revs[i]
-		owner := rev.Trailers[store.TrailerPackageVariantUID]
+		owner := rev.Trailers[store.TrailerPackageVariant]
 		switch {
-		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == string(pv.UID):
+		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == self:
 			d.Draft = rev
-		case rev.Lifecycle == porchv1alpha1.LifecycleProposed && owner == string(pv.UID):
+		case rev.Lifecycle == porchv1alpha1.LifecycleProposed && owner == self:
 			d.Proposal = rev
 		case rev.Lifecycle == porchv1alpha1.LifecycleDraft && owner == "" && adoptable == nil:
 			adoptable = rev
@@ -59,12 +60,33 @@ func FindVariantRevisions(ctx context.Context, st store.Store, pv *configv1alpha
 	return d, nil
 }
 
+// variantID is how git names a variant (TrailerPackageVariant): its
+// namespace and name, which outlive the object. A variant recognises its
+// drafts by it, so a variant applied again (restored from a backup, or
+// deleted with deletionPolicy orphan and created again) finds its drafts
+// rather than writing new ones; its UID is recorded too, but not asked.
+func variantID(pv *configv1alpha1.PackageVariant) string {
+	return pv.Namespace + "/" + pv.Name
+}
+
+// VariantWrote are the revisions among revs that the variant wrote (by
+// its namespace and name, as git records them).
+func VariantWrote(pv *configv1alpha1.PackageVariant, revs []store.Revision) []store.Revision {
+	var out []store.Revision
+	for _, rev := range revs {
+		if rev.Trailers[store.TrailerPackageVariant] == variantID(pv) {
+			out = append(out, rev)
+		}
+	}
+	return out
+}
+
 // WriteVariantDraft commits a variant's package onto its draft, or
 // creates one in the first free workspace packagevariant-N. The commit
 // records the variant in trailers, which is how its draft is found again
 // (after a crash too).
 func (s *Service) WriteVariantDraft(ctx context.Context, st store.Store, pv *configv1alpha1.PackageVariant, revs VariantRevisions, p *pkg.Package) (store.Revision, error) {
-	trailers := store.Trailers{store.TrailerPackageVariant: pv.Namespace + "/" + pv.Name, store.TrailerPackageVariantUID: string(pv.UID)}
+	trailers := store.Trailers{store.TrailerPackageVariant: variantID(pv), store.TrailerPackageVariantUID: string(pv.UID)}
 	if d := revs.Draft; d != nil {
 		return st.WriteDraft(ctx, store.DraftWrite{Package: d.Package, Workspace: d.Workspace, Expected: d.Commit, Contents: p,
 			Message: VariantUpdateSubject + pv.Name, Trailers: trailers, Writer: store.WriterPackageVariant})
@@ -112,19 +134,20 @@ func ForeignCommits(ctx context.Context, st store.Store, pv *configv1alpha1.Pack
 }
 
 // variantOrController says whether a commit was written by the variant
-// itself or by the PackageRevision controller (conditions mirrored into
-// the Kptfile), from its writer trailer: a person's push carries the
-// variant's other trailers over, but not the writer. Commits written
-// before the writer trailer existed are told by their exact subject and
-// the variant's UID.
+// itself (by its namespace and name: an earlier object of the same name
+// counts) or by the PackageRevision controller (conditions mirrored into
+// the Kptfile, a proposal), from its writer trailer: a person's push
+// carries the variant's other trailers over, but not the writer. Commits
+// written before the writer trailer existed are told by their exact
+// subject and the variant's trailer.
 func variantOrController(c store.Commit, pv *configv1alpha1.PackageVariant) bool {
 	switch c.Trailers[store.TrailerWriter] {
 	case store.WriterPackageVariant:
-		return c.Trailers[store.TrailerPackageVariantUID] == string(pv.UID)
+		return c.Trailers[store.TrailerPackageVariant] == variantID(pv)
 	case store.WriterPackageRevision:
 		return true
 	case "":
-		return (c.Subject == VariantCreateSubject+pv.Name || c.Subject == VariantUpdateSubject+pv.Name) && c.Trailers[store.TrailerPackageVariantUID] == string(pv.UID) ||
+		return (c.Subject == VariantCreateSubject+pv.Name || c.Subject == VariantUpdateSubject+pv.Name) && c.Trailers[store.TrailerPackageVariant] == variantID(pv) ||
 			strings.HasPrefix(c.Subject, ConditionsSubject+": ")
 	}
 	return false

@@ -283,7 +283,7 @@ func (s *Service) PublishDirect(ctx context.Context, st store.Store, pkgPath, wo
 	if err != nil {
 		return store.Revision{}, err
 	}
-	if _, err := st.Propose(ctx, pkgPath, workspace, d.Commit); err != nil {
+	if _, err := st.Propose(ctx, pkgPath, workspace, d.Commit, store.Proposal{}); err != nil {
 		return store.Revision{}, err
 	}
 	return st.Publish(ctx, pkgPath, workspace, "", publishedBy, store.WriterRelease)

@@ -123,8 +123,8 @@ func (r *Repository) prepareDraftLocked(w DraftWrite) (*queuedWrite, Trailers, e
 			// a person's push or a condition written into the Kptfile
 			// must not take the draft away from its owner.
 			for k, v := range parseTrailers(c.Message) {
-				if k != TrailerWriter {
-					trailers[k] = v
+				if k != TrailerWriter && (w.Proposed || k != TrailerProposedBy && k != TrailerProposedAt) {
+					trailers[k] = v // a draft's edit is proposed again, by someone
 				}
 			}
 		}

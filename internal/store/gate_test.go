@@ -87,7 +87,7 @@ func TestRepository_hungRemoteHoldsNobody(t *testing.T) {
 	g.Expect(errors.Is(err, ErrBusy)).To(BeTrue(), "%v", err)
 	_, err = r.WriteDraft(ctx, DraftWrite{Package: "other", Workspace: "ws", Contents: testPackage("other", 1)})
 	g.Expect(errors.Is(err, ErrBusy)).To(BeTrue(), "a write gives up: %v", err)
-	_, err = r.Propose(ctx, "app", "ws", "")
+	_, err = r.Propose(ctx, "app", "ws", "", Proposal{})
 	g.Expect(errors.Is(err, ErrBusy)).To(BeTrue(), "a lifecycle move gives up: %v", err)
 	g.Expect(fetched).NotTo(Receive(), "the hung fetch is still under way")
 

@@ -34,7 +34,9 @@ const (
 	TrailerObject    = "Scion-Object"
 	TrailerObjectUID = "Scion-Object-UID"
 	// TrailerPackageVariant (namespace/name) and TrailerPackageVariantUID
-	// record the PackageVariant a draft belongs to.
+	// record the PackageVariant a draft belongs to; the name is what
+	// identifies it (it outlives the object: a restore, an orphaning
+	// delete and a create), the UID says which object wrote.
 	TrailerPackageVariant    = "Scion-PackageVariant"
 	TrailerPackageVariantUID = "Scion-PackageVariant-UID"
 	// TrailerRollout (namespace/name) records the PackageRollout that
@@ -42,6 +44,15 @@ const (
 	// (package/vN).
 	TrailerRollout  = "Scion-Rollout"
 	TrailerRevertOf = "Scion-Revert-Of"
+	// TrailerProposedBy and TrailerProposedAt (RFC 3339) record who
+	// proposed a revision and when, on the commit that proposes it; a
+	// publication keeps them (so git, not the cluster, holds the record),
+	// a draft's next write drops them.
+	TrailerProposedBy = "Scion-Proposed-By"
+	TrailerProposedAt = "Scion-Proposed-At"
+	// TrailerApprovedBy records, on the commit that publishes a revision,
+	// who approved it (its tag's tagger too).
+	TrailerApprovedBy = "Scion-Approved-By"
 	// TrailerWriter says who wrote a commit (one of the Writer values).
 	// Unlike the other trailers, an update of a draft does not carry it
 	// over from the commit before: it is the one trailer that speaks of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -15,16 +16,19 @@ import (
 
 // Propose moves a draft to Proposed. expected is the draft commit the
 // caller read ("" accepts the current one).
-func (r *Repository) Propose(ctx context.Context, p, ws, expected string) (Revision, error) {
-	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed)
+func (r *Repository) Propose(ctx context.Context, p, ws, expected string, record Proposal) (Revision, error) {
+	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed, record)
 }
 
 // RejectProposal moves a proposed revision back to Draft.
 func (r *Repository) RejectProposal(ctx context.Context, p, ws, expected string) (Revision, error) {
-	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft)
+	return r.moveBranch(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft, Proposal{})
 }
 
-func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle) (_ Revision, err error) {
+// moveBranch moves a workspace's head from one lifecycle's branch to the
+// other's in one push. A proposal with a record (who, when) is a commit
+// of its own on the draft's head, the same files, that says so.
+func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle, record Proposal) (_ Revision, err error) {
 	unlock, err := r.lockRemote(ctx)
 	if err != nil {
 		return Revision{}, err
@@ -43,14 +47,51 @@ func (r *Repository) moveBranch(ctx context.Context, p, ws, expected string, fro
 	if expected != "" && head.String() != expected {
 		return Revision{}, &ConflictError{Ref: src.String(), Expected: expected, Actual: head.String()}
 	}
-	if err := r.push(ctx, []refUpdate{{Name: dst, New: head}, {Name: src, Old: head}}); err != nil {
-		return Revision{}, err
-	}
 	meta, err := r.draftMetaFor(head, p, ws)
 	if err != nil {
 		return Revision{}, err
 	}
-	return Revision{Package: p, Workspace: ws, Lifecycle: to, Commit: head.String(), Trailers: meta.trailers}, nil
+	moved := head
+	if record.By != "" {
+		if moved, meta, err = r.proposalCommit(head, p, ws, meta, record); err != nil {
+			return Revision{}, err
+		}
+	}
+	if err := r.push(ctx, []refUpdate{{Name: dst, New: moved}, {Name: src, Old: head}}); err != nil {
+		return Revision{}, err
+	}
+	return Revision{Package: p, Workspace: ws, Lifecycle: to, Commit: moved.String(), Trailers: meta.trailers}, nil
+}
+
+// proposalCommit writes the commit that proposes head: its files, the
+// draft's trailers and the record, authored by the proposer at the time
+// of the proposal.
+func (r *Repository) proposalCommit(head plumbing.Hash, p, ws string, meta revisionMeta, record Proposal) (plumbing.Hash, revisionMeta, error) {
+	c, err := object.GetCommit(r.storer, head)
+	if err != nil {
+		return plumbing.ZeroHash, meta, fmt.Errorf("reading commit %s: %w", short(head.String()), err)
+	}
+	trailers := Trailers{}
+	for k, v := range meta.trailers {
+		trailers[k] = v
+	}
+	trailers[TrailerPackage], trailers[TrailerWorkspace] = p, ws
+	trailers[TrailerProposedBy] = record.By
+	trailers[TrailerProposedAt] = record.At.UTC().Format(time.RFC3339)
+	trailers[TrailerWriter] = WriterPackageRevision
+	msg, err := formatMessage(fmt.Sprintf("Propose %s/%s", p, ws), trailers)
+	if err != nil {
+		return plumbing.ZeroHash, meta, err
+	}
+	author := r.signature(record.By)
+	if !record.At.IsZero() {
+		author.When = record.At.UTC().Truncate(time.Second)
+	}
+	commit, err := r.writeCommit(c.TreeHash, []plumbing.Hash{head}, msg, author)
+	if err != nil {
+		return plumbing.ZeroHash, meta, err
+	}
+	return commit, revisionMeta{commit: commit, trailers: trailers}, nil
 }
 
 // publishAttempts bounds the retries of a publish that lost a race with
@@ -130,8 +171,12 @@ func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src pl
 	trailers[TrailerWorkspace] = ws
 	trailers[TrailerRevision] = strconv.Itoa(next)
 	delete(trailers, TrailerWriter)
+	delete(trailers, TrailerApprovedBy)
 	if writer != "" {
 		trailers[TrailerWriter] = writer
+	}
+	if publishedBy != "" {
+		trailers[TrailerApprovedBy] = publishedBy
 	}
 	msg, err := formatMessage(fmt.Sprintf("Publish %s v%d", p, next), trailers)
 	if err != nil {

@@ -38,6 +38,24 @@ type Revision struct {
 	PublishedAt time.Time
 }
 
+// Proposal records who proposed a revision and when; the zero Proposal
+// records nothing.
+type Proposal struct {
+	By string
+	At time.Time
+}
+
+// Proposed is the record of the revision's proposal git holds (its
+// proposing commit's trailers, kept by its publication): the zero
+// Proposal for a draft, or a revision proposed without a record.
+func (r Revision) Proposed() Proposal {
+	if r.Lifecycle == porchv1alpha1.LifecycleDraft || r.Trailers[TrailerProposedBy] == "" {
+		return Proposal{}
+	}
+	at, _ := time.Parse(time.RFC3339, r.Trailers[TrailerProposedAt])
+	return Proposal{By: r.Trailers[TrailerProposedBy], At: at}
+}
+
 // revisionMeta is what List reads from objects, cached by ref value.
 type revisionMeta struct {
 	commit      plumbing.Hash

@@ -59,7 +59,7 @@ type Store interface {
 	WriteDraft(ctx context.Context, w DraftWrite) (Revision, error)
 	// Propose, RejectProposal and Publish move a workspace's revision
 	// through its lifecycle; expected is the Commit the caller read.
-	Propose(ctx context.Context, p, ws, expected string) (Revision, error)
+	Propose(ctx context.Context, p, ws, expected string, record Proposal) (Revision, error)
 	RejectProposal(ctx context.Context, p, ws, expected string) (Revision, error)
 	Publish(ctx context.Context, p, ws, expected, publishedBy, writer string) (Revision, error)
 	// ProposeDeletion and RejectDeletion mark and unmark a published

@@ -86,12 +86,12 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
 
 	// Propose, reject, propose again, publish.
-	p, err := r.Propose(ctx, "team/app", "ws1", draft2.Commit)
+	p, err := r.Propose(ctx, "team/app", "ws1", draft2.Commit, Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
 	_, err = r.RejectProposal(ctx, "team/app", "ws1", "")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = r.Propose(ctx, "team/app", "ws1", "")
+	_, err = r.Propose(ctx, "team/app", "ws1", "", Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	pub, err := r.Publish(ctx, "team/app", "ws1", "", "jane@example.com", "")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -105,7 +105,7 @@ func TestRepository_lifecycle(t *testing.T) {
 	// A second revision of the same package becomes the latest.
 	d, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws2", Contents: testPackage("app", 1)})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = r.Propose(ctx, "team/app", "ws2", d.Commit)
+	_, err = r.Propose(ctx, "team/app", "ws2", d.Commit, Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	pub2, err := r.Publish(ctx, "team/app", "ws2", "", "", "")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -231,7 +231,7 @@ func TestRepository_concurrentPublish(t *testing.T) {
 		ws := fmt.Sprintf("ws%d", i)
 		d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: ws, Contents: testPackage(ws, 1)})
 		g.Expect(err).NotTo(HaveOccurred())
-		_, err = r.Propose(ctx, "app", ws, d.Commit)
+		_, err = r.Propose(ctx, "app", ws, d.Commit, Proposal{})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	var wg sync.WaitGroup
@@ -270,7 +270,7 @@ func TestRepository_smartHTTP(t *testing.T) {
 		r := open(t, Options{URL: srv.URLFor("pkgs.git"), CreateBranch: true, Credentials: Credentials{Username: "scion", Password: "s3cret-password"}})
 		d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 3)})
 		g.Expect(err).NotTo(HaveOccurred())
-		_, err = r.Propose(ctx, "app", "ws", d.Commit)
+		_, err = r.Propose(ctx, "app", "ws", d.Commit, Proposal{})
 		g.Expect(err).NotTo(HaveOccurred())
 		pub, err := r.Publish(ctx, "app", "ws", "", "", "")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -657,7 +657,7 @@ func publishNew(t *testing.T, r *Repository, p, ws string) Revision {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Propose(ctx, p, ws, d.Commit); err != nil {
+	if _, err := r.Propose(ctx, p, ws, d.Commit, Proposal{}); err != nil {
 		t.Fatal(err)
 	}
 	pub, err := r.Publish(ctx, p, ws, "", "", "")
@@ -765,7 +765,7 @@ func TestRepository_errorsNeverShowCredentials(t *testing.T) {
 	g.Expect(r.URL()).NotTo(ContainSubstring(secret))
 	d, err := r.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Contents: testPackage("app", 1)})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = r.Propose(ctx, "app", "ws", d.Commit)
+	_, err = r.Propose(ctx, "app", "ws", d.Commit, Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// The remote refuses: a wrong password in the URL, and as Credentials.
@@ -1055,7 +1055,7 @@ func TestRepository_conflictFetches(t *testing.T) {
 	g.Expect(got.Commit).To(Equal(moved.Commit), "the mirror has what git has after the lost race")
 
 	// A lifecycle move against what the mirror had: the same.
-	proposed, err := b.Propose(ctx, "app", "ws", moved.Commit)
+	proposed, err := b.Propose(ctx, "app", "ws", moved.Commit, Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = a.WriteDraft(ctx, DraftWrite{Package: "app", Workspace: "ws", Expected: moved.Commit, Contents: testPackage("app", 4)})
 	g.Expect(errors.Is(err, ErrConflict)).To(BeTrue(), "%v", err)
@@ -1115,7 +1115,7 @@ func TestRepository_trim(t *testing.T) {
 		p := fmt.Sprintf("more-%d", i)
 		rev, err := r.WriteDraft(ctx, DraftWrite{Package: p, Workspace: "ws", Contents: testPackage(p, 2)})
 		g.Expect(err).NotTo(HaveOccurred())
-		_, err = r.Propose(ctx, p, "ws", rev.Commit)
+		_, err = r.Propose(ctx, p, "ws", rev.Commit, Proposal{})
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = r.Publish(ctx, p, "ws", "", "", "")
 		g.Expect(err).NotTo(HaveOccurred())

@@ -105,7 +105,7 @@ spec:
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if _, err := c.st.Propose(ctx, name, ws, d.Commit); err != nil {
+	if _, err := c.st.Propose(ctx, name, ws, d.Commit, store.Proposal{}); err != nil {
 		c.t.Fatal(err)
 	}
 	rev, err := c.st.Publish(ctx, name, ws, "", "author", "")

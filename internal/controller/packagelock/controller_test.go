@@ -38,7 +38,7 @@ func publishCRD(t *testing.T, bare, name, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Propose(ctx, name, "v1", d.Commit); err != nil {
+	if _, err := st.Propose(ctx, name, "v1", d.Commit, store.Proposal{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Publish(ctx, name, "v1", "", "author", ""); err != nil {

@@ -562,10 +562,10 @@ func TestPackageRevision_crashBetweenGitAndObject(t *testing.T) {
 		objects[ws] = get(g, pr)
 		switch ws {
 		case "proposed": // proposed in git; the object's spec asks for it
-			_, err = st.Propose(ctx, "app", ws, d.Commit)
+			_, err = st.Propose(ctx, "app", ws, d.Commit, store.Proposal{})
 			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecycleProposed)
 		case "published": // published in git; the object's spec asks for it
-			_, err = st.Propose(ctx, "app", ws, d.Commit)
+			_, err = st.Propose(ctx, "app", ws, d.Commit, store.Proposal{})
 			g.Expect(err).NotTo(HaveOccurred())
 			_, err = st.Publish(ctx, "app", ws, "", "approver", "")
 			setLifecycleTo(g, objects[ws], porchv1alpha1.LifecycleProposed)

@@ -50,7 +50,7 @@ func BenchmarkRollout1000(b *testing.B) {
 				for _, v := range []string{"v1", "v2"} {
 					d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: v, Contents: appPackage(v)})
 					if err == nil {
-						_, err = st.Propose(ctx, "app", v, d.Commit)
+						_, err = st.Propose(ctx, "app", v, d.Commit, store.Proposal{})
 					}
 					if err == nil && v == "v1" {
 						_, err = st.Publish(ctx, "app", v, "", "platform-team", "")

@@ -60,7 +60,7 @@ func newFleet(t *testing.T, n int) *fleet {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Propose(ctx, "app", v, d.Commit); err != nil {
+			if _, err := st.Propose(ctx, "app", v, d.Commit, store.Proposal{}); err != nil {
 				t.Fatal(err)
 			}
 			if v == "v1" {
@@ -382,7 +382,7 @@ func TestRollout_rollbackOfAFirstRevision(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "v1", Contents: appPackage("v1")})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = st.Propose(ctx, "app", "v1", d.Commit)
+	_, err = st.Propose(ctx, "app", "v1", d.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k8sClient.Create(ctx, &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: f.ns},
 		Spec: configv1alpha1.RepositorySpec{Deployment: true, Git: &configv1alpha1.GitRepository{Repo: "file://" + bare}}})).To(Succeed())

@@ -72,7 +72,7 @@ func newGroupFleet(t *testing.T) *groupFleet {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Propose(ctx, p, v, d.Commit); err != nil {
+			if _, err := st.Propose(ctx, p, v, d.Commit, store.Proposal{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := st.Publish(ctx, p, v, "", "platform-team", ""); err != nil {

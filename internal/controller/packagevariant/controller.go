@@ -316,7 +316,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
 		return out.Return(r.patchStatus(ctx, s, out))
 	}
-	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileOwnership, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow}
+	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileOwnership, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow, r.reconcileAdopt}
 	out := reconciler.Run(ctx, s, steps...)
 	if errors.Is(out.Err, store.ErrConflict) {
 		// Someone else wrote to git meanwhile, and the mirror has
@@ -781,6 +781,34 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 		return res, stall
 	}
 	return res, nil
+}
+
+// reconcileAdopt makes the variant the owner of the objects of its
+// proposals and published revisions that have none: those git says it
+// wrote (by its namespace and name), which a restore of the cluster or an
+// orphaning delete and a create left without the owner they had, so that
+// the variant's deletion policy reaches them again. Its draft's object is
+// reconcileShow's.
+func (r *Reconciler) reconcileAdopt(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var errs []error
+	for _, rev := range pkgservice.VariantWrote(s.pv, s.down.All) {
+		if rev.Lifecycle == porchv1alpha1.LifecycleDraft {
+			continue
+		}
+		pr, err := r.currentObject(ctx, s.pv.Namespace, s.pv.Spec.Downstream.Repo, rev.Package, rev.Workspace)
+		if err != nil || pr == nil || metav1.GetControllerOf(pr) != nil || !pr.DeletionTimestamp.IsZero() {
+			errs = append(errs, err)
+			continue
+		}
+		patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pr.OwnerReferences = append(pr.OwnerReferences, *metav1.NewControllerRef(s.pv, configv1alpha1.GroupVersion.WithKind("PackageVariant")))
+		if pr.Labels == nil {
+			pr.Labels = map[string]string{}
+		}
+		pr.Labels[configv1alpha1.PackageVariantLabel] = pkgservice.LabelValue(s.pv.Name)
+		errs = append(errs, client.IgnoreNotFound(r.Patch(ctx, pr, patch)))
+	}
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // proposalGate sets the dependencies condition on the object of the

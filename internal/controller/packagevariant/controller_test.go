@@ -50,7 +50,7 @@ func publish(t testing.TB, bare, ws string, p *pkg.Package) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Propose(ctx, "app", ws, d.Commit); err != nil {
+	if _, err := r.Propose(ctx, "app", ws, d.Commit, store.Proposal{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Publish(ctx, "app", ws, "", "author", ""); err != nil {
@@ -790,7 +790,7 @@ func TestPackageVariant_draftOntoNewerPublished(t *testing.T) {
 	g.Expect(hotfix.SetFile("hotfix.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hotfix\n  namespace: tenant-a\ndata:\n  fixed: \"true\"\n"))).To(Succeed())
 	d, err := r.WriteDraft(ctx, store.DraftWrite{Package: "tenant-a", Workspace: "hotfix", Contents: hotfix, Message: "hotfix", Author: "bob"})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = r.Propose(ctx, "tenant-a", "hotfix", d.Commit)
+	_, err = r.Propose(ctx, "tenant-a", "hotfix", d.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = r.Publish(ctx, "tenant-a", "hotfix", "", "bob", "")
 	g.Expect(err).NotTo(HaveOccurred())

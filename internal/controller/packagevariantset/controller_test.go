@@ -50,7 +50,7 @@ func publish(t testing.TB, bare, name, ws string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Propose(ctx, name, ws, d.Commit); err != nil {
+	if _, err := r.Propose(ctx, name, ws, d.Commit, store.Proposal{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Publish(ctx, name, ws, "", "author", ""); err != nil {

@@ -46,7 +46,7 @@ func seed(t *testing.T, bare string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Propose(ctx, "team/app", ws, d.Commit); err != nil {
+		if _, err := r.Propose(ctx, "team/app", ws, d.Commit, store.Proposal{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.Publish(ctx, "team/app", ws, "", "jane", ""); err != nil {

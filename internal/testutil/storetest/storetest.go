@@ -81,13 +81,13 @@ func lifecycle(t *testing.T, open Open) {
 	g.Expect(history).NotTo(BeEmpty())
 	g.Expect(history[0].Subject).To(Equal("second"))
 
-	p, err := st.Propose(ctx, "app", "ws1", d2.Commit)
+	p, err := st.Propose(ctx, "app", "ws1", d2.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
 	back, err := st.RejectProposal(ctx, "app", "ws1", p.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(back.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
-	p, err = st.Propose(ctx, "app", "ws1", back.Commit)
+	p, err = st.Propose(ctx, "app", "ws1", back.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	same, err := st.SamePackage(ctx, "app", d2.Commit, p.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -103,7 +103,7 @@ func lifecycle(t *testing.T, open Open) {
 
 	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws2", Contents: Package("app", 3), Message: "third"})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = st.Propose(ctx, "app", "ws2", "")
+	_, err = st.Propose(ctx, "app", "ws2", "", store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred(), "\"\" accepts the current draft")
 	// "" accepts what is proposed.
 	pub2, err := st.Publish(ctx, "app", "ws2", "", "bob", store.WriterPackageRevision)
@@ -170,7 +170,7 @@ func compareAndSwap(t *testing.T, open Open) {
 	// all lose.
 	_, err = a.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: Package("app", 3), Message: "a again"})
 	g.Expect(errors.Is(err, store.ErrConflict)).To(BeTrue(), "%v", err)
-	_, err = a.Propose(ctx, "app", "ws", d.Commit)
+	_, err = a.Propose(ctx, "app", "ws", d.Commit, store.Proposal{})
 	g.Expect(errors.Is(err, store.ErrConflict)).To(BeTrue(), "%v", err)
 
 	g.Expect(a.Fetch(ctx)).To(Succeed())
@@ -181,7 +181,7 @@ func compareAndSwap(t *testing.T, open Open) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files.Equal(Package("app", 2))).To(BeTrue())
 
-	p, err := a.Propose(ctx, "app", "ws", cur.Commit)
+	p, err := a.Propose(ctx, "app", "ws", cur.Commit, store.Proposal{})
 	g.Expect(err).NotTo(HaveOccurred())
 	// b read a draft, not this proposal: its publish is refused (a
 	// conflict, or not found where the store goes by what it read).
@@ -205,7 +205,7 @@ func deletion(t *testing.T, open Open) {
 	for i, ws := range []string{"one", "two"} {
 		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: ws, Contents: Package("app", i+1), Message: ws})
 		g.Expect(err).NotTo(HaveOccurred())
-		p, err := st.Propose(ctx, "app", ws, d.Commit)
+		p, err := st.Propose(ctx, "app", ws, d.Commit, store.Proposal{})
 		g.Expect(err).NotTo(HaveOccurred())
 		published, err = st.Publish(ctx, "app", ws, p.Commit, "alice", store.WriterRelease)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -256,7 +256,7 @@ func floatingTags(t *testing.T, open Open) {
 	for i, ws := range []string{"one", "two"} {
 		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: ws, Contents: Package("app", i+1), Message: ws})
 		g.Expect(err).NotTo(HaveOccurred())
-		p, err := st.Propose(ctx, "app", ws, d.Commit)
+		p, err := st.Propose(ctx, "app", ws, d.Commit, store.Proposal{})
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = st.Publish(ctx, "app", ws, p.Commit, "alice", store.WriterRelease)
 		g.Expect(err).NotTo(HaveOccurred())
