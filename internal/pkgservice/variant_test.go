@@ -54,7 +54,7 @@ func TestForeignCommits_byWriterTrailer(t *testing.T) {
 	// Another variant's commit, whose subject starts with this one's.
 	d, err = st.WriteDraft(ctx, store.DraftWrite{Package: d.Package, Workspace: d.Workspace, Expected: d.Commit, Contents: contents(),
 		Message: VariantUpdateSubject + appEU.Name, Writer: store.WriterPackageVariant,
-		Trailers: store.Trailers{store.TrailerPackageVariantUID: string(appEU.UID)}})
+		Trailers: store.Trailers{store.TrailerPackageVariant: "ns/app-eu", store.TrailerPackageVariantUID: string(appEU.UID)}})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	foreign, err := ForeignCommits(ctx, st, app, d.Package, d.Workspace)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -81,13 +82,25 @@ func lifecycle(t *testing.T, open Open) {
 	g.Expect(history).NotTo(BeEmpty())
 	g.Expect(history[0].Subject).To(Equal("second"))
 
-	p, err := st.Propose(ctx, "app", "ws1", d2.Commit, store.Proposal{})
+	// A proposal records who proposed and when; a rejected draft does
+	// not show it, and its next write drops it.
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	p, err := st.Propose(ctx, "app", "ws1", d2.Commit, store.Proposal{By: "carol", At: at})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed))
+	g.Expect(p.Proposed()).To(Equal(store.Proposal{By: "carol", At: at}))
+	got, err = st.Get(ctx, "app", "ws1", 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Proposed()).To(Equal(store.Proposal{By: "carol", At: at}), "read back")
+	g.Expect(got.Trailers).To(HaveKeyWithValue(store.TrailerObjectUID, "uid-1"), "the draft's trailers stay")
 	back, err := st.RejectProposal(ctx, "app", "ws1", p.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(back.Lifecycle).To(Equal(porchv1alpha1.LifecycleDraft))
-	p, err = st.Propose(ctx, "app", "ws1", back.Commit, store.Proposal{})
+	g.Expect(back.Proposed()).To(BeZero())
+	back, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws1", Expected: back.Commit, Contents: Package("app", 2), Message: "again", Writer: store.WriterPerson})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back.Trailers).NotTo(HaveKey(store.TrailerProposedBy))
+	p, err = st.Propose(ctx, "app", "ws1", back.Commit, store.Proposal{By: "dave", At: at.Add(time.Hour)})
 	g.Expect(err).NotTo(HaveOccurred())
 	same, err := st.SamePackage(ctx, "app", d2.Commit, p.Commit)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -98,6 +111,12 @@ func lifecycle(t *testing.T, open Open) {
 	g.Expect(pub.Revision).To(Equal(1))
 	g.Expect(pub.Lifecycle).To(Equal(porchv1alpha1.LifecyclePublished))
 	g.Expect(pub.PublishedBy).To(Equal("alice"))
+	g.Expect(pub.Trailers).To(HaveKeyWithValue(store.TrailerApprovedBy, "alice"))
+	g.Expect(pub.Proposed()).To(Equal(store.Proposal{By: "dave", At: at.Add(time.Hour)}), "publication keeps the proposal's record")
+	got, err = st.Get(ctx, "app", "", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Proposed().By).To(Equal("dave"))
+	g.Expect(got.Trailers).To(HaveKeyWithValue(store.TrailerApprovedBy, "alice"))
 	g.Expect(pub.PublishedAt.IsZero()).To(BeFalse())
 	g.Expect(st.RefName(pub)).NotTo(BeEmpty())
 
