@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 
 	"golang.org/x/sync/semaphore"
@@ -29,14 +30,41 @@ type pushLimit struct {
 	inFlight      *semaphore.Weighted
 }
 
-// newPushLimit bounds bodies by l's package size; two of the largest may
-// be read at once.
+// newPushLimit bounds bodies by l's package size; the bodies read at
+// once add up to one of the largest (its reading and decoding take about
+// three times its size).
 func newPushLimit(l store.Limits) *pushLimit {
 	size := l.PackageBytes
 	if size <= 0 {
 		size = store.DefaultLimits.PackageBytes
 	}
-	return &pushLimit{max: size + framing, pkgLimit: size, inFlight: semaphore.NewWeighted(2 * (size + framing))}
+	return &pushLimit{max: size + framing, pkgLimit: size, inFlight: semaphore.NewWeighted(size + framing)}
+}
+
+// tooLarge is the answer to a push whose body (size, "80Mi is") is over
+// the limit.
+func (p *pushLimit) tooLarge(name, size, outcome string) error {
+	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+		"PackageRevisionResources %s: the request body of %s over the %s a push may send (the max-package-size limit of %s, and %s for the object around the files): %s",
+		name, size, store.Quantity(p.max), store.Quantity(p.pkgLimit), store.Quantity(framing), outcome))
+}
+
+// cappedBody fails a read past left bytes with err.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *cappedBody) Read(buf []byte) (int, error) {
+	if int64(len(buf)) > b.left+1 {
+		buf = buf[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(buf)
+	if b.left -= int64(n); b.left < 0 {
+		return 0, b.err
+	}
+	return n, err
 }
 
 // wrap returns h behind the limit. It runs after authentication and
@@ -52,15 +80,16 @@ func (p *pushLimit) wrap(h http.Handler) http.Handler {
 		}
 		gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
 		if r.ContentLength > p.max {
-			err := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
-				"PackageRevisionResources %s: the request body of %s is over the %s a push may send (the max-package-size limit of %s, and %s for the object around the files): nothing was read or written",
-				info.Name, store.Quantity(r.ContentLength), store.Quantity(p.max), store.Quantity(p.pkgLimit), store.Quantity(framing)))
-			responsewriters.ErrorNegotiated(err, apiCodecs, gv, w, r)
+			responsewriters.ErrorNegotiated(p.tooLarge(info.Name, fmt.Sprintf("%d bytes is", r.ContentLength), "nothing was read or written"), apiCodecs, gv, w, r)
 			return
 		}
 		weight := r.ContentLength
 		if weight < 0 {
+			// Of unknown length (kubectl replace --raw -f sends its
+			// file so): counted as the largest, and cut there with
+			// the same answer.
 			weight = p.max
+			r.Body = &cappedBody{ReadCloser: r.Body, left: p.max, err: p.tooLarge(info.Name, "unknown length is", "nothing was written")}
 		}
 		if err := p.inFlight.Acquire(r.Context(), weight); err != nil {
 			responsewriters.ErrorNegotiated(apierrors.NewTimeoutError("waiting for other pushes to be read: "+err.Error(), 1), apiCodecs, gv, w, r)

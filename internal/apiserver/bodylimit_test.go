@@ -34,7 +34,8 @@ func (b *bodyOf) Read(p []byte) (int, error) {
 // 64Mi here, and 1Mi for the object) is refused before its body is
 // read: four such pushes at once (80Mi each) are answered 413 naming
 // the object and the limit, with only what the connections had sent
-// already read. A body of unknown length is cut at the limit.
+// already read. A body of unknown length is cut at the limit, with the
+// same answer.
 func TestPackageRevisionResources_largeBodies(t *testing.T) {
 	ns := env.Namespace(t, "big")
 	hc, err := rest.HTTPClientFor(env.Config)
@@ -65,7 +66,7 @@ func TestPackageRevisionResources_largeBodies(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			code, out := push(&bodyOf{n: size, seen: &seen}, size)
-			if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, "PackageRevisionResources cluster-01.big.ws: the request body of 80Mi is over the 65Mi a push may send (the max-package-size limit of 64Mi") {
+			if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, "PackageRevisionResources cluster-01.big.ws: the request body of 83886080 bytes is over the 65Mi a push may send (the max-package-size limit of 64Mi") {
 				t.Errorf("a declared 80Mi push: %d %s", code, out)
 			}
 		})
@@ -77,7 +78,7 @@ func TestPackageRevisionResources_largeBodies(t *testing.T) {
 
 	// Chunked (no Content-Length): read up to the limit, then refused.
 	code, out := push(io.MultiReader(bytes.NewReader([]byte(`{"kind":"PackageRevisionResources"`)), &bodyOf{n: size, seen: &seen}), -1)
-	if code != http.StatusRequestEntityTooLarge {
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, "PackageRevisionResources cluster-01.big.ws: the request body of unknown length is over the 65Mi a push may send") {
 		t.Errorf("a chunked 80Mi push: %d %s", code, out)
 	}
 }
