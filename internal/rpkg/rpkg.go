@@ -442,6 +442,11 @@ func (c *Client) move(ctx context.Context, name string, annotations map[string]s
 			// then approved was carried out: it is not this.)
 			return got, fmt.Errorf("%s: git published it before this request was carried out: it is now %s; nothing was changed: %w", name, describeLifecycle(got), ErrLost)
 		}
+		if got != nil && to == porchv1alpha1.LifecyclePublished && got.Spec.Lifecycle != porchv1alpha1.LifecyclePublished {
+			// An approval someone took back (scion rpkg reject of a
+			// pending approval) before git carried it out: theirs won.
+			return got, fmt.Errorf("%s: it is now %s (the approval was taken back before git carried it out); nothing was changed: %w", name, describeLifecycle(got), ErrLost)
+		}
 		return got, err
 	}
 }

@@ -66,8 +66,10 @@ type controlPlane struct {
 }
 
 // start starts a fresh control plane (its own etcd, its own controller
-// cache), with the user roles installed and the namespace made.
-func start(t *testing.T, second bool) *controlPlane {
+// cache), with the user roles installed and the namespace made. Its
+// manager may be one more in this process (go test -count runs the test
+// again in it).
+func start(t *testing.T) *controlPlane {
 	t.Helper()
 	env, err := testenv.StartWith(testenv.Options{})
 	if err != nil {
@@ -77,7 +79,7 @@ func start(t *testing.T, second bool) *controlPlane {
 		t.Fatal(err)
 	}
 	c := &controlPlane{env: env, done: make(chan error, 1)}
-	opts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: t.TempDir(), AllowFileRepositories: true, AnotherInProcess: second,
+	opts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: t.TempDir(), AllowFileRepositories: true, AnotherInProcess: true,
 		RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: time.Minute, TagPollPeriod: time.Minute}
 	var ctx context.Context
 	ctx, c.cancel = context.WithCancel(context.Background())
@@ -160,7 +162,7 @@ func TestRestore(t *testing.T) {
 	fleet := gitserver.InitBare(t, root, "fleet.git")
 	publishBlueprint(t, catalog)
 
-	a := start(t, false)
+	a := start(t)
 	for _, r := range repositories(catalog, fleet) {
 		g.Expect(a.env.Storage.Create(ctx, r)).To(Succeed())
 	}
@@ -210,7 +212,7 @@ func TestRestore(t *testing.T) {
 	backup := backupOf(t, a.env.Storage)
 	a.stop(t)
 
-	b := start(t, true)
+	b := start(t)
 	defer b.stop(t)
 	for _, o := range backup {
 		g.Expect(b.env.Storage.Create(ctx, o)).To(Succeed(), "%s", o.GetName())

@@ -211,12 +211,26 @@ func (r *Reconciler) requestsForSamePackage(ctx context.Context, o client.Object
 }
 
 // requestsForOwnRevision maps a PackageRevision to the variant that made
-// it.
-func (r *Reconciler) requestsForOwnRevision(_ context.Context, o client.Object) []reconcile.Request {
-	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "PackageVariant" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+// it; one that no variant owns (the sync showed it: after a restore, or
+// an orphaning delete) to the variants of its package, which adopt what
+// git says they wrote (reconcileAdopt).
+func (r *Reconciler) requestsForOwnRevision(ctx context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		if ref.Kind == "PackageVariant" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+		}
+		return nil
 	}
-	return nil
+	pr := o.(*porchv1alpha1.PackageRevision)
+	list := &configv1alpha1.PackageVariantList{}
+	if err := r.List(ctx, list, client.InNamespace(pr.Namespace), client.MatchingFields{variant.DownstreamPackageIndex: variant.PackageKey(pr.Spec.Repository, pr.Spec.PackageName)}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, pv := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pv)})
+	}
+	return out
 }
 
 // requestsForRevision maps a PackageRevision to the variants whose
