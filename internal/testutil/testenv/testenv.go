@@ -93,7 +93,8 @@ type Options struct {
 	RegistryCAFile string
 	// Egress is the API server's egress policy (--egress-allow and
 	// --egress-deny) when it runs in this process; nil allows every
-	// address.
+	// address. In a process of its own (APIServerBinary) it has the
+	// default policy with loopback allowed.
 	Egress *egress.Policy
 	// APIServerBinary, when set, runs Scion's API server as
 	// `APIServerBinary apiserver` in a process of its own, as an
@@ -220,7 +221,10 @@ func (e *Env) RunAPIServer() error {
 	}
 	var api *apiserver.Local
 	if e.apiBinary != "" {
-		var args []string
+		// The tests' git servers and registries are on loopback, which
+		// the installed server's default egress policy denies: allowed
+		// here, as scion dev allows it.
+		args := []string{"--egress-allow=127.0.0.0/8,::1"}
 		if e.registryCAFile != "" {
 			args = append(args, "--registry-ca-file", e.registryCAFile)
 		}
