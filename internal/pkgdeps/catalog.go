@@ -96,7 +96,7 @@ func (r *Reader) declaration(ctx context.Context, st store.Store, rev store.Revi
 	}
 	p, err := st.Read(ctx, rev)
 	switch {
-	case pkgservice.Unreadable(err):
+	case store.Unreadable(err):
 		// A package no read of this commit will ever take (a path no
 		// checkout holds, over a limit): it declares nothing and cannot
 		// be used, and the repository's other packages go on.

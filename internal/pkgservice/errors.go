@@ -1,12 +1,8 @@
 package pkgservice
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/scion-dev/scion/internal/pkg"
-	"github.com/scion-dev/scion/internal/store"
 )
 
 // WaitError says that the caller waits for something outside its object
@@ -41,11 +37,3 @@ func (e *SpecError) Error() string { return e.Message }
 
 // StallReason is the reason the caller is stalled with.
 func (e *SpecError) StallReason() string { return e.Reason }
-
-// Unreadable says whether err is about a package's content (a path no
-// checkout holds, a file over a limit), which no retry reading the same
-// commit changes: the package must change.
-func Unreadable(err error) bool {
-	var pathErr *pkg.PathError
-	return errors.As(err, &pathErr) || errors.Is(err, store.ErrLimit)
-}

@@ -35,15 +35,9 @@ func (s *Service) Move(ctx context.Context, repo store.Store, repoName string, d
 	if want == "" {
 		want = porchv1alpha1.LifecycleDraft
 	}
-	if want == have {
-		return rev, nil
-	}
-	if (have == porchv1alpha1.LifecycleDraft || have == porchv1alpha1.LifecycleProposed) && want != porchv1alpha1.LifecycleDraft {
-		if err := checkContents(ctx, repo, rev); err != nil {
-			return rev, err
-		}
-	}
 	switch {
+	case want == have:
+		return rev, nil
 	case have == porchv1alpha1.LifecycleDraft && want == porchv1alpha1.LifecycleProposed:
 		return repo.Propose(ctx, rev.Package, rev.Workspace, rev.Commit, proposalOf(pr))
 	case have == porchv1alpha1.LifecycleProposed && want == porchv1alpha1.LifecycleDraft:
@@ -84,17 +78,6 @@ func proposalOf(pr *porchv1alpha1.PackageRevision) store.Proposal {
 		at = time.Now()
 	}
 	return store.Proposal{By: by, At: at}
-}
-
-// checkContents fails when a revision's files cannot all be read (a path
-// no checkout holds, pushed to git by hand; a file over a limit): such a
-// revision is neither proposed nor published, and the error stalls its
-// reconcile, naming the file and the rule.
-func checkContents(ctx context.Context, repo store.Store, rev store.Revision) error {
-	if _, err := repo.Read(ctx, rev); Unreadable(err) {
-		return fmt.Errorf("%s cannot be proposed or published: %w", rev.Package, err)
-	}
-	return nil
 }
 
 // HandOverLatest takes the latest-revision label from the other

@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/scion-dev/scion/internal/pkg"
 )
 
 // Limits bound what one repository's remote and packages may make Scion
@@ -105,6 +107,14 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 
 // StallReason makes reconcilers stall on it (reconciler.Classify).
 func (e *LimitError) StallReason() string { return LimitExceededReason }
+
+// Unreadable says whether err is about a package's content (a path no
+// checkout holds, a file over a limit), which no retry reading the same
+// commit changes: the package must change.
+func Unreadable(err error) bool {
+	var pathErr *pkg.PathError
+	return errors.As(err, &pathErr) || errors.Is(err, ErrLimit)
+}
 
 // Shorten cuts text that may carry a user's or a remote's words (a value,
 // what a server sent) to at most n bytes, at a character boundary, saying

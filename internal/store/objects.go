@@ -233,8 +233,7 @@ func (r *Repository) readTreeFiles(tree plumbing.Hash, pkgPath string) (*pkg.Pac
 		}
 		return nil
 	}
-	var pathErr *pkg.PathError
-	if err := walk(tree, ""); errors.As(err, &pathErr) || errors.Is(err, ErrLimit) {
+	if err := walk(tree, ""); Unreadable(err) {
 		return nil, err // what the package holds, named already
 	} else if err != nil {
 		return nil, fmt.Errorf("reading tree %s: %w", tree, err)

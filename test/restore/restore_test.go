@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,24 +62,26 @@ func TestMain(m *testing.M) {
 // controlPlane is a control plane with Scion's controllers and API server.
 type controlPlane struct {
 	env    *testenv.Env
-	cancel context.CancelFunc
+	cancel context.CancelFunc // nil until its manager runs
 	done   chan error
+	once   sync.Once
 }
 
 // start starts a fresh control plane (its own etcd, its own controller
 // cache), with the user roles installed and the namespace made. Its
 // manager may be one more in this process (go test -count runs the test
-// again in it).
+// again in it). It is stopped when the test ends, failed or not.
 func start(t *testing.T) *controlPlane {
 	t.Helper()
 	env, err := testenv.StartWith(testenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := &controlPlane{env: env, done: make(chan error, 1)}
+	t.Cleanup(func() { c.stop(t) })
 	if err := rbac.Install(context.Background(), env.Storage, rbac.UserRoles); err != nil {
 		t.Fatal(err)
 	}
-	c := &controlPlane{env: env, done: make(chan error, 1)}
 	opts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", CacheDir: t.TempDir(), AllowFileRepositories: true, AnotherInProcess: true,
 		RepositoryWorkers: 2, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: time.Minute, TagPollPeriod: time.Minute}
 	var ctx context.Context
@@ -90,17 +93,21 @@ func start(t *testing.T) *controlPlane {
 	return c
 }
 
-// stop stops the controllers and the control plane: the cluster's state
-// is gone.
+// stop stops the controllers and the control plane, once: the cluster's
+// state is gone.
 func (c *controlPlane) stop(t *testing.T) {
 	t.Helper()
-	c.cancel()
-	if err := <-c.done; err != nil {
-		t.Errorf("manager: %v", err)
-	}
-	if err := c.env.Stop(); err != nil {
-		t.Errorf("stopping the control plane: %v", err)
-	}
+	c.once.Do(func() {
+		if c.cancel != nil {
+			c.cancel()
+			if err := <-c.done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		}
+		if err := c.env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
 }
 
 // as is a porch.kpt.dev client acting as user, bound to role in ns.
@@ -213,7 +220,6 @@ func TestRestore(t *testing.T) {
 	a.stop(t)
 
 	b := start(t)
-	defer b.stop(t)
 	for _, o := range backup {
 		g.Expect(b.env.Storage.Create(ctx, o)).To(Succeed(), "%s", o.GetName())
 	}
