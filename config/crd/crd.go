@@ -69,7 +69,7 @@ func StorageDefinition() (*apiextensionsv1.CustomResourceDefinition, error) {
 // DeriveStorage returns the storage's CustomResourceDefinition (YAML)
 // from the porch.kpt.dev PackageRevision's: the same schema, printer
 // columns and selectable fields in porchv1alpha1.StorageGroupVersion's
-// group, without short names or categories (kubectl's pr and scion name
+// group (version v1alpha1 only), without short names or categories (kubectl's pr and scion name
 // the porch.kpt.dev resource people use).
 func DeriveStorage(porch []byte) ([]byte, error) {
 	u := map[string]any{}
@@ -83,6 +83,19 @@ func DeriveStorage(porch []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a CustomResourceDefinition", porchFile)
 	}
 	spec["group"] = porchv1alpha1.StorageGroupVersion.Group
+	// The storage holds v1alpha1; Scion's API server converts to the
+	// other versions it serves.
+	versions, _ := spec["versions"].([]any)
+	kept := []any{}
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["name"] == porchv1alpha1.StorageGroupVersion.Version {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) != 1 {
+		return nil, fmt.Errorf("%s has no version %s", porchFile, porchv1alpha1.StorageGroupVersion.Version)
+	}
+	spec["versions"] = kept
 	delete(names, "shortNames")
 	delete(names, "categories")
 	meta["name"] = fmt.Sprint(names["plural"]) + "." + porchv1alpha1.StorageGroupVersion.Group
@@ -101,6 +114,23 @@ func Served() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
+	porch, err := PorchDefinition()
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range defs {
+		if d.Spec.Group == porchv1alpha1.StorageGroupVersion.Group {
+			defs[i] = porch
+		}
+	}
+	return defs, nil
+}
+
+// PorchDefinition returns the porch.kpt.dev PackageRevision as a
+// CustomResourceDefinition: never installed (Scion's API server serves
+// it), it holds the schema, printer columns and selectable fields of each
+// version the server serves.
+func PorchDefinition() (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := bases.ReadFile("bases/" + porchFile)
 	if err != nil {
 		return nil, err
@@ -109,10 +139,5 @@ func Served() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if err := yaml.UnmarshalStrict(data, porch); err != nil {
 		return nil, fmt.Errorf("%s: %w", porchFile, err)
 	}
-	for i, d := range defs {
-		if d.Spec.Group == porchv1alpha1.StorageGroupVersion.Group {
-			defs[i] = porch
-		}
-	}
-	return defs, nil
+	return porch, nil
 }

@@ -8,18 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/config/rbac"
 	"github.com/scion-dev/scion/internal/localca"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -210,17 +213,19 @@ func registerLocal(ctx context.Context, cfg *rest.Config, port int, ca []byte) e
 		{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": localService, "namespace": localNamespace},
 			"spec":     map[string]any{"type": "ExternalName", "externalName": "localhost"}}},
-		{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-			"metadata": map[string]any{"name": porchv1alpha1.GroupVersion.Version + "." + porchv1alpha1.GroupVersion.Group,
+	}
+	for _, v := range servedVersions {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": v.gv.Version + "." + v.gv.Group,
 				// Kept if a porch.kpt.dev CustomResourceDefinition of an
 				// earlier version is deleted.
 				"labels": map[string]any{"kube-aggregator.kubernetes.io/automanaged": "false"}},
 			"spec": map[string]any{
-				"group": porchv1alpha1.GroupVersion.Group, "version": porchv1alpha1.GroupVersion.Version,
-				"groupPriorityMinimum": int64(2000), "versionPriority": int64(15),
+				"group": v.gv.Group, "version": v.gv.Version,
+				"groupPriorityMinimum": int64(2000), "versionPriority": v.priority,
 				"service":  map[string]any{"namespace": localNamespace, "name": localService, "port": int64(port)},
 				"caBundle": base64.StdEncoding.EncodeToString(ca),
-			}}},
+			}}})
 	}
 	for _, u := range objs {
 		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scion"), client.ForceOwnership); err != nil {
@@ -234,55 +239,65 @@ func registerLocal(ctx context.Context, cfg *rest.Config, port int, ca []byte) e
 	return waitServed(ctx, dc, time.Minute)
 }
 
+// servedVersions are the versions of porch.kpt.dev the server serves,
+// each with its APIService's versionPriority (config/apiserver: v1alpha1
+// is the one kubectl prefers) and the resource that shows discovery is
+// the server's.
+var servedVersions = []struct {
+	gv       schema.GroupVersion
+	priority int64
+	resource string
+}{
+	{porchv1alpha1.GroupVersion, 15, "packagerevisionresources"},
+	{porchv1alpha2.GroupVersion, 10, "packagerevisions"},
+}
+
 // waitServed waits until clients can use porch.kpt.dev through the
 // control plane, at most timeout.
 func waitServed(ctx context.Context, dc discovery.DiscoveryInterface, timeout time.Duration) error {
 	var last error
-	// Two things must hold before clients can use the group, and they
-	// become true in either order: the group's own path is proxied to
-	// Scion's API server (kube-aggregator answers 503 until it has
-	// marked the APIService Available, although its discovery already
-	// reads the server), and the control plane's discovery document,
-	// which clients' REST mappers read, lists the resources.
+	// Two things must hold before clients can use a group-version, and
+	// they become true in either order: its path is proxied to Scion's
+	// API server (kube-aggregator answers 503 until it has marked the
+	// APIService Available, although its discovery already reads the
+	// server), and the control plane's discovery document, which
+	// clients' REST mappers read, lists the resources.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		list, err := dc.ServerResourcesForGroupVersion(porchv1alpha1.GroupVersion.String())
-		if err != nil {
-			last = fmt.Errorf("the control plane does not proxy %s yet: %w", porchv1alpha1.GroupVersion, err)
-			return false, nil
-		}
-		if !servesContent(list) {
-			last = fmt.Errorf("%s is served, but not by Scion's API server", porchv1alpha1.GroupVersion)
-			return false, nil
-		}
-		_, lists, err := dc.ServerGroupsAndResources()
-		for _, l := range lists {
-			if l.GroupVersion == porchv1alpha1.GroupVersion.String() && servesContent(l) {
-				return true, nil
+		for _, v := range servedVersions {
+			list, err := dc.ServerResourcesForGroupVersion(v.gv.String())
+			if err != nil {
+				last = fmt.Errorf("the control plane does not proxy %s yet: %w", v.gv, err)
+				return false, nil
+			}
+			if !serves(list, v.resource) {
+				last = fmt.Errorf("%s is served, but not by Scion's API server", v.gv)
+				return false, nil
 			}
 		}
-		last = fmt.Errorf("%s is not in the control plane's discovery document yet", porchv1alpha1.GroupVersion)
-		if err != nil {
-			last = fmt.Errorf("%w: %w", last, err)
+		_, lists, err := dc.ServerGroupsAndResources()
+		for _, v := range servedVersions {
+			if !slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool { return l.GroupVersion == v.gv.String() && serves(l, v.resource) }) {
+				last = fmt.Errorf("%s is not in the control plane's discovery document yet", v.gv)
+				if err != nil {
+					last = fmt.Errorf("%w: %w", last, err)
+				}
+				return false, nil
+			}
 		}
-		return false, nil
+		return true, nil
 	})
 	if err != nil {
 		if last == nil {
 			last = err
 		}
-		return fmt.Errorf("the control plane does not serve %s through Scion's API server: %w", porchv1alpha1.GroupVersion, last)
+		return fmt.Errorf("the control plane does not serve porch.kpt.dev through Scion's API server: %w", last)
 	}
 	return nil
 }
 
-// servesContent reports whether a discovery list of porch.kpt.dev is
-// Scion's API server's: an earlier version's CustomResourceDefinition
-// served PackageRevisions but never their content.
-func servesContent(l *metav1.APIResourceList) bool {
-	for _, r := range l.APIResources {
-		if r.Name == "packagerevisionresources" {
-			return true
-		}
-	}
-	return false
+// serves reports whether a discovery list of porch.kpt.dev has resource:
+// an earlier version's CustomResourceDefinition served PackageRevisions
+// but never their content, nor v1alpha2.
+func serves(l *metav1.APIResourceList, resource string) bool {
+	return slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == resource })
 }

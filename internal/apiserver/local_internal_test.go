@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 )
 
 // The state kube-aggregator is in for a moment after an APIService is
@@ -28,31 +30,40 @@ import (
 func TestWaitServed_notBeforeTheGroupIsProxied(t *testing.T) {
 	g := NewWithT(t)
 	var available atomic.Bool
-	resources := []metav1.APIResource{{Name: "packagerevisions", Namespaced: true, Kind: "PackageRevision"},
-		{Name: "packagerevisionresources", Namespaced: true, Kind: "PackageRevisionResources"}}
+	resources := map[string][]metav1.APIResource{
+		porchv1alpha1.GroupVersion.Version: {{Name: "packagerevisions", Namespaced: true, Kind: "PackageRevision"},
+			{Name: "packagerevisionresources", Namespaced: true, Kind: "PackageRevisionResources"}},
+		porchv1alpha2.GroupVersion.Version: {{Name: "packagerevisions", Namespaced: true, Kind: "PackageRevision"}},
+	}
+	group := porchv1alpha1.GroupVersion.Group
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/api", "/apis":
+		version := strings.TrimPrefix(r.URL.Path, "/apis/"+group+"/")
+		switch {
+		case r.URL.Path == "/api" || r.URL.Path == "/apis":
 			doc := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 			if r.URL.Path == "/apis" {
-				v := apidiscoveryv2.APIVersionDiscovery{Version: porchv1alpha1.GroupVersion.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-				for _, res := range resources {
-					v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: res.Name, Scope: apidiscoveryv2.ScopeNamespace,
-						ResponseKind: &metav1.GroupVersionKind{Group: porchv1alpha1.GroupVersion.Group, Version: porchv1alpha1.GroupVersion.Version, Kind: res.Kind},
-						Verbs:        []string{"get", "list"}})
+				var versions []apidiscoveryv2.APIVersionDiscovery
+				for _, sv := range servedVersions {
+					v := apidiscoveryv2.APIVersionDiscovery{Version: sv.gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+					for _, res := range resources[sv.gv.Version] {
+						v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: res.Name, Scope: apidiscoveryv2.ScopeNamespace,
+							ResponseKind: &metav1.GroupVersionKind{Group: group, Version: sv.gv.Version, Kind: res.Kind},
+							Verbs:        []string{"get", "list"}})
+					}
+					versions = append(versions, v)
 				}
-				doc.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: porchv1alpha1.GroupVersion.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{v}}}
+				doc.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: group}, Versions: versions}}
 			}
 			w.Header().Set("Content-Type", discovery.AcceptV2)
 			_ = json.NewEncoder(w).Encode(doc)
-		case "/apis/" + porchv1alpha1.GroupVersion.String():
+		case resources[version] != nil:
 			if !available.Load() {
 				http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-				GroupVersion: porchv1alpha1.GroupVersion.String(), APIResources: resources})
+				GroupVersion: group + "/" + version, APIResources: resources[version]})
 		default:
 			http.NotFound(w, r)
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	extensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/common"
@@ -13,43 +12,53 @@ import (
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/config/crd"
 )
 
 // openAPIDefinitions describes the served types for OpenAPI (kubectl
-// explain, server-side apply): PackageRevision with the storage's schema
-// (one schema, the CustomResourceDefinition's), PackageRevisionResources
+// explain, server-side apply): PackageRevision of each version with its
+// generated schema (crd.PorchDefinition), PackageRevisionResources
 // by hand, and the meta types from the Kubernetes libraries.
 func openAPIDefinitions() (common.GetOpenAPIDefinitions, error) {
-	def, err := crd.StorageDefinition()
+	def, err := crd.PorchDefinition()
 	if err != nil {
 		return nil, err
 	}
-	var props *apiextensionsv1.JSONSchemaProps
+	schemas := map[string][]byte{}
 	for _, v := range def.Spec.Versions {
-		if v.Name == porchv1alpha1.GroupVersion.Version && v.Schema != nil {
-			props = v.Schema.OpenAPIV3Schema
+		if v.Schema == nil {
+			continue
 		}
+		data, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, err
+		}
+		schemas[v.Name] = data
 	}
-	if props == nil {
-		return nil, fmt.Errorf("the storage's CustomResourceDefinition has no schema for %s", porchv1alpha1.GroupVersion.Version)
+	types := []struct{ item, list any }{
+		{&porchv1alpha1.PackageRevision{}, &porchv1alpha1.PackageRevisionList{}},
+		{&porchv1alpha2.PackageRevision{}, &porchv1alpha2.PackageRevisionList{}},
 	}
-	data, err := json.Marshal(props)
-	if err != nil {
-		return nil, err
+	for _, v := range []string{porchv1alpha1.GroupVersion.Version, porchv1alpha2.GroupVersion.Version} {
+		if schemas[v] == nil {
+			return nil, fmt.Errorf("the porch.kpt.dev PackageRevision definition has no schema for %s", v)
+		}
 	}
 	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		out := extensionsopenapi.GetOpenAPIDefinitions(ref)
 		objectMeta, listMeta := metav1.ObjectMeta{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()
-		var pr spec.Schema
-		if err := json.Unmarshal(data, &pr); err != nil {
-			panic(fmt.Sprintf("the storage's schema: %v", err)) // read above from the same bytes
+		for i, v := range []string{porchv1alpha1.GroupVersion.Version, porchv1alpha2.GroupVersion.Version} {
+			var pr spec.Schema
+			if err := json.Unmarshal(schemas[v], &pr); err != nil {
+				panic(fmt.Sprintf("the %s schema: %v", v, err)) // marshalled above
+			}
+			pr.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(objectMeta)}}
+			prName := util.GetCanonicalTypeName(types[i].item)
+			out[prName] = common.OpenAPIDefinition{Schema: pr, Dependencies: []string{objectMeta}}
+			out[util.GetCanonicalTypeName(types[i].list)] = list(ref, prName, listMeta)
 		}
-		pr.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(objectMeta)}}
-		prName := util.GetCanonicalTypeName(&porchv1alpha1.PackageRevision{})
 		prrName := util.GetCanonicalTypeName(&content.PackageRevisionResources{})
-		out[prName] = common.OpenAPIDefinition{Schema: pr, Dependencies: []string{objectMeta}}
-		out[util.GetCanonicalTypeName(&porchv1alpha1.PackageRevisionList{})] = list(ref, prName, listMeta)
 		out[prrName] = common.OpenAPIDefinition{Schema: spec.Schema{SchemaProps: spec.SchemaProps{
 			Description: "The files of a package revision, read from and written to git.",
 			Type:        []string{"object"},

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -39,6 +40,10 @@ type revisions struct {
 	// egress is the policy the git URLs of clones are checked against
 	// (their hosts that are addresses; names when fetched).
 	egress *egress.Policy
+	// v1alpha2 is set on the storage serving porch.kpt.dev/v1alpha2,
+	// whose writes are completed from the stored revision (fromV1alpha2)
+	// and which approves by an update of spec.lifecycle.
+	v1alpha2 bool
 }
 
 var (
@@ -191,6 +196,17 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 // status subresource's).
 func (r *revisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return change(ctx, r.storage, name, objInfo, validate, opts, "", func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+		if r.v1alpha2 {
+			if err := fromV1alpha2(cur, next); err != nil {
+				return nil, err
+			}
+			if cur.Spec.Lifecycle == porchv1alpha1.LifecycleProposed && next.Spec.Lifecycle != porchv1alpha1.LifecycleProposed {
+				// v1alpha2 has no approval subresource: publishing
+				// or rejecting a proposal is an update of the
+				// lifecycle, made as the subresource makes it.
+				return approve(ctx, name, cur, next)
+			}
+		}
 		if err := recordProposal(ctx, cur, next); err != nil {
 			return nil, err
 		}
@@ -415,8 +431,43 @@ func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedO
 	return cur, next, shown, nil
 }
 
+// fromV1alpha2 completes next, a change of cur sent as v1alpha2, with
+// what v1alpha2 does not carry: the tasks (v1alpha2 shows the first as
+// spec.source, which cannot change), the revision number (in v1alpha2's
+// status), the commit and the lifecycle git has, and the transition
+// times of conditions whose status did not change.
+func fromV1alpha2(cur, next *porchv1alpha1.PackageRevision) error {
+	if len(next.Spec.Tasks) > 0 {
+		var was *porchv1alpha2.PackageSource
+		if len(cur.Spec.Tasks) > 0 {
+			was = porchv1alpha2.SourceOf(cur.Spec.Tasks[0])
+		}
+		if !equality.Semantic.DeepEqual(was, porchv1alpha2.SourceOf(next.Spec.Tasks[0])) {
+			return apierrors.NewInvalid(porchv1alpha2.GroupVersion.WithKind("PackageRevision").GroupKind(), cur.Name, field.ErrorList{
+				field.Forbidden(field.NewPath("spec", "source"), "the source of a revision cannot change: make a new revision (copy or upgrade) instead"),
+			})
+		}
+	}
+	next.Spec.Tasks = cur.Spec.Tasks
+	next.Spec.Revision = cur.Spec.Revision
+	next.Status.Commit = cur.Status.Commit
+	next.Status.Lifecycle = cur.Status.Lifecycle
+	for i := range next.Status.Conditions {
+		c := &next.Status.Conditions[i]
+		j := slices.IndexFunc(cur.Status.Conditions, func(o porchv1alpha1.Condition) bool { return o.Type == c.Type })
+		if j >= 0 && c.LastTransitionTime == nil && cur.Status.Conditions[j].Status == c.Status {
+			c.LastTransitionTime = cur.Status.Conditions[j].LastTransitionTime
+		}
+	}
+	return nil
+}
+
 // revisionStatus serves packagerevisions/status.
-type revisionStatus struct{ storage *storage }
+type revisionStatus struct {
+	storage *storage
+	// v1alpha2 is set on the one serving porch.kpt.dev/v1alpha2.
+	v1alpha2 bool
+}
 
 var _ rest.Patcher = &revisionStatus{}
 
@@ -433,7 +484,13 @@ func (r *revisionStatus) Get(ctx context.Context, name string, opts *metav1.GetO
 
 // Update writes a revision's status.
 func (r *revisionStatus) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return change(ctx, r.storage, name, objInfo, validate, opts, "status", nil)
+	var shape func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error)
+	if r.v1alpha2 {
+		shape = func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+			return next, fromV1alpha2(cur, next)
+		}
+	}
+	return change(ctx, r.storage, name, objInfo, validate, opts, "status", shape)
 }
 
 // listOptions converts the server's list options to the storage's.

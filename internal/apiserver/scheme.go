@@ -12,6 +12,7 @@ import (
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/api/porch/v1alpha1/content"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/config/crd"
 )
 
@@ -27,16 +28,25 @@ var (
 	storageCodecs = serializer.NewCodecFactory(storageScheme)
 )
 
-// selectableFields are the field selectors packagerevisions accept: the
-// metadata's and those the storage's CustomResourceDefinition declares.
-func selectableFields() map[string]bool {
-	out := map[string]bool{"metadata.name": true, "metadata.namespace": true}
-	def, err := crd.StorageDefinition()
+// selectableFields are the field selectors packagerevisions accept in a
+// version: the metadata's and those its schema declares, each mapped to
+// the field of the stored (v1alpha1) object it selects on (v1alpha2's
+// status.revision is v1alpha1's spec.revision).
+func selectableFields(version string) map[string]string {
+	out := map[string]string{"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
+	def, err := crd.PorchDefinition()
 	utilruntime.Must(err)
 	for _, v := range def.Spec.Versions {
-		for _, f := range v.SelectableFields {
-			out[strings.TrimPrefix(f.JSONPath, ".")] = true
+		if v.Name != version {
+			continue
 		}
+		for _, f := range v.SelectableFields {
+			label := strings.TrimPrefix(f.JSONPath, ".")
+			out[label] = label
+		}
+	}
+	if version == porchv1alpha2.GroupVersion.Version {
+		out["status.revision"] = "spec.revision"
 	}
 	return out
 }
@@ -44,8 +54,13 @@ func selectableFields() map[string]bool {
 func init() {
 	utilruntime.Must(porchv1alpha1.AddToScheme(apiScheme))
 	utilruntime.Must(content.AddToScheme(apiScheme))
+	utilruntime.Must(porchv1alpha2.AddToScheme(apiScheme))
+	utilruntime.Must(porchv1alpha2.RegisterConversions(apiScheme))
+	// v1alpha1 is the preferred version (kubectl get packagerevisions).
+	utilruntime.Must(apiScheme.SetVersionPriority(porchv1alpha1.GroupVersion, porchv1alpha2.GroupVersion))
 	// The generic server converts through an internal version; the types
-	// are the same Go types, so conversion only sets the kind.
+	// are v1alpha1's Go types, so converting v1alpha1 only sets the kind,
+	// and v1alpha2 converts with porchv1alpha2.RegisterConversions.
 	internal := schema.GroupVersion{Group: porchv1alpha1.GroupVersion.Group, Version: runtime.APIVersionInternal}
 	apiScheme.AddKnownTypes(internal,
 		&porchv1alpha1.PackageRevision{}, &porchv1alpha1.PackageRevisionList{},
@@ -53,16 +68,20 @@ func init() {
 	unversioned := schema.GroupVersion{Version: "v1"}
 	metav1.AddToGroupVersion(apiScheme, unversioned)
 	apiScheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
-	for _, kind := range []string{"PackageRevision", "PackageRevisionResources"} {
-		fields := selectableFields()
-		if kind == "PackageRevisionResources" {
-			fields = map[string]bool{"metadata.name": true, "metadata.namespace": true}
-		}
-		utilruntime.Must(apiScheme.AddFieldLabelConversionFunc(porchv1alpha1.GroupVersion.WithKind(kind), func(label, value string) (string, string, error) {
-			if !fields[label] {
+	for _, k := range []struct {
+		gvk    schema.GroupVersionKind
+		fields map[string]string
+	}{
+		{porchv1alpha1.GroupVersion.WithKind("PackageRevision"), selectableFields(porchv1alpha1.GroupVersion.Version)},
+		{porchv1alpha2.GroupVersion.WithKind("PackageRevision"), selectableFields(porchv1alpha2.GroupVersion.Version)},
+		{porchv1alpha1.GroupVersion.WithKind("PackageRevisionResources"), map[string]string{"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}},
+	} {
+		utilruntime.Must(apiScheme.AddFieldLabelConversionFunc(k.gvk, func(label, value string) (string, string, error) {
+			to, ok := k.fields[label]
+			if !ok {
 				return "", "", fmt.Errorf("field label not supported: %s", label)
 			}
-			return label, value, nil
+			return to, value, nil
 		}))
 	}
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
+	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/repocache"
@@ -145,6 +146,15 @@ func New(o Options) (*Server, error) {
 		"packagerevisions/approval": &approval{storage: st},
 		"packagerevisionresources": &resources{storage: st, client: c, repos: o.Repositories, limits: o.Limits, functionImages: o.FunctionImages, functionRunner: o.FunctionRunner,
 			service: &pkgservice.Service{Client: c, APIReader: c}, table: rest.NewDefaultTableConvertor(porchv1alpha1.GroupVersion.WithResource("packagerevisionresources").GroupResource())},
+	}
+	// Porch's next version, over the same stored revisions (the scheme
+	// converts, porchv1alpha2.RegisterConversions); PackageRevisionResources
+	// stay v1alpha1, as in Porch.
+	revs2 := *revs
+	revs2.v1alpha2 = true
+	group.VersionedResourcesStorageMap[porchv1alpha2.GroupVersion.Version] = map[string]rest.Storage{
+		"packagerevisions":        &revs2,
+		"packagerevisions/status": &revisionStatus{storage: st, v1alpha2: true},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err

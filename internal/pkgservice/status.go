@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/reconciler"
 )
@@ -27,15 +26,6 @@ func (s *Service) WriteStatus(ctx context.Context, pr *porchv1alpha1.PackageRevi
 	}
 	return reconciler.PatchStatus(ctx, s.Client, reader, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) { return change(pr), nil })
 }
-
-// ControllerConditions are the condition types of a PackageRevision that
-// Scion's controllers own (kstatus): never written to git, never set by
-// people or other actors.
-var ControllerConditions = []string{configv1alpha1.ReadyCondition, configv1alpha1.ReconcilingCondition, configv1alpha1.StalledCondition}
-
-// IsControllerCondition says whether a condition type is one of
-// ControllerConditions.
-func IsControllerCondition(t string) bool { return slices.Contains(ControllerConditions, t) }
 
 // PorchConditions converts conditions to a PackageRevision's condition
 // type.

@@ -305,7 +305,7 @@ func keepVerdict(want *porchv1alpha1.PackageRevisionStatus, cur *porchv1alpha1.P
 		return
 	}
 	for _, c := range cur.Status.Conditions {
-		if !IsControllerCondition(c.Type) {
+		if !porchv1alpha1.IsControllerCondition(c.Type) {
 			continue
 		}
 		for i := range want.Conditions {
@@ -386,7 +386,7 @@ func Desired(repoObj *configv1alpha1.Repository, rev store.Revision, gates []kpt
 		pr.Status.PublishTimestamp = ptr.To(metav1.NewTime(rev.PublishedAt))
 	}
 	for _, c := range conditions {
-		if IsControllerCondition(c.Type) {
+		if porchv1alpha1.IsControllerCondition(c.Type) {
 			continue
 		}
 		pr.Status.Conditions = append(pr.Status.Conditions, porchv1alpha1.Condition{
@@ -543,19 +543,19 @@ func (s *Service) applyStatus(ctx context.Context, want, obj *porchv1alpha1.Pack
 			keepVerdict(&st, obj)
 		}
 		for i := range st.Conditions {
-			if IsControllerCondition(st.Conditions[i].Type) && st.Conditions[i].ObservedGeneration == 0 {
+			if porchv1alpha1.IsControllerCondition(st.Conditions[i].Type) && st.Conditions[i].ObservedGeneration == 0 {
 				st.Conditions[i].ObservedGeneration = st.ObservedGeneration
 			}
 		}
 		if want.Spec.Lifecycle == porchv1alpha1.LifecycleDraft || want.Spec.Lifecycle == porchv1alpha1.LifecycleProposed {
 			// Conditions of drafts are also set by other actors on the
 			// object: the PackageRevision controller writes them to git.
-			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append(slices.Clone(ControllerConditions), gitConditions...))
+			st.Conditions = mergeConditions(obj.Status.Conditions, st.Conditions, append(slices.Clone(porchv1alpha1.ControllerConditions), gitConditions...))
 		} else {
 			// A published revision's git conditions are final; conditions
 			// others set on its object (a deployer's health, which a
 			// rollout waits for) are theirs and stay.
-			owned := slices.Clone(ControllerConditions)
+			owned := slices.Clone(porchv1alpha1.ControllerConditions)
 			for _, c := range st.Conditions {
 				owned = append(owned, c.Type)
 			}

@@ -221,7 +221,7 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo store.Store, pr *por
 			kptfile.AddReadinessGate(kf, g.ConditionType)
 		}
 		for _, c := range pr.Status.Conditions {
-			if IsControllerCondition(c.Type) || c.Type == engine.RenderedCondition {
+			if porchv1alpha1.IsControllerCondition(c.Type) || c.Type == engine.RenderedCondition {
 				continue
 			}
 			kptfile.SetCondition(kf, kptfilev1.Condition{Type: c.Type, Status: kptfilev1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
@@ -236,7 +236,7 @@ func (s *Service) MirrorToKptfile(ctx context.Context, repo store.Store, pr *por
 	}
 	var changed []string
 	for _, c := range pr.Status.Conditions {
-		if !IsControllerCondition(c.Type) {
+		if !porchv1alpha1.IsControllerCondition(c.Type) {
 			changed = append(changed, c.Type+"="+string(c.Status))
 		}
 	}

@@ -551,7 +551,7 @@ func (c *Client) poll() time.Duration {
 // SetCondition sets a package condition on a revision (written into a
 // draft's Kptfile by the controller).
 func (c *Client) SetCondition(ctx context.Context, name string, cond porchv1alpha1.Condition) (*porchv1alpha1.PackageRevision, error) {
-	if pkgservice.IsControllerCondition(cond.Type) {
+	if porchv1alpha1.IsControllerCondition(cond.Type) {
 		return nil, fmt.Errorf("%s is set by the controller; choose another condition type", cond.Type)
 	}
 	pr, err := c.Get(ctx, name)

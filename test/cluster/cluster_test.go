@@ -225,8 +225,10 @@ func waitRollout(t *testing.T) {
 				kubectlOr("-n", "scion-system", "get", "pods", "-o", "wide"), kubectlOr("-n", "scion-system", "describe", "pods"))
 		}
 	}
-	if out, err := kubectlErr("", "wait", "--for=condition=Available", "apiservice/v1alpha1.porch.kpt.dev", "--timeout=3m"); err != nil {
-		t.Fatalf("the APIService is not Available: %v\n%s\n%s", err, out, kubectlOr("get", "apiservice", "v1alpha1.porch.kpt.dev", "-o", "yaml"))
+	for _, v := range []string{"v1alpha1", "v1alpha2"} {
+		if out, err := kubectlErr("", "wait", "--for=condition=Available", "apiservice/"+v+".porch.kpt.dev", "--timeout=3m"); err != nil {
+			t.Fatalf("the APIService %s.porch.kpt.dev is not Available: %v\n%s\n%s", v, err, out, kubectlOr("get", "apiservice", v+".porch.kpt.dev", "-o", "yaml"))
+		}
 	}
 }
 
@@ -588,6 +590,20 @@ func approve(t *testing.T, ctx context.Context, porch client.Client) {
 	out := kubectl(t, "", "-n", ns, "get", "packagerevisions", "--no-headers")
 	if n := len(strings.Split(strings.TrimSpace(out), "\n")); n < variants+2 {
 		t.Errorf("kubectl get packagerevisions lists %d, want at least %d:\n%s", n, variants+2, out)
+	}
+	// And Porch's next version lists the same revisions (listed again
+	// while a controller's write falls between the two lists).
+	var out1, out2 string
+	for deadline := time.Now().Add(time.Minute); ; {
+		out2 = kubectl(t, "", "-n", ns, "get", "packagerevisions.v1alpha2.porch.kpt.dev", "-o", "name")
+		out1 = kubectl(t, "", "-n", ns, "get", "packagerevisions.v1alpha1.porch.kpt.dev", "-o", "name")
+		if out1 == out2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if out2 != out1 || out1 == "" {
+		t.Errorf("v1alpha2 lists other revisions than v1alpha1:\n%s\n---\n%s", out2, out1)
 	}
 }
 

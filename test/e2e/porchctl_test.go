@@ -36,17 +36,27 @@ type porch struct {
 	t  *testing.T
 	rc *rest.RESTClient
 	ns string
+	// version is porch.kpt.dev's version the requests name: v1alpha1,
+	// or v1alpha2 (porchctl --api-version=v1alpha2, which still reads
+	// and writes packagerevisionresources in v1alpha1).
+	version string
 }
 
 func newPorch(t *testing.T, ns string) *porch {
-	cfg := rest.CopyConfig(env.Config)
+	return newPorchWith(t, ns, env.Config, "v1alpha1")
+}
+
+// newPorchWith sends requests with cfg (a user's: env.As) to a version
+// of porch.kpt.dev.
+func newPorchWith(t *testing.T, ns string, cfg *rest.Config, version string) *porch {
+	cfg = rest.CopyConfig(cfg)
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
 	rc, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &porch{t: t, rc: rc, ns: ns}
+	return &porch{t: t, rc: rc, ns: ns, version: version}
 }
 
 // do sends a request and decodes the answer; it returns the HTTP status.
@@ -61,7 +71,7 @@ func (p *porch) do(method, path string, body any) (int, map[string]any) {
 			p.t.Fatal(err)
 		}
 	}
-	r := p.rc.Verb(method).AbsPath("/apis/porch.kpt.dev/v1alpha1/namespaces/"+p.ns+"/"+path).SetHeader("Content-Type", "application/json")
+	r := p.rc.Verb(method).AbsPath("/apis/porch.kpt.dev/"+p.version+"/namespaces/"+p.ns+"/"+path).SetHeader("Content-Type", "application/json")
 	if data != nil {
 		r = r.Body(data)
 	}
@@ -88,7 +98,7 @@ func (p *porch) get(name string) map[string]any {
 // --revision/--workspace/--name and upgrade do; it returns their names.
 func (p *porch) list(selector string) []string {
 	p.t.Helper()
-	raw, err := p.rc.Get().AbsPath("/apis/porch.kpt.dev/v1alpha1/namespaces/"+p.ns+"/packagerevisions").Param("fieldSelector", selector).DoRaw(context.Background())
+	raw, err := p.rc.Get().AbsPath("/apis/porch.kpt.dev/"+p.version+"/namespaces/"+p.ns+"/packagerevisions").Param("fieldSelector", selector).DoRaw(context.Background())
 	if err != nil {
 		p.t.Fatalf("list %s: %v: %s", selector, err, raw)
 	}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +77,15 @@ const (
 	// Published.
 	PublishedFirstReason = "PublishedFirst"
 )
+
+// ControllerConditions are the condition types of a PackageRevision that
+// Scion's controllers own (kstatus): never written to git, never set by
+// people or other actors. The others are package conditions.
+var ControllerConditions = []string{"Ready", "Reconciling", "Stalled"}
+
+// IsControllerCondition says whether a condition type is one of
+// ControllerConditions.
+func IsControllerCondition(t string) bool { return slices.Contains(ControllerConditions, t) }
 
 // TaskType is the kind of a task.
 // +kubebuilder:validation:Enum=init;clone;edit;upgrade
@@ -351,6 +361,7 @@ type PackageRevisionStatus struct {
 // PackageRevision is one revision of a package in a repository.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=scion,shortName=pr
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.lifecycle) || oldSelf.spec.lifecycle != 'Published' || (has(oldSelf.status) && has(oldSelf.status.lifecycle) && oldSelf.status.lifecycle == 'Proposed') || (has(self.spec.lifecycle) && self.spec.lifecycle in ['Published', 'DeletionProposed'])",message="a Published revision can only move to DeletionProposed (an approval git has not carried out yet, status.lifecycle Proposed, can be withdrawn)",fieldPath=".spec.lifecycle"

@@ -121,7 +121,7 @@ func conditionsChanged(e event.UpdateEvent) bool {
 func actorConditions(pr *porchv1alpha1.PackageRevision) map[string]porchv1alpha1.Condition {
 	out := map[string]porchv1alpha1.Condition{}
 	for _, c := range pr.Status.Conditions {
-		if !pkgservice.IsControllerCondition(c.Type) {
+		if !porchv1alpha1.IsControllerCondition(c.Type) {
 			c.LastTransitionTime = nil
 			out[c.Type] = c
 		}
