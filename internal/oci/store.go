@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -61,6 +62,10 @@ const (
 	draftTagPrefix            = "draft."
 	proposedTagPrefix         = "proposed."
 	deletionProposedTagPrefix = "deletion-proposed."
+	// retiredTagPrefix marks a deleted published revision (retired.vN):
+	// an empty package annotated with its workspace, so that neither its
+	// number nor its workspace is given to other content.
+	retiredTagPrefix = "retired."
 )
 
 // LatestTag is kept on the newest published revision of each package, as
@@ -1006,6 +1011,9 @@ func (s *Store) workspaceFree(ctx context.Context, p, ws string, known map[strin
 		if _, ok := revisionNumber(t); ok && s.manifests[d] != nil && s.manifests[d].ann(WorkspaceAnnotation) == ws {
 			return &store.ConflictError{Ref: s.Image(p) + ":" + t, Actual: d, Detail: "workspace " + ws + " is published"}
 		}
+		if n, ok := revisionNumber(strings.TrimPrefix(t, retiredTagPrefix)); ok && strings.HasPrefix(t, retiredTagPrefix) && s.manifests[d] != nil && s.manifests[d].ann(WorkspaceAnnotation) == ws {
+			return &store.RetiredError{Package: p, Workspace: ws, Revision: n}
+		}
 	}
 	if checkRemote {
 		for t, d := range tags {
@@ -1139,8 +1147,8 @@ func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, write
 		}
 		next := 1
 		for t := range tags {
-			if n, ok := revisionNumber(t); ok {
-				next = max(next, n+1)
+			if n, ok := revisionNumber(strings.TrimPrefix(t, retiredTagPrefix)); ok {
+				next = max(next, n+1) // a deleted revision's number too
 			}
 		}
 		m, err := s.manifestFor(ctx, p, expected, opts)
@@ -1262,6 +1270,9 @@ func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) e
 			if err := s.remove(rev.Package, rev.Commit, opts); err != nil {
 				return err
 			}
+			if err := s.retire(rev, writer, opts); err != nil {
+				return err
+			}
 			if tags[LatestTag] != rev.Commit {
 				return nil
 			}
@@ -1284,6 +1295,27 @@ func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) e
 		}
 		return s.remove(rev.Package, rev.Commit, opts)
 	})
+}
+
+// retire tags retired.vN for a deleted published revision: a package of
+// a Kptfile only, annotated with the revision's number and workspace (its own
+// manifest, which no other tag shares).
+func (s *Store) retire(rev store.Revision, writer string, opts []remote.Option) error {
+	trailers := store.Trailers{store.TrailerPackage: rev.Package, store.TrailerRevision: strconv.Itoa(rev.Revision)}
+	if writer != "" {
+		trailers[store.TrailerWriter] = writer
+	}
+	// A registry holds packages only: the empty package is a Kptfile
+	// saying what it stands for.
+	kf := fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: %s\ninfo:\n  description: revision v%d of %s was deleted; its name is retired\n", path.Base(rev.Package), rev.Revision, rev.Package)
+	a, err := buildAnnotated(rev.Package, pkg.New(map[string][]byte{"Kptfile": []byte(kf)}), map[string]string{
+		WorkspaceAnnotation: rev.Workspace, RevisionAnnotation: strconv.Itoa(rev.Revision), TrailersAnnotation: marshalTrailers(trailers),
+		MessageAnnotation: fmt.Sprintf("Retire %s v%d", rev.Package, rev.Revision), WrittenAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
+	}, s.opts.maxLayer())
+	if err != nil {
+		return err
+	}
+	return s.put(rev.Package, retiredTagPrefix+revisionTagName(rev.Revision), a, opts)
 }
 
 // pkgInvalid marks errors a retry cannot fix.
@@ -1352,7 +1384,7 @@ func (s *Store) tag(p, tag string, m *manifest, opts []remote.Option) error {
 }
 
 func isLifecycleTag(t string) bool {
-	return strings.HasPrefix(t, draftTagPrefix) || strings.HasPrefix(t, proposedTagPrefix) || strings.HasPrefix(t, deletionProposedTagPrefix)
+	return strings.HasPrefix(t, draftTagPrefix) || strings.HasPrefix(t, proposedTagPrefix) || strings.HasPrefix(t, deletionProposedTagPrefix) || strings.HasPrefix(t, retiredTagPrefix)
 }
 
 // FloatingTags returns a package's tags that are not vN nor lifecycle

@@ -2,6 +2,7 @@ package oci_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -127,6 +128,26 @@ func TestStore_latestTag(t *testing.T) {
 	g.Expect(latest()).To(Equal(v1.Commit), "back to the newest revision left")
 	g.Expect(st.Delete(ctx, v1, "me")).To(Succeed())
 	g.Expect(latest()).To(ContainSubstring("404 Not Found"), "nothing published, nothing latest")
+
+	// The deleted revisions' names are retired (retired.vN): their
+	// workspaces take no new draft, and the next publication is v3, also
+	// for another store of the same prefix.
+	other, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/latest", Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "two", Contents: storetest.Package("app", 3), Message: "m"})
+	var retired *store.RetiredError
+	g.Expect(errors.As(err, &retired)).To(BeTrue(), "%v", err)
+	g.Expect(retired.Revision).To(Equal(2))
+	v3, err := svc.PublishDirect(ctx, other, "app", "three", storetest.Package("app", 3), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v3.Revision).To(Equal(3))
+	g.Expect(latest()).To(Equal(v3.Commit))
+	tags, err = other.FloatingTags(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(BeEmpty(), "retired.vN are not floating tags")
+	revs, err := other.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(1))
 }
 
 // A reader that opens a prefix while another writer updates a draft does

@@ -95,19 +95,30 @@ func (s *Service) WriteVariantDraft(ctx context.Context, st store.Store, pv *con
 	for _, rev := range revs.All {
 		used[rev.Workspace] = true
 	}
-	ws := ""
 	for n := 1; ; n++ {
-		if ws = "packagevariant-" + strconv.Itoa(n); !used[ws] {
-			break
+		ws := "packagevariant-" + strconv.Itoa(n)
+		if used[ws] {
+			continue
 		}
+		// A new draft is pushed only if git has no revision of the
+		// package this mirror has not seen: none of ours (written
+		// before a crash, or by another replica) nor one to adopt.
+		// Otherwise the write fails with a conflict, the mirror is
+		// fetched, and the retry decides again. The workspace of a
+		// deleted revision is skipped: its name is never used again.
+		rev, err := st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
+			Message: VariantCreateSubject + pv.Name, Trailers: trailers, Writer: store.WriterPackageVariant, CheckRemote: true})
+		var retired *store.RetiredError
+		if errors.As(err, &retired) && n < maxRetiredSkipped {
+			continue
+		}
+		return rev, err
 	}
-	// A new draft is pushed only if git has no revision of the package
-	// this mirror has not seen: none of ours (written before a crash, or
-	// by another replica) nor one to adopt. Otherwise the write fails with
-	// a conflict, the mirror is fetched, and the retry decides again.
-	return st.WriteDraft(ctx, store.DraftWrite{Package: pv.Spec.Downstream.Package, Workspace: ws, Contents: p,
-		Message: VariantCreateSubject + pv.Name, Trailers: trailers, Writer: store.WriterPackageVariant, CheckRemote: true})
 }
+
+// maxRetiredSkipped bounds the retired workspaces a variant's new draft
+// skips.
+const maxRetiredSkipped = 10000
 
 // ForeignCommits lists the commits of a variant's draft (or proposal)
 // that neither the variant nor the PackageRevision controller wrote: a

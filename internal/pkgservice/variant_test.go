@@ -63,3 +63,30 @@ func TestForeignCommits_byWriterTrailer(t *testing.T) {
 	g.Expect(foreign[1]).To(HaveSuffix("Update from PackageVariant app: my edit"))
 	g.Expect(foreign[0]).To(HaveSuffix("Update from PackageVariant app-eu"))
 }
+
+// A variant's new draft never takes the workspace of a deleted published
+// revision (its name, repository.package.workspace, is retired): it
+// takes the next free one.
+func TestWriteVariantDraft_skipsRetiredWorkspaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	st := gitStore(t, "cluster.git")
+	svc := &Service{}
+	pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "uid-app"},
+		Spec: configv1alpha1.PackageVariantSpec{Downstream: &configv1alpha1.Downstream{Repo: "cluster", Package: "web"}}}
+	contents := pkg.New(map[string][]byte{"Kptfile": []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: web\n")})
+	d, err := svc.WriteVariantDraft(ctx, st, pv, VariantRevisions{}, contents)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Workspace).To(Equal("packagevariant-1"))
+	_, err = st.Propose(ctx, "web", d.Workspace, d.Commit, store.Proposal{})
+	g.Expect(err).NotTo(HaveOccurred())
+	pub, err := st.Publish(ctx, "web", d.Workspace, "", "", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	dp, err := st.ProposeDeletion(ctx, "web", pub.Revision)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Delete(ctx, dp, "")).To(Succeed())
+
+	d, err = svc.WriteVariantDraft(ctx, st, pv, VariantRevisions{}, contents)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Workspace).To(Equal("packagevariant-2"), "packagevariant-1 was v1, deleted")
+}

@@ -193,5 +193,31 @@ func (r *Repository) checkWorkspaceFreeLocked(p, ws string) error {
 			return fmt.Errorf("package %s already has a %s revision in workspace %q: %w", p, rev.Lifecycle, ws, &ConflictError{Ref: draftRef(joinPath(r.opts.Directory, p), ws).String(), Detail: "workspace in use"})
 		}
 	}
+	for n, was := range r.retiredLocked(joinPath(r.opts.Directory, p)) {
+		if was == ws {
+			return &RetiredError{Package: p, Workspace: ws, Revision: n}
+		}
+	}
 	return nil
 }
+
+// WorkspaceRetiredReason is the stall reason of a new draft in the
+// workspace of a deleted published revision (RetiredError).
+const WorkspaceRetiredReason = "WorkspaceRetired"
+
+// RetiredError refuses a new draft in the workspace of a published
+// revision that was deleted: a revision's name (repository.package.
+// workspace) is never given to other content.
+type RetiredError struct {
+	Package, Workspace string
+	// Revision is the deleted revision's number.
+	Revision int
+}
+
+// Error says which revision had the workspace, and what to do.
+func (e *RetiredError) Error() string {
+	return fmt.Sprintf("package %s: workspace %q was published revision v%d, which was deleted; a revision's name is never used again for other content: choose another workspace", e.Package, e.Workspace, e.Revision)
+}
+
+// StallReason is WorkspaceRetiredReason: writing again cannot succeed.
+func (e *RetiredError) StallReason() string { return WorkspaceRetiredReason }

@@ -148,6 +148,42 @@ func floatingTagRef(p, tag string) plumbing.ReferenceName {
 
 var pathEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
+// retiredPrefix holds a ref per deleted published revision, so that its
+// number and its workspace (the revision's name) are never given to
+// other content: refs/scion/retired/<package escaped>/v<N>/<workspace>,
+// at a commit of an empty tree recording the deletion (none of the
+// deleted content stays reachable).
+const retiredPrefix = "refs/scion/retired/"
+
+// noWorkspace stands for the workspace of a revision that had none (a
+// tag made by hand): '%' is in no workspace name.
+const noWorkspace = "%none"
+
+func retiredRef(p string, rev int, ws string) plumbing.ReferenceName {
+	if ws == "" {
+		ws = noWorkspace
+	}
+	return plumbing.ReferenceName(retiredPrefix + pathEscaper.Replace(p) + "/v" + strconv.Itoa(rev) + "/" + ws)
+}
+
+// retired are the revision numbers and workspaces of a package's deleted
+// published revisions, from their refs.
+func (r *Repository) retiredLocked(full string) map[int]string {
+	prefix := retiredPrefix + pathEscaper.Replace(full) + "/"
+	out := map[int]string{}
+	for name := range r.refs {
+		rest, ok := strings.CutPrefix(name.String(), prefix)
+		if !ok {
+			continue
+		}
+		num, ws, ok := strings.Cut(rest, "/")
+		if n, okN := parseRevisionSuffix(num); ok && okN {
+			out[n] = ws
+		}
+	}
+	return out
+}
+
 // legacyFloatingTagRef is where floating tags were before (and where a
 // tag made with git tag is): still read, moved to floatingTagRef when the
 // tag is next set.

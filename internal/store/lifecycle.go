@@ -210,7 +210,20 @@ func (r *Repository) publishOnce(ctx context.Context, p, ws, full string, src pl
 	}, nil
 }
 
+// nextRevisionLocked is the number the package's next publication
+// takes: above every published revision, and every deleted one (a
+// revision's number is never given to other content).
 func (r *Repository) nextRevisionLocked(full string) (int, error) {
+	highest, err := r.newestRevisionLocked(full)
+	for n := range r.retiredLocked(full) {
+		highest = max(highest, n)
+	}
+	return highest + 1, err
+}
+
+// newestRevisionLocked is the package's newest published revision in
+// git (0: none).
+func (r *Repository) newestRevisionLocked(full string) (int, error) {
 	highest := 0
 	prefix := tagPrefix + full + "/"
 	err := r.iterRefs(func(ref *plumbing.Reference) error {
@@ -221,7 +234,7 @@ func (r *Repository) nextRevisionLocked(full string) (int, error) {
 		}
 		return nil
 	})
-	return highest + 1, err
+	return highest, err
 }
 
 // ProposeDeletion marks a published revision DeletionProposed.
@@ -319,11 +332,24 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 	if dp := r.ref(deletionProposedRef(full, rev.Revision)); !dp.IsZero() {
 		updates = append(updates, refUpdate{Name: deletionProposedRef(full, rev.Revision), Old: dp})
 	}
-	next, err := r.nextRevisionLocked(full)
+	// The revision's name is retired with it, in the same push.
+	if err := r.ensureEmptyTree(); err != nil {
+		return err
+	}
+	msg, err := formatMessage(fmt.Sprintf("Retire %s v%d", rev.Package, rev.Revision), deleteTrailers(rev, writer))
 	if err != nil {
 		return err
 	}
-	if rev.Revision == next-1 {
+	retired, err := r.writeCommit(emptyTreeHash, nil, msg, r.signature(""))
+	if err != nil {
+		return err
+	}
+	updates = append(updates, refUpdate{Name: retiredRef(full, rev.Revision, rev.Workspace), New: retired})
+	newest, err := r.newestRevisionLocked(full)
+	if err != nil {
+		return err
+	}
+	if rev.Revision == newest {
 		branchHead := r.ref(r.branchRef())
 		if !branchHead.IsZero() {
 			c, err := object.GetCommit(r.storer, branchHead)
@@ -350,10 +376,13 @@ func (r *Repository) deletePublishedLocked(ctx context.Context, rev Revision, fu
 	return r.push(ctx, updates)
 }
 
-// deleteTrailers are the trailers of the commit removing a package's
-// files from the branch.
+// deleteTrailers are the trailers of the commits removing a package's
+// files from the branch and retiring a deleted revision's name.
 func deleteTrailers(rev Revision, writer string) Trailers {
 	t := Trailers{TrailerPackage: rev.Package, TrailerRevision: strconv.Itoa(rev.Revision)}
+	if rev.Workspace != "" {
+		t[TrailerWorkspace] = rev.Workspace
+	}
 	if writer != "" {
 		t[TrailerWriter] = writer
 	}

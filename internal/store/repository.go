@@ -319,9 +319,9 @@ func (r *Repository) lockRemote(ctx context.Context) (func(error), error) {
 	}, nil
 }
 
-// mirrorRefSpecs are the refs a mirror holds: branches, tags and the
-// floating tags.
-var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+" + floatingPrefix + "*:" + floatingPrefix + "*"}
+// mirrorRefSpecs are the refs a mirror holds: branches, tags, the
+// floating tags and the retired revision names.
+var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+" + floatingPrefix + "*:" + floatingPrefix + "*", "+" + retiredPrefix + "*:" + retiredPrefix + "*"}
 
 // fetchLocked brings the mirror up to date: one advertisement, then, if
 // the remote has objects the mirror lacks, one upload-pack exchange whose
@@ -453,10 +453,9 @@ func (r *Repository) download(ctx context.Context) (map[plumbing.ReferenceName]p
 	return remote, pack, nil
 }
 
-// mirrored says whether a ref is one the mirror keeps: a branch, a tag or
-// a floating tag.
+// mirrored says whether a ref is one the mirror keeps (mirrorRefSpecs).
 func mirrored(name plumbing.ReferenceName) bool {
-	return name.IsBranch() || name.IsTag() || strings.HasPrefix(name.String(), floatingPrefix)
+	return name.IsBranch() || name.IsTag() || strings.HasPrefix(name.String(), floatingPrefix) || strings.HasPrefix(name.String(), retiredPrefix)
 }
 
 // mirrorRefsLocked makes the mirror's refs those of the remote: new and

@@ -149,6 +149,28 @@ func TestRepository_lifecycle(t *testing.T) {
 	g.Expect(summarize(revs)).To(Equal([]string{"team/app v1 ws1 Published latest"}))
 	g.Expect(gitserver.Git(t, bare, "ls-tree", "main", "team/")).To(BeEmpty(), "deleting the latest revision removes the package from the branch")
 
+	// The deleted revision's name is retired: a ref records it, holding
+	// none of its content; its workspace takes no new draft, and the next
+	// publication takes a new number, also in another mirror.
+	retired := "refs/scion/retired/team%2Fapp/v2/ws2"
+	g.Expect(gitserver.Git(t, bare, "rev-parse", retired+"^{tree}")).To(Equal(emptyTreeHash.String()))
+	g.Expect(gitserver.Git(t, bare, "log", "--format=%B", retired)).To(HavePrefix("Retire team/app v2\n"))
+	_, err = r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws2", Contents: testPackage("app", 1)})
+	var retiredErr *RetiredError
+	g.Expect(errors.As(err, &retiredErr)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(`package team/app: workspace "ws2" was published revision v2, which was deleted; a revision's name is never used again for other content: choose another workspace`))
+	r3 := open(t, Options{URL: url})
+	_, err = r3.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws2", Contents: testPackage("app", 1)})
+	g.Expect(errors.As(err, &retiredErr)).To(BeTrue(), "another mirror: %v", err)
+	d4, err := r3.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws4", Contents: testPackage("app", 4)})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r3.Propose(ctx, "team/app", "ws4", d4.Commit, Proposal{})
+	g.Expect(err).NotTo(HaveOccurred())
+	pub3, err := r3.Publish(ctx, "team/app", "ws4", "", "", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pub3.Revision).To(Equal(3), "v2 is not given to other content")
+	g.Expect(r.Fetch(ctx)).To(Succeed())
+
 	// Drafts are deleted against the commit read.
 	d3, err := r.WriteDraft(ctx, DraftWrite{Package: "team/app", Workspace: "ws3", Contents: testPackage("app", 1)})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -21,7 +21,7 @@ import (
 // approver with Scion's user roles.
 func TestPorchctlV1alpha2(t *testing.T) {
 	g := NewWithT(t)
-	ns, _, cluster := setup(t)
+	ns, catalog, cluster := setup(t)
 	g.Expect(rbac.Install(context.Background(), env.Storage, rbac.UserRoles)).To(Succeed())
 	v1 := newPorch(t, ns)
 	editor := newPorchWith(t, ns, env.As(t, ns, "erin", "scion-editor"), "v1alpha2")
@@ -203,4 +203,22 @@ func TestPorchctlV1alpha2(t *testing.T) {
 		code, _ := v1.do(http.MethodGet, "packagerevisions/"+base2, nil)
 		return code
 	}).WithTimeout(60 * time.Second).Should(Equal(http.StatusNotFound))
+
+	// The deleted revision's name is never given to other content: a
+	// new revision in its workspace (the same object name) stalls,
+	// naming what to do, and git has no draft of it; the next one
+	// published is v3, not v2.
+	created(revision("catalog", "base", "v2", map[string]any{"copyFrom": map[string]any{"name": base}}))
+	g.Eventually(func(g Gomega) {
+		conds, _ := field(editor.get(base2), "status", "conditions").([]any)
+		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Stalled"), HaveKeyWithValue("status", "True"),
+			HaveKeyWithValue("reason", "WorkspaceRetired"),
+			HaveKeyWithValue("message", ContainSubstring(`workspace "v2" was published revision v2, which was deleted; a revision's name is never used again for other content: choose another workspace`)))))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	g.Expect(gitserver.Git(t, catalog, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/base/")).To(BeEmpty())
+	g.Expect(gitserver.Git(t, catalog, "for-each-ref", "--format=%(refname)", "refs/scion/retired/")).To(Equal("refs/scion/retired/base/v2/v2"))
+	base3 := field(created(revision("catalog", "base", "v3", map[string]any{"copyFrom": map[string]any{"name": base}})), "metadata", "name").(string)
+	v1.waitLifecycle(g, base3, "Draft")
+	publish(base3)
+	g.Expect(field(editor.get(base3), "status", "revision")).To(BeEquivalentTo(3))
 }
