@@ -96,4 +96,3 @@ func TestConversion_refused(t *testing.T) {
 		t.Errorf("an empty packageMetadata: %v", err)
 	}
 }
-
