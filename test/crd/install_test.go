@@ -70,9 +70,10 @@ func TestInstallManifests(t *testing.T) {
 	}
 	// Two namespaces: scion-system and scion-functions (function Pods,
 	// with its Role, RoleBinding and NetworkPolicy; a Role and a
-	// RoleBinding in scion-system let the servers read their own Pods).
+	// RoleBinding in scion-system let the servers read their own Pods);
+	// an APIService per version of porch.kpt.dev.
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 2, "CustomResourceDefinition": 6, "ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 4, "RoleBinding": 3,
-		"Role": 2, "NetworkPolicy": 1, "Deployment": 2, "Service": 1, "APIService": 1,
+		"Role": 2, "NetworkPolicy": 1, "Deployment": 2, "Service": 1, "APIService": 2,
 		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2}))
 }
 
