@@ -160,6 +160,9 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a PackageRevision: %T", obj))
 	}
+	if err := refusedField(pr); err != nil {
+		return nil, err
+	}
 	if pr.Name == "" && pr.GenerateName == "" {
 		if pr.Spec.Repository == "" || pr.Spec.PackageName == "" || pr.Spec.WorkspaceName == "" {
 			return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), "",
@@ -423,6 +426,9 @@ func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedO
 	if !ok {
 		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("not a PackageRevision: %T", obj))
 	}
+	if err := refusedField(next); err != nil {
+		return nil, nil, nil, err
+	}
 	if validate != nil {
 		if err := validate(ctx, next, cur); err != nil {
 			return nil, nil, nil, err
@@ -460,6 +466,20 @@ func fromV1alpha2(cur, next *porchv1alpha1.PackageRevision) error {
 		}
 	}
 	return nil
+}
+
+// refusedField refuses, naming the field, a revision sent as v1alpha2
+// with a field Scion cannot hold (porchv1alpha2.Refused; the mark is
+// never stored).
+func refusedField(pr *porchv1alpha1.PackageRevision) error {
+	fe := porchv1alpha2.Refused(pr)
+	if fe == nil {
+		return nil
+	}
+	parts := strings.Split(fe.Field, ".")
+	return apierrors.NewInvalid(porchv1alpha2.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, field.ErrorList{
+		field.Forbidden(field.NewPath(parts[0], parts[1:]...), fe.Detail),
+	})
 }
 
 // revisionStatus serves packagerevisions/status.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/scion-dev/scion/config/rbac"
 	"github.com/scion-dev/scion/internal/testutil/gitserver"
@@ -133,14 +134,26 @@ func TestPorchctlV1alpha2(t *testing.T) {
 	bad := revision("cluster-01", "labelled", "ws", map[string]any{"init": map[string]any{}})
 	bad["spec"].(map[string]any)["packageMetadata"] = map[string]any{"labels": map[string]any{"team": "a"}}
 	code, refused = editor.do(http.MethodPost, "packagerevisions", bad)
-	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", refused)
-	g.Expect(fmt.Sprint(refused["message"])).To(ContainSubstring("spec.packageMetadata: Scion does not set labels"))
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", refused)
+	g.Expect(refused["message"]).To(Equal(`PackageRevision.porch.kpt.dev "cluster-01.labelled.ws" is invalid: spec.packageMetadata: Forbidden: Scion does not set labels and annotations on a package's resources; leave it empty (a function in the package's pipeline, set-labels or set-annotations, does it)`))
 	code, refused = editor.do(http.MethodPost, "packagerevisions", revision("cluster-01", "sub", "ws", map[string]any{"init": map[string]any{"subpackage": "nested"}}))
-	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", refused)
-	g.Expect(fmt.Sprint(refused["message"])).To(ContainSubstring("spec.source.init.subpackage"))
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", refused)
+	g.Expect(fmt.Sprint(refused["message"])).To(ContainSubstring("spec.source.init.subpackage: Forbidden: Scion makes the package itself"))
 	code, refused = editor.do(http.MethodPost, "packagerevisions", revision("cluster-01", "two", "ws", map[string]any{"init": map[string]any{}, "copyFrom": map[string]any{"name": base}}))
-	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", refused)
-	g.Expect(fmt.Sprint(refused["message"])).To(ContainSubstring("spec.source: exactly one of init, cloneFrom, copyFrom and upgrade must be set, not 2 [init copyFrom]"))
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", refused)
+	g.Expect(fmt.Sprint(refused["message"])).To(ContainSubstring("spec.source: Forbidden: exactly one of init, cloneFrom, copyFrom and upgrade must be set, not 2 [init copyFrom]"))
+	// A merge patch (kubectl patch, kubectl apply) is refused the same
+	// way, naming the field and not showing the whole object; the mark
+	// the refusal travels in can never be stored through v1alpha1.
+	raw, err = editor.rc.Patch(types.MergePatchType).AbsPath("/apis/porch.kpt.dev/v1alpha2/namespaces/" + ns + "/packagerevisions/" + app).
+		Body([]byte(`{"spec":{"packageMetadata":{"annotations":{"a":"b"}}}}`)).DoRaw(context.Background())
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(string(raw)).To(ContainSubstring(`spec.packageMetadata: Forbidden: Scion does not set labels`))
+	g.Expect(string(raw)).NotTo(ContainSubstring(`\"apiVersion\"`), "the object is not shown")
+	code, refused = v1.do(http.MethodPost, "packagerevisions", map[string]any{"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision",
+		"metadata": map[string]any{"name": "cluster-01.smuggled.ws", "annotations": map[string]any{"internal.scion.dev/v1alpha2-refused": "spec.x\x00no"}},
+		"spec":     map[string]any{"packageName": "smuggled", "workspaceName": "ws", "repository": "cluster-01", "tasks": []any{map[string]any{"type": "init", "init": map[string]any{}}}}})
+	g.Expect(code).To(Equal(http.StatusUnprocessableEntity), "%v", refused)
 
 	// A readiness gate waits for a package condition: set through
 	// v1alpha2's status (status.packageConditions), seen by v1alpha1

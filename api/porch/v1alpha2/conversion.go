@@ -3,6 +3,7 @@ package v1alpha2
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
@@ -27,7 +28,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 			return nil
 		}},
 		{(*PackageRevision)(nil), (*porchv1alpha1.PackageRevision)(nil), func(a, b any, _ conversion.Scope) error {
-			return ToV1alpha1(a.(*PackageRevision), b.(*porchv1alpha1.PackageRevision))
+			return carryRefusal(ToV1alpha1(a.(*PackageRevision), b.(*porchv1alpha1.PackageRevision)), b.(*porchv1alpha1.PackageRevision))
 		}},
 		{(*porchv1alpha1.PackageRevisionList)(nil), (*PackageRevisionList)(nil), func(a, b any, _ conversion.Scope) error {
 			in, out := a.(*porchv1alpha1.PackageRevisionList), b.(*PackageRevisionList)
@@ -43,7 +44,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 			out.ListMeta = in.ListMeta
 			out.Items = make([]porchv1alpha1.PackageRevision, len(in.Items))
 			for i := range in.Items {
-				if err := ToV1alpha1(&in.Items[i], &out.Items[i]); err != nil {
+				if err := carryRefusal(ToV1alpha1(&in.Items[i], &out.Items[i]), &out.Items[i]); err != nil {
 					return fmt.Errorf("items[%d]: %w", i, err)
 				}
 			}
@@ -55,6 +56,55 @@ func RegisterConversions(s *runtime.Scheme) error {
 		}
 	}
 	return nil
+}
+
+// FieldError is a field of a v1alpha2 PackageRevision that v1alpha1,
+// and so Scion, cannot hold.
+type FieldError struct {
+	// Field is the field's path, such as spec.packageMetadata.
+	Field string
+	// Detail says why, and what to do instead.
+	Detail string
+}
+
+// Error names the field.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
+
+// RefusedAnnotation carries, on a v1alpha1 object converted from a
+// v1alpha2 one, the FieldError the conversion met ("FIELD: DETAIL"), for
+// Scion's API server to refuse the request naming the field (Refused): an
+// error of a conversion function reaches the client wrapped in the whole
+// object, not as a field error. The server removes it from every object
+// it writes.
+const RefusedAnnotation = "internal.scion.dev/v1alpha2-refused"
+
+// carryRefusal records a FieldError on out (RefusedAnnotation); any other
+// error is returned.
+func carryRefusal(err error, out *porchv1alpha1.PackageRevision) error {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[RefusedAnnotation] = fe.Field + "\x00" + fe.Detail
+	return nil
+}
+
+// Refused takes RefusedAnnotation off pr and returns the FieldError it
+// carried, if any.
+func Refused(pr *porchv1alpha1.PackageRevision) *FieldError {
+	v, ok := pr.Annotations[RefusedAnnotation]
+	if !ok {
+		return nil
+	}
+	delete(pr.Annotations, RefusedAnnotation)
+	if len(pr.Annotations) == 0 {
+		pr.Annotations = nil
+	}
+	f, detail, _ := strings.Cut(v, "\x00")
+	return &FieldError{Field: f, Detail: detail}
 }
 
 // FromV1alpha1 shows a v1alpha1 revision as v1alpha2: the revision
@@ -149,14 +199,11 @@ func refName(scion porchv1alpha1.PackageRevisionRef, porch *porchv1alpha1.Packag
 
 // ToV1alpha1 makes a v1alpha2 revision v1alpha1: spec.source becomes the
 // one task, status.revision spec.revision, and the package's and the
-// controller's conditions one list. What v1alpha1 cannot hold is refused
-// naming the field: spec.packageMetadata, spec.source.init.subpackage,
-// more than one field of spec.source.
+// controller's conditions one list. What v1alpha1 cannot hold
+// (spec.packageMetadata, spec.source.init.subpackage, other than one
+// field of spec.source) is left out and returned as a *FieldError.
 func ToV1alpha1(in *PackageRevision, out *porchv1alpha1.PackageRevision) error {
 	in = in.DeepCopy()
-	if in.Spec.PackageMetadata != nil && (len(in.Spec.PackageMetadata.Labels) > 0 || len(in.Spec.PackageMetadata.Annotations) > 0) {
-		return errors.New("spec.packageMetadata: Scion does not set labels and annotations on a package's resources; leave it empty (a function in the package's pipeline, set-labels or set-annotations, does it)")
-	}
 	out.ObjectMeta = in.ObjectMeta
 	out.Spec = porchv1alpha1.PackageRevisionSpec{
 		PackageName:    in.Spec.PackageName,
@@ -166,12 +213,17 @@ func ToV1alpha1(in *PackageRevision, out *porchv1alpha1.PackageRevision) error {
 		Lifecycle:      in.Spec.Lifecycle,
 		ReadinessGates: in.Spec.ReadinessGates,
 	}
+	var refused error
 	if src := in.Spec.Source; src != nil {
 		t, err := taskOf(src)
 		if err != nil {
-			return err
+			refused = err
+		} else {
+			out.Spec.Tasks = []porchv1alpha1.Task{t}
 		}
-		out.Spec.Tasks = []porchv1alpha1.Task{t}
+	}
+	if in.Spec.PackageMetadata != nil && (len(in.Spec.PackageMetadata.Labels) > 0 || len(in.Spec.PackageMetadata.Annotations) > 0) {
+		refused = &FieldError{Field: "spec.packageMetadata", Detail: "Scion does not set labels and annotations on a package's resources; leave it empty (a function in the package's pipeline, set-labels or set-annotations, does it)"}
 	}
 	st := in.Status
 	out.Status = porchv1alpha1.PackageRevisionStatus{
@@ -191,7 +243,7 @@ func ToV1alpha1(in *PackageRevision, out *porchv1alpha1.PackageRevision) error {
 		}
 		out.Status.Conditions = append(out.Status.Conditions, pc)
 	}
-	return nil
+	return refused
 }
 
 // taskOf is the v1alpha1 task of a v1alpha2 source.
@@ -201,7 +253,7 @@ func taskOf(src *PackageSource) (porchv1alpha1.Task, error) {
 	if i := src.Init; i != nil {
 		set = append(set, "init")
 		if i.Subpackage != "" {
-			return t, errors.New("spec.source.init.subpackage: Scion makes the package itself, not a subpackage of it; init the subpackage as a package of its own")
+			return t, &FieldError{Field: "spec.source.init.subpackage", Detail: "Scion makes the package itself, not a subpackage of it; init the subpackage as a package of its own"}
 		}
 		t = porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: i.Description, Keywords: i.Keywords, Site: i.Site}}
 	}
@@ -233,7 +285,7 @@ func taskOf(src *PackageSource) (porchv1alpha1.Task, error) {
 		}}
 	}
 	if len(set) != 1 {
-		return t, fmt.Errorf("spec.source: exactly one of init, cloneFrom, copyFrom and upgrade must be set, not %d %v", len(set), set)
+		return t, &FieldError{Field: "spec.source", Detail: fmt.Sprintf("exactly one of init, cloneFrom, copyFrom and upgrade must be set, not %d %v", len(set), set)}
 	}
 	return t, nil
 }
