@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
@@ -680,4 +681,40 @@ func TestPackageRevisions_table(t *testing.T) {
 	// Someone who may not list revisions may not list their table.
 	_, err = get(env.As(t, f.ns, "nobody", ""), porchGV, "", nil)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+}
+
+// A server-side apply creates a revision that does not exist yet (kubectl
+// apply --server-side, GitOps tools that apply), in v1alpha1 and in
+// v1alpha2, and applies again to it (with force); a dry run creates
+// nothing.
+func TestPackageRevisions_serverSideApplyCreates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t)
+	for _, tc := range []struct{ version, name, source string }{
+		{"v1alpha1", "deploy.applied.v1", `"tasks": [{"type": "init", "init": {"description": "applied"}}]`},
+		{"v1alpha2", "deploy.applied2.v1", `"source": {"init": {"description": "applied"}}`},
+	} {
+		pkgName := strings.Split(tc.name, ".")[1]
+		obj := &unstructured.Unstructured{}
+		g.Expect(obj.UnmarshalJSON([]byte(`{"apiVersion": "porch.kpt.dev/` + tc.version + `", "kind": "PackageRevision",
+			"metadata": {"name": "` + tc.name + `", "namespace": "` + f.ns + `", "labels": {"team": "a"}},
+			"spec": {"repository": "deploy", "packageName": "` + pkgName + `", "workspaceName": "v1", "lifecycle": "Draft", ` + tc.source + `}}`))).To(Succeed())
+		dry := obj.DeepCopy()
+		g.Expect(porch.Patch(ctx, dry, client.Apply, client.FieldOwner("gitops"), client.DryRunAll)).To(Succeed(), tc.version)
+		err := storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: tc.name}, &porchv1alpha1.PackageRevision{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run creates nothing: %v", err)
+		g.Expect(porch.Patch(ctx, obj.DeepCopy(), client.Apply, client.FieldOwner("gitops"))).To(Succeed(), tc.version)
+		stored := &porchv1alpha1.PackageRevision{}
+		g.Expect(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: tc.name}, stored)).To(Succeed())
+		g.Expect(stored.Spec.Tasks).To(Equal([]porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "applied"}}}), tc.version)
+		g.Expect(stored.Labels).To(HaveKeyWithValue("team", "a"))
+		// No field ownership is stored (see porch-compatibility.md): a
+		// changed value is applied again with force, as Flux and Argo
+		// CD apply.
+		obj.SetLabels(map[string]string{"team": "b"})
+		g.Expect(porch.Patch(ctx, obj.DeepCopy(), client.Apply, client.FieldOwner("gitops"), client.ForceOwnership)).To(Succeed(), tc.version)
+		g.Expect(storageClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: tc.name}, stored)).To(Succeed())
+		g.Expect(stored.Labels).To(HaveKeyWithValue("team", "b"))
+	}
 }
