@@ -144,7 +144,8 @@ func (p *Policy) checkAddr(host string, a netip.Addr) error {
 	return nil
 }
 
-// CheckURL refuses a URL (http, https, oci or a registry's host[:port])
+// CheckURL refuses a URL (http, https, ssh, git's user@host:path, oci or
+// a registry's host[:port])
 // whose host is an address the policy denies, or a name of the local
 // host (localhost): what admission can tell without resolving names.
 // Other names are checked when connecting.
@@ -155,6 +156,13 @@ func (p *Policy) CheckURL(raw string) error {
 	host := raw
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {
 		host = u.Hostname()
+	} else if user, rest, ok := strings.Cut(raw, "@"); ok && !strings.Contains(user, "/") && strings.Contains(rest, ":") && !strings.Contains(raw, "://") {
+		// git's scp-like form, user@host:path ([address]:path).
+		if r, ok := strings.CutPrefix(rest, "["); ok {
+			host, _, _ = strings.Cut(r, "]")
+		} else {
+			host, _, _ = strings.Cut(rest, ":")
+		}
 	} else {
 		host, _, _ = strings.Cut(strings.TrimPrefix(raw, "//"), "/")
 		if h, _, err := net.SplitHostPort(host); err == nil {
@@ -220,6 +228,16 @@ func (p *Policy) Transport(base *http.Transport) *http.Transport {
 		return d.DialContext(ctx, network, addr)
 	}
 	return t
+}
+
+// CheckHost checks every address a host resolves to, right before a
+// connection the policy's Transport does not dial (ssh: go-git dials it).
+// A nil policy allows every host.
+func (p *Policy) CheckHost(ctx context.Context, host string) error {
+	if p == nil {
+		return nil
+	}
+	return p.resolveAndCheck(ctx, host)
 }
 
 // resolveAndCheck checks every address a host resolves to.

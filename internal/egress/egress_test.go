@@ -39,6 +39,10 @@ func TestCheckURL(t *testing.T) {
 		"https://git.internal.example/x.git":      "", // allowed by name
 		"https://github.com/example/x.git":        "", // names are checked when connecting
 		"oci://10.0.0.1/x":                        "",
+		"ssh://git@127.0.0.2:2222/x.git":          "127.0.0.2 is in",
+		"git@169.254.169.254:org/x.git":           "169.254.169.254 is in", // scp-like
+		"git@[::1]:org/x.git":                     "::1 is in",
+		"git@github.com:org/x.git":                "",
 	} {
 		err := p.CheckURL(url)
 		switch {

@@ -28,9 +28,15 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 	}
 	host, _, _ := strings.Cut(o.Registry, "/")
 	secret := o.SecretRef.SecretName()
-	auth, secretVersion, err := c.registryCredentials(ctx, r.Namespace, secret, host, "spec.oci.secretRef")
+	auth, ca, secretVersion, err := c.registryCredentials(ctx, r.Namespace, secret, host, "spec.oci.secretRef")
 	if err != nil {
 		return nil, err
+	}
+	transport := c.transports().registry
+	if len(ca) > 0 {
+		if transport, err = store.WithCA(transport, ca); err != nil {
+			return nil, fmt.Errorf("secret %s/%s named by spec.oci.secretRef: %w", r.Namespace, secret, err)
+		}
 	}
 	key := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
 	e := c.entry(key)
@@ -53,7 +59,7 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 	start := time.Now()
 	st, err := oci.OpenStore(ctx, oci.StoreOptions{
 		Prefix: o.Registry, Gate: e.gate,
-		Options: oci.Options{Keychain: registryKeychain{host: host, auth: auth}, Transport: c.transports().registry, Timeout: c.Timeout},
+		Options: oci.Options{Keychain: registryKeychain{host: host, auth: auth}, Transport: transport, Timeout: c.Timeout},
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {
@@ -97,31 +103,36 @@ func (k registryKeychain) Resolve(target authn.Resource) (authn.Authenticator, e
 // registryCredentials reads the credentials of a registry host from the
 // Secret name in namespace (field names it in errors): a
 // kubernetes.io/dockerconfigjson Secret's entry for the host, or keys
-// username and password. None when name is empty. The version returned
-// changes whenever the Secret does.
-func (c *Cache) registryCredentials(ctx context.Context, namespace, name, host, field string) (authn.Authenticator, string, error) {
+// username and password, and the CA bundle of a registry whose
+// certificate a private authority signed (caFile or ca.crt). None when
+// name is empty. The version returned changes whenever the Secret does.
+func (c *Cache) registryCredentials(ctx context.Context, namespace, name, host, field string) (authn.Authenticator, []byte, string, error) {
 	if name == "" {
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
 	s := &corev1.Secret{}
 	if err := c.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("secret %s/%s named by %s does not exist: %w", namespace, name, field, ErrSecret)
+			return nil, nil, "", fmt.Errorf("secret %s/%s named by %s does not exist: %w", namespace, name, field, ErrSecret)
 		}
-		return nil, "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+		return nil, nil, "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
+	ca := caBundle(s)
 	if raw, ok := s.Data[corev1.DockerConfigJsonKey]; ok {
 		cfg, err := dockerConfigEntry(raw, host)
 		if err != nil {
-			return nil, "", fmt.Errorf("secret %s/%s named by %s: %w: %w", namespace, name, field, err, ErrSecret)
+			return nil, nil, "", fmt.Errorf("secret %s/%s named by %s: %w: %w", namespace, name, field, err, ErrSecret)
 		}
-		return authn.FromConfig(cfg), s.ResourceVersion, nil
+		return authn.FromConfig(cfg), ca, s.ResourceVersion, nil
 	}
 	user, pass := string(s.Data[SecretUsernameKey]), string(s.Data[SecretPasswordKey])
-	if pass == "" {
-		return nil, "", fmt.Errorf("secret %s/%s named by %s has neither %q nor %q: %w", namespace, name, field, corev1.DockerConfigJsonKey, SecretPasswordKey, ErrSecret)
+	switch {
+	case pass != "":
+		return authn.FromConfig(authn.AuthConfig{Username: user, Password: pass}), ca, s.ResourceVersion, nil
+	case len(ca) > 0:
+		return nil, ca, s.ResourceVersion, nil // anonymous, with a private CA
 	}
-	return authn.FromConfig(authn.AuthConfig{Username: user, Password: pass}), s.ResourceVersion, nil
+	return nil, nil, "", fmt.Errorf("secret %s/%s named by %s has none of %q, %q and %q: %w", namespace, name, field, corev1.DockerConfigJsonKey, SecretPasswordKey, SecretCAFileKey, ErrSecret)
 }
 
 // dockerConfigEntry reads the entry of host from a Docker config file's

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,12 +33,35 @@ import (
 	"github.com/scion-dev/scion/internal/store"
 )
 
-// Secret keys of git credentials.
+// Secret keys of git credentials: a user name and password (or token) or
+// a bearer token over https; a private key (identity, as Flux names it,
+// or ssh-privatekey, a kubernetes.io/ssh-auth Secret's, as Porch uses it)
+// with known_hosts over ssh, the password then being the key's
+// passphrase; and a CA bundle (caFile, as Flux names it, or ca.crt) for an
+// https server or a registry whose certificate a private authority
+// signed.
 const (
-	SecretUsernameKey    = "username"
-	SecretPasswordKey    = "password"
-	SecretBearerTokenKey = "bearerToken"
+	SecretUsernameKey      = "username"
+	SecretPasswordKey      = "password"
+	SecretBearerTokenKey   = "bearerToken"
+	SecretSSHIdentityKey   = "identity"
+	SecretSSHPrivateKeyKey = corev1.SSHAuthPrivateKey
+	SecretKnownHostsKey    = "known_hosts"
+	SecretCAFileKey        = "caFile"
+	SecretCACrtKey         = "ca.crt"
 )
+
+// credentialKeys are the keys of a Secret credentials are read from.
+var credentialKeys = []string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey, SecretSSHIdentityKey, SecretSSHPrivateKeyKey,
+	SecretKnownHostsKey, SecretCAFileKey, SecretCACrtKey, corev1.DockerConfigJsonKey}
+
+// caBundle is a Secret's CA bundle, if any.
+func caBundle(s *corev1.Secret) []byte {
+	if ca := s.Data[SecretCAFileKey]; len(ca) > 0 {
+		return ca
+	}
+	return s.Data[SecretCACrtKey]
+}
 
 // ErrSecret is matched by errors about a Repository's credentials Secret
 // (missing, or without usable keys).
@@ -150,7 +174,7 @@ func (c *Cache) Open(ctx context.Context, r *configv1alpha1.Repository) (store.S
 	repo, err := store.Open(ctx, store.Options{
 		URL: g.Repo, Branch: g.Branch, Directory: g.Dir(), CreateBranch: g.CreateBranch,
 		Credentials: creds, Author: g.Author, Email: g.Email,
-		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects, Transport: c.transports().git,
+		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Gate: e.gate, Objects: objects, Transport: c.transports().git, CheckHost: c.Egress.CheckHost,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {
@@ -391,13 +415,22 @@ func (c *Cache) credentials(ctx context.Context, namespace, name, field string) 
 		}
 		return store.Credentials{}, "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
-	creds := store.Credentials{
-		Username:    string(s.Data[SecretUsernameKey]),
-		Password:    string(s.Data[SecretPasswordKey]),
-		BearerToken: string(s.Data[SecretBearerTokenKey]),
+	creds := store.Credentials{CABundle: caBundle(s)}
+	key := s.Data[SecretSSHIdentityKey]
+	if len(key) == 0 {
+		key = s.Data[SecretSSHPrivateKeyKey]
 	}
-	if creds.BearerToken == "" && creds.Password == "" {
-		return store.Credentials{}, "", fmt.Errorf("secret %s/%s has neither %q nor %q: %w", namespace, name, SecretPasswordKey, SecretBearerTokenKey, ErrSecret)
+	switch {
+	case len(key) > 0:
+		creds.SSHKey, creds.SSHPassphrase, creds.KnownHosts = key, string(s.Data[SecretPasswordKey]), s.Data[SecretKnownHostsKey]
+		if len(creds.KnownHosts) == 0 {
+			return store.Credentials{}, "", fmt.Errorf("secret %s/%s named by %s has an ssh key but no %q: host keys are always checked; add the server's line (ssh-keyscan -p PORT HOST prints it): %w", namespace, name, field, SecretKnownHostsKey, ErrSecret)
+		}
+	case len(s.Data[SecretBearerTokenKey]) > 0 || len(s.Data[SecretPasswordKey]) > 0:
+		creds.Username, creds.Password, creds.BearerToken = string(s.Data[SecretUsernameKey]), string(s.Data[SecretPasswordKey]), string(s.Data[SecretBearerTokenKey])
+	case len(creds.CABundle) == 0:
+		return store.Credentials{}, "", fmt.Errorf("secret %s/%s named by %s has none of %q, %q, %q (with %q) and %q: %w", namespace, name, field,
+			SecretPasswordKey, SecretBearerTokenKey, SecretSSHIdentityKey, SecretKnownHostsKey, SecretCAFileKey, ErrSecret)
 	}
 	return creds, s.ResourceVersion, nil
 }
@@ -407,7 +440,7 @@ func (c *Cache) credentials(ctx context.Context, namespace, name, field string) 
 // a Repository's Secret holds in memory.
 func TrimSecret(s *corev1.Secret) {
 	data := map[string][]byte{}
-	keys := append([]string{SecretUsernameKey, SecretPasswordKey, SecretBearerTokenKey, corev1.DockerConfigJsonKey}, configv1alpha1.KubeConfigKeys...)
+	keys := append(slices.Clone(credentialKeys), configv1alpha1.KubeConfigKeys...)
 	for _, k := range keys {
 		if v, ok := s.Data[k]; ok {
 			data[k] = v

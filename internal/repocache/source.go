@@ -63,7 +63,7 @@ func (c *Cache) ReadSource(ctx context.Context, src GitSource) (_ *pkg.Package, 
 	start := time.Now()
 	repo, err := store.Open(ctx, store.Options{
 		URL: src.URL, Credentials: creds, ReadOnly: true,
-		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Objects: c.objects(), Transport: c.transports().git,
+		CacheDir: dir, Timeout: c.Timeout, Limits: c.Limits, Objects: c.objects(), Transport: c.transports().git, CheckHost: c.Egress.CheckHost,
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -30,17 +32,31 @@ import (
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
-// Credentials authenticate to a remote over HTTP(S): either a user name
-// and password (or token used as password), or a bearer token.
+// Credentials authenticate to a remote: over HTTP(S) either a user name
+// and password (or token used as password), or a bearer token; over ssh
+// a private key, with the known_hosts lines the remote's host key is
+// checked against.
 type Credentials struct {
 	Username    string
 	Password    string
 	BearerToken string
+	// SSHKey is a private key (PEM or OpenSSH), SSHPassphrase its
+	// passphrase when it is encrypted.
+	SSHKey        []byte
+	SSHPassphrase string
+	// KnownHosts are known_hosts lines; an ssh remote's host key must be
+	// one of them.
+	KnownHosts []byte
+	// CABundle holds PEM certificates of authorities an https remote's
+	// certificate may be signed by, beside the system's.
+	CABundle []byte
 }
 
 // String never shows the secret.
 func (c Credentials) String() string {
 	switch {
+	case len(c.SSHKey) > 0:
+		return "ssh key"
 	case c.BearerToken != "":
 		return "bearer token"
 	case c.Username != "" || c.Password != "":
@@ -86,6 +102,10 @@ type Options struct {
 	// (http.DefaultTransport when nil): one that checks an egress policy
 	// (egress.Policy.Transport).
 	Transport http.RoundTripper
+	// CheckHost checks an ssh remote's host before each connection
+	// (egress.Policy.CheckHost), since go-git dials ssh itself; nil
+	// checks nothing.
+	CheckHost func(ctx context.Context, host string) error
 	// Gate admits the exchanges with the remote; a new one when nil.
 	// Passing the same Gate to the Repositories that replace one another
 	// (after a change of settings, a restart of the cache) keeps the
@@ -167,6 +187,11 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 		return nil, err
 	}
 	opts.Limits = opts.Limits.orDefaults()
+	if len(opts.Credentials.CABundle) > 0 && ep.Protocol == "https" {
+		if opts.Transport, err = WithCA(opts.Transport, opts.Credentials.CABundle); err != nil {
+			return nil, fmt.Errorf("%s: %w", Redact(opts.URL), err)
+		}
+	}
 	tr, err := newTransport(ep, opts.Transport, opts.Limits.FetchBytes, Redact(opts.URL))
 	if err != nil {
 		return nil, err
@@ -176,6 +201,13 @@ func Open(ctx context.Context, opts Options) (_ *Repository, err error) {
 		r.gate = &Gate{}
 	}
 	switch {
+	case ep.Protocol == "ssh":
+		auth, err := sshAuth(ep, opts.Credentials, r.timeout())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Redact(opts.URL), err)
+		}
+		r.auth = auth
+		r.transport = sshTransport(ep, opts.CheckHost, r.timeout())
 	case opts.Credentials.BearerToken != "":
 		r.auth = &githttp.TokenAuth{Token: opts.Credentials.BearerToken}
 	case opts.Credentials.Username != "" || opts.Credentials.Password != "":
@@ -591,6 +623,10 @@ func (r *Repository) remoteError(op string, err error) error {
 		return fmt.Errorf("%s %s: the remote refused the credentials (%s): %w", op, u, r.credentialsUsed(), ErrAuthentication)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
+	case hostKeyError(err) != "":
+		return &remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, hostKeyError(err)), err: err}
+	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return fmt.Errorf("%s %s: the remote refused the ssh key (its public key is not authorized there, or for this user): %w", op, u, ErrAuthentication)
 	case egress.Class(err) != "":
 		// What answered (a certificate's names) stays on the server:
 		// the class of the failure only.
@@ -615,8 +651,8 @@ func (e *remoteText) Unwrap() error { return e.err }
 // credentialsUsed says which credentials an exchange used, never their
 // value.
 func (r *Repository) credentialsUsed() string {
-	if r.opts.Credentials != (Credentials{}) {
-		return r.opts.Credentials.String()
+	if c := r.opts.Credentials.String(); c != "none" {
+		return c
 	}
 	if HasCredentials(r.opts.URL) {
 		return "the user and password in the URL"
@@ -629,7 +665,7 @@ func (r *Repository) credentialsUsed() string {
 // it; errors.Is and errors.As still see the cause.
 func (r *Repository) scrub(err error) error {
 	msg := err.Error()
-	secrets := []string{r.opts.Credentials.Password, r.opts.Credentials.BearerToken}
+	secrets := []string{r.opts.Credentials.Password, r.opts.Credentials.BearerToken, r.opts.Credentials.SSHPassphrase}
 	if u, perr := url.Parse(r.opts.URL); perr == nil && u.User != nil {
 		p, _ := u.User.Password()
 		secrets = append(secrets, u.User.String(), p, url.QueryEscape(p))
@@ -669,9 +705,9 @@ func endpoint(raw string) (*transport.Endpoint, error) {
 		return nil, fmt.Errorf("invalid repository URL %s: it cannot be parsed", Redact(raw))
 	}
 	switch ep.Protocol {
-	case "file", "http", "https":
+	case "file", "http", "https", "ssh":
 	default:
-		return nil, fmt.Errorf("invalid repository URL %s: only file://, http:// and https:// are supported", Redact(raw))
+		return nil, fmt.Errorf("invalid repository URL %s: only https://, http://, ssh:// (or user@host:path) and file:// are supported", Redact(raw))
 	}
 	return ep, nil
 }
@@ -696,4 +732,35 @@ func Redact(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// ErrCABundle is matched by errors about a CA bundle that holds no
+// certificate.
+var ErrCABundle = errors.New("CA bundle")
+
+// WithCA returns a copy of base (an *http.Transport, such as an egress
+// policy's; http.DefaultTransport when nil) that trusts the certificate
+// authorities of a PEM bundle beside the system's: a private CA of an
+// https git server or a registry.
+func WithCA(base http.RoundTripper, bundle []byte) (*http.Transport, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t, ok := base.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("a CA bundle needs an *http.Transport, not %T", base)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(bundle) {
+		return nil, fmt.Errorf("the CA bundle holds no PEM certificate: %w", ErrCABundle)
+	}
+	t = t.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	t.TLSClientConfig.RootCAs = pool
+	return t, nil
 }

@@ -83,10 +83,12 @@ type RepositorySpec struct {
 
 // GitRepository locates packages in a git repository.
 type GitRepository struct {
-	// Repo is the URL of the repository: https://, http:// or file://.
+	// Repo is the URL of the repository: https://, http://, ssh://, git's
+	// user@host:path, or file://. Over ssh, the Secret holds a private key
+	// and known_hosts.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('file://')",message="must be an https://, http:// or file:// URL"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('ssh://') || self.startsWith('file://') || self.matches('^[A-Za-z0-9._~-]+@([A-Za-z0-9.-]+|[[][0-9A-Fa-f:.]+[]]):[^:]+$')",message="must be an https://, http://, ssh:// or file:// URL, or user@host:path"
 	Repo string `json:"repo"`
 
 	// Branch holds published packages.
