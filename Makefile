@@ -102,6 +102,10 @@ browser: ## Install Debian's Chromium for the console's browser tests, unless th
 registry: ## Install Debian's docker-registry for the OCI registry tests, unless there is one.
 	hack/install-registry.sh
 
+.PHONY: sshd
+sshd: ## Install Debian's openssh-server for the git-over-ssh tests (its service stays off), unless sshd is there.
+	hack/install-sshd.sh
+
 .PHONY: podman
 podman: ## Install Debian's podman and runc, which run function images (test/functions), unless they are there.
 	hack/install-podman.sh
@@ -124,7 +128,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: control-plane node browser registry podman catalog-functions flux verify-generate lint ## Run every test against a real API server, real git, a real browser, a real OCI registry and real function images, then the cluster test (make test-cluster).
+test: control-plane node browser registry sshd podman catalog-functions flux verify-generate lint ## Run every test against a real API server, real git, a real browser, a real OCI registry and real function images, then the cluster test (make test-cluster).
 	rc=0; KUBE_CACHE_MUTATION_DETECTOR=true KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/cluster$$') || rc=$$?; \
 	  go run ./hack/node sweep || rc=1; \
 	  if [ $$rc = 0 ]; then $(MAKE) --no-print-directory test-cluster || rc=$$?; fi; exit $$rc

@@ -301,7 +301,7 @@ func tlsClass(err error) string {
 	case errors.As(err, &invalid):
 		return "its TLS certificate is not valid (expired, not yet valid, or not for serving)"
 	case errors.As(err, &unknown), errors.As(err, &verify):
-		return "its TLS certificate is not signed by an authority Scion trusts"
+		return "its TLS certificate is not signed by an authority Scion trusts (a private authority: its certificate goes in the Secret's caFile)"
 	case errors.As(err, &header):
 		return "it does not answer TLS"
 	}

@@ -106,7 +106,7 @@ func TestClass_tls(t *testing.T) {
 	if err == nil {
 		t.Fatal("an untrusted certificate was accepted")
 	}
-	if got := Class(err); got != "its TLS certificate is not signed by an authority Scion trusts" {
+	if got := Class(err); got != "its TLS certificate is not signed by an authority Scion trusts (a private authority: its certificate goes in the Secret's caFile)" {
 		t.Errorf("class %q of %v", got, err)
 	}
 	if strings.Contains(Class(err), "example.com") {

@@ -4,6 +4,7 @@
 package gitserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scion-dev/scion/internal/localca"
 	"github.com/scion-dev/scion/internal/testutil/harness"
 )
 
@@ -108,6 +110,26 @@ func NewServer(t harness.TB, root string) *Server {
 // node's Pods.
 func NewServerOn(t harness.TB, root, addr string) *Server {
 	t.Helper()
+	return newServer(t, root, addr, nil)
+}
+
+// NewTLSServer is NewServer over https, with a serving certificate for
+// 127.0.0.1 that ca signs.
+func NewTLSServer(t harness.TB, root string, ca *localca.Authority) *Server {
+	t.Helper()
+	certPEM, keyPEM, err := ca.Issue("git", 2, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newServer(t, root, "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+}
+
+func newServer(t harness.TB, root, addr string, tlsConfig *tls.Config) *Server {
+	t.Helper()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatalf("git is required: %v", err)
@@ -140,7 +162,12 @@ func NewServerOn(t harness.TB, root, addr string) *Server {
 	}
 	_ = s.Server.Listener.Close()
 	s.Server.Listener = l
-	s.Server.Start()
+	if tlsConfig != nil {
+		s.Server.TLS = tlsConfig
+		s.Server.StartTLS()
+	} else {
+		s.Server.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
