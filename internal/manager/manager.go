@@ -45,6 +45,7 @@ import (
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/receiver"
 	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -59,6 +60,10 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz ("0" disables).
 	ProbeAddr string
+	// WebhookAddr serves git hosts' push webhooks at /hook/<namespace>
+	// (internal/receiver) on every replica, leader or not ("" or "0"
+	// disables).
+	WebhookAddr string
 	// LeaderElection makes one replica active at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease (the pod's namespace when
@@ -332,6 +337,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})); err != nil {
 		return nil, err
 	}
+	if o.WebhookAddr != "" && o.WebhookAddr != "0" {
+		hooks := &receiver.Receiver{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Log: ctrl.Log.WithName("webhook")}
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return receiver.Server(ctx, o.WebhookAddr, hooks) })); err != nil {
+			return nil, err
+		}
+	}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
@@ -440,3 +451,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	return mgr.Start(ctx)
 }
+
+// everyReplica is a runnable that runs on every replica, not only the
+// leader.
+type everyReplica func(ctx context.Context) error
+
+// Start runs it.
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false.
+func (f everyReplica) NeedLeaderElection() bool { return false }

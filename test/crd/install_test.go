@@ -73,7 +73,7 @@ func TestInstallManifests(t *testing.T) {
 	// RoleBinding in scion-system let the servers read their own Pods);
 	// an APIService per version of porch.kpt.dev.
 	g.Expect(kinds).To(Equal(map[string]int{"Namespace": 2, "CustomResourceDefinition": 6, "ServiceAccount": 2, "ClusterRole": 6, "ClusterRoleBinding": 4, "RoleBinding": 3,
-		"Role": 2, "NetworkPolicy": 1, "Deployment": 2, "Service": 1, "APIService": 2,
+		"Role": 2, "NetworkPolicy": 1, "Deployment": 2, "Service": 2, "APIService": 2,
 		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2}))
 }
 
