@@ -55,6 +55,7 @@ the kubeconfig of --kubeconfig, $KUBECONFIG or ~/.kube/config.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Manager.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables it)`)
+	f.BoolVar(&o.Manager.Notifications, "notifications", true, `send what waits for people or went wrong to the webhook of each namespace's Secret scion-notifications (docs/notifications.md)`)
 	f.StringVar(&o.Manager.WebhookAddr, "webhook-bind-address", "0", `address of the git push webhook receiver, /hook/<namespace>, on every replica ("0" disables it; docs/repositories.md)`)
 	f.StringVar(&o.Manager.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
 	f.BoolVar(&o.Manager.LeaderElection, "leader-elect", true, "run one active replica at a time")

@@ -42,6 +42,7 @@ import (
 	"github.com/scion-dev/scion/internal/memlimit"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/namedwatch"
+	"github.com/scion-dev/scion/internal/notify"
 	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/pkgdeps"
 	"github.com/scion-dev/scion/internal/pkgservice"
@@ -60,6 +61,10 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz ("0" disables).
 	ProbeAddr string
+	// Notifications sends, for each namespace with the Secret
+	// scion-notifications, what waits for people or went wrong
+	// (internal/notify).
+	Notifications bool
 	// WebhookAddr serves git hosts' push webhooks at /hook/<namespace>
 	// (internal/receiver) on every replica, leader or not ("" or "0"
 	// disables).
@@ -343,6 +348,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	if o.Notifications {
+		if err := addNotifier(mgr, o.Egress); err != nil {
+			return nil, err
+		}
+	}
 	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	depsReader := pkgdeps.NewReader()
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
@@ -461,3 +471,20 @@ func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 
 // NeedLeaderElection is false.
 func (f everyReplica) NeedLeaderElection() bool { return false }
+
+// addNotifier watches what notifications are about and sends them
+// (internal/notify), to endpoints the egress policy allows.
+func addNotifier(mgr ctrl.Manager, policy *egress.Policy) error {
+	n := &notify.Notifier{Secrets: mgr.GetAPIReader(), Log: ctrl.Log.WithName("notify"), Elected: mgr.Elected(),
+		HTTP: &http.Client{Transport: policy.Transport(http.DefaultTransport.(*http.Transport))}}
+	for _, obj := range []client.Object{&porchv1alpha1.PackageRevision{}, &configv1alpha1.PackageRollout{}, &configv1alpha1.PackageVariant{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		if _, err := inf.AddEventHandler(n.Handler()); err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+	}
+	return mgr.Add(n)
+}

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second, Egress: policy}, nil,
+	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second, Egress: policy, Notifications: true}, nil,
 		func(e *testenv.Env) {
 			env, k8sClient = e, e.Client
 			if err := e.WriteKubeconfig(kubeconfig, "tester"); err != nil {
