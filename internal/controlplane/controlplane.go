@@ -76,7 +76,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the control plane's certificates: %w", err)
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -313,8 +313,9 @@ func writePKI(dir string) (map[string]string, error) {
 	)
 }
 
-// freePorts finds n free ports on loopback.
-func freePorts(n int) ([]int, error) {
+// FreePorts finds n free ports on loopback (free when it returns: another
+// process may take one before the caller listens).
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {

@@ -3,13 +3,14 @@ package devenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/scion-dev/scion/internal/controlplane"
 )
 
 // RegistryFile holds the address (127.0.0.1:PORT) of the environment's OCI
@@ -64,12 +65,11 @@ func (o *Options) startRegistry(logFile *os.File) (stop func(), ok bool, err err
 	}
 	addr := o.Registry()
 	if addr == "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ports, err := controlplane.FreePorts(1)
 		if err != nil {
 			return nil, false, err
 		}
-		addr = l.Addr().String()
-		_ = l.Close()
+		addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	}
 	dir := o.path("registry")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

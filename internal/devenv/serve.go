@@ -198,7 +198,18 @@ func Serve(ctx context.Context, o Options) (retErr error) {
 		return fail("controller.log", err)
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(ctrlLog)))
+	// The webhook receiver on a free loopback port, written down for
+	// people and scripts (docs/cli.md).
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return fail("controller.log", err)
+	}
+	hooks := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	if err := os.WriteFile(o.path(WebhookAddressFile), []byte("http://"+hooks+"\n"), 0o600); err != nil {
+		return fail("controller.log", err)
+	}
 	mgr, err := manager.New(rest.CopyConfig(cp.Config), manager.Options{
+		WebhookAddr: hooks, Notifications: true,
 		AllowFileRepositories: true, // the fleet in a box is local git
 		Egress:                devEgress(),
 		FunctionImages:        devFunctionImages,
@@ -250,3 +261,9 @@ func devEgress() *egress.Policy {
 	}
 	return p
 }
+
+// WebhookAddressFile, in the environment's folder, holds the URL of the
+// controller's webhook receiver (http://127.0.0.1:PORT; hooks go to
+// /hook/<namespace>).
+const WebhookAddressFile = "webhook-address"
+
