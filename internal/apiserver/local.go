@@ -24,6 +24,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/config/rbac"
+	"github.com/scion-dev/scion/internal/controlplane"
 	"github.com/scion-dev/scion/internal/localca"
 	"github.com/scion-dev/scion/internal/repocache"
 	"github.com/scion-dev/scion/internal/scheme"
@@ -154,12 +155,11 @@ func RunLocalProcess(ctx context.Context, cfg *rest.Config, kubeconfig, dir, bin
 		return nil, err
 	}
 	// A free port: the server binds it itself.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	port := lis.Addr().(*net.TCPAddr).Port
-	lis.Close()
+	port := ports[0]
 	logFile, err := os.Create(filepath.Join(dir, "apiserver.log"))
 	if err != nil {
 		return nil, err

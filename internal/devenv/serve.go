@@ -266,4 +266,3 @@ func devEgress() *egress.Policy {
 // controller's webhook receiver (http://127.0.0.1:PORT; hooks go to
 // /hook/<namespace>).
 const WebhookAddressFile = "webhook-address"
-

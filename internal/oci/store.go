@@ -297,7 +297,7 @@ func (s *Store) registryError(ctx context.Context, what string, err error) error
 	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
 		return err
 	}
-	return &registryText{msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), err: err}
+	return &store.TextError{Msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), Err: err}
 }
 
 // answered says what went wrong with an exchange by its class only: a
@@ -329,16 +329,6 @@ func answered(err error) string {
 // registryCode is the shape of the error codes of the distribution
 // specification (MANIFEST_UNKNOWN).
 var registryCode = regexp.MustCompile(`^[A-Z][A-Z_]{2,40}$`)
-
-// registryText is a registry's error with a message of bounded length
-// naming the store; errors.Is and As still see the cause.
-type registryText struct {
-	msg string
-	err error
-}
-
-func (e *registryText) Error() string { return e.msg }
-func (e *registryText) Unwrap() error { return e.err }
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout == 0 {

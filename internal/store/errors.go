@@ -87,3 +87,18 @@ func short(h string) string {
 	}
 	return h
 }
+
+// TextError is an error with a message of its own (shortened, scrubbed of
+// secrets, naming only the class of what a remote answered), wrapping
+// the original: errors.Is and errors.As still see the cause. The one such
+// wrapper of git and registry errors.
+type TextError struct {
+	Msg string
+	Err error
+}
+
+// Error is the message.
+func (e *TextError) Error() string { return e.Msg }
+
+// Unwrap is the cause.
+func (e *TextError) Unwrap() error { return e.Err }

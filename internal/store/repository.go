@@ -624,29 +624,19 @@ func (r *Repository) remoteError(op string, err error) error {
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s %s: %w", op, u, ErrRepositoryNotFound)
 	case hostKeyError(err) != "":
-		return &remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, hostKeyError(err)), err: err}
+		return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, hostKeyError(err)), Err: err}
 	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return fmt.Errorf("%s %s: the remote refused the ssh key (its public key is not authorized there, or for this user): %w", op, u, ErrAuthentication)
 	case egress.Class(err) != "":
 		// What answered (a certificate's names) stays on the server:
 		// the class of the failure only.
-		return &remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, egress.Class(err)), err: err}
+		return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, egress.Class(err)), Err: err}
 	default:
 		// The library's message may quote what the server sent, at any
 		// length: kept short (errors.Is and As still see the cause).
-		return r.scrub(&remoteText{msg: fmt.Sprintf("%s %s: %s", op, u, Shorten(err.Error(), maxRemoteText)), err: err})
+		return r.scrub(&TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, Shorten(err.Error(), maxRemoteText)), Err: err})
 	}
 }
-
-// remoteText is an error whose message is shortened, wrapping the
-// original.
-type remoteText struct {
-	msg string
-	err error
-}
-
-func (e *remoteText) Error() string { return e.msg }
-func (e *remoteText) Unwrap() error { return e.err }
 
 // credentialsUsed says which credentials an exchange used, never their
 // value.
@@ -679,17 +669,8 @@ func (r *Repository) scrub(err error) error {
 	if clean == msg {
 		return err
 	}
-	return &scrubbedError{msg: clean, err: err}
+	return &TextError{Msg: clean, Err: err}
 }
-
-// scrubbedError is an error whose text had secrets removed.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
 
 // ValidateURL checks that a repository URL is one Scion can use: file://,
 // http:// or https://. Its errors never show the URL's credentials.
