@@ -20,6 +20,10 @@ const retry = time.Second
 // (tests: to see a watch resumed); by default the server's own.
 var watchTimeout *int64
 
+// watching, when set, is called each time a watch starts (tests: to know
+// a watch was resumed without waiting for the clock).
+var watching func()
+
 // Watch returns a channel that receives whenever an object of the kinds
 // lists names changes in ns, from now on (what exists when it starts is
 // not a change), at most once per interval. Each kind is watched from the
@@ -92,6 +96,9 @@ func follow(ctx context.Context, c client.WithWatch, ns string, list client.Obje
 			return // may list, not watch: nothing to tell
 		}
 		if err == nil {
+			if watching != nil {
+				watching()
+			}
 			rv = drain(w, rv, signal)
 			w.Stop()
 		}

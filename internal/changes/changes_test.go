@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +33,9 @@ func TestMain(m *testing.M) {
 func TestWatch(t *testing.T) {
 	g := NewWithT(t)
 	watchTimeout = ptr.To[int64](1)
-	t.Cleanup(func() { watchTimeout = nil })
+	var started atomic.Int32
+	watching = func() { started.Add(1) }
+	t.Cleanup(func() { watchTimeout, watching = nil, nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.Namespace(t, "changes")
@@ -48,7 +51,7 @@ func TestWatch(t *testing.T) {
 	g.Expect(c.Create(ctx, cm("new"))).To(Succeed())
 	g.Eventually(changed, 5*time.Second).Should(Receive())
 
-	time.Sleep(3 * time.Second) // the server has ended the watch (1s) at least once
+	g.Eventually(started.Load, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">=", 2), "the server ended the watch (1s) and it was started again")
 	g.Expect(c.Create(ctx, cm("after-resume"))).To(Succeed())
 	g.Eventually(changed, 5*time.Second).Should(Receive(), "the watch was resumed")
 

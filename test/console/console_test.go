@@ -231,7 +231,7 @@ func TestConsole(t *testing.T) {
 	// The fleet page follows a change without a reload.
 	do(chromedp.Navigate(approver + "/"))
 	g.Expect(text("#summary")).To(Equal("2 of 2 PackageVariants Ready."))
-	time.Sleep(1500 * time.Millisecond) // the page has opened its event stream
+	g.Eventually(live(b)).Should(BeTrue(), "the page has opened its event stream")
 	g.Expect(k8sClient.Create(ctx, &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "extra", Namespace: ns}, Spec: configv1alpha1.PackageVariantSpec{
 		Upstream:   &configv1alpha1.Upstream{Repo: "catalog", Package: "base", Revision: "1"},
 		Downstream: &configv1alpha1.Downstream{Repo: "cluster-01", Package: "extra"},
@@ -481,7 +481,7 @@ func TestConsoleLocks(t *testing.T) {
 		Packages: []configv1alpha1.LockedPackage{{Name: "cert-manager", Version: "1.0.0", Directory: "cert-manager", State: configv1alpha1.LockedPublished, Provides: []string{"cert-manager.io/v1/Certificate"}}},
 		Conflicts: []configv1alpha1.LockConflict{{Kind: "cert-manager.io/v1/Certificate", Packages: []string{"cert-manager", "certs-lite"}, RequiredBy: []string{"web"},
 			Message: "cert-manager.io/v1/Certificate is provided by cert-manager and certs-lite"}}}
-	time.Sleep(1500 * time.Millisecond) // the open page has started its event stream
+	g.Eventually(live(p.ctx)).Should(BeTrue(), "the open page has started its event stream")
 	g.Expect(k8sClient.Create(ctx, lock)).To(Succeed())
 	// The open page shows it without a reload.
 	g.Eventually(func() string {
@@ -502,4 +502,13 @@ func TestConsoleLocks(t *testing.T) {
 	g.Expect(p.text("#error")).To(And(ContainSubstring("listing PackageLocks"), ContainSubstring("forbidden")))
 	p.do(chromedp.Navigate(nobody + "/targets"))
 	g.Expect(p.text("#error")).To(And(ContainSubstring("listing PackageRevisions"), ContainSubstring("forbidden")))
+}
+
+// live says whether the page in ctx has its event stream open (the mark
+// console.js sets): from then on every change reaches it.
+func live(ctx context.Context) func() bool {
+	return func() bool {
+		open, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.dataset.live === "open"`))
+		return open
+	}
 }

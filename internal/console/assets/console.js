@@ -13,6 +13,9 @@
   // A form on its way (an approval) is never replaced under it.
   document.addEventListener("submit", function () { leaving = true; });
   var events = new EventSource("/events");
+  // The server watches from before it answers: once the stream is open,
+  // every later change reaches this page (tests wait for this mark).
+  events.addEventListener("open", function () { document.documentElement.setAttribute("data-live", "open"); });
   // A browser keeps few connections per server (six over HTTP/1.1): the
   // stream is closed as soon as the page goes, so that moving between
   // pages never waits for one.

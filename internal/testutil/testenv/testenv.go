@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -117,6 +118,10 @@ func Start() (*Env, error) { return StartWith(Options{}) }
 
 // StartWith starts a control plane as Start does, with options.
 func StartWith(o Options) (_ *Env, retErr error) {
+	// Tests against a live control plane wait for what they expect with
+	// a generous deadline (Gomega's default is one second, which a loaded
+	// machine misses); each still ends as soon as it holds.
+	gomega.SetDefaultEventuallyTimeout(EventuallyTimeout)
 	if o.APIServerBinary == "" {
 		o.APIServerBinary = os.Getenv(APIServerBinaryEnv)
 	}
@@ -248,6 +253,10 @@ func (e *Env) APIServerPid() int {
 	}
 	return e.api.Pid
 }
+
+// EventuallyTimeout is the default deadline of Gomega's Eventually in
+// tests against a control plane (StartWith sets it).
+const EventuallyTimeout = 30 * time.Second
 
 // Main is a test package's TestMain body for tests that share one control
 // plane: it starts one with o, hands it to ready (whose error ends the run
