@@ -14,9 +14,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
+	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/notify"
 )
 
@@ -116,4 +118,52 @@ func closed() chan struct{} {
 	c := make(chan struct{})
 	close(c)
 	return c
+}
+
+// A rollout wave waiting for approval reaches the namespace's webhook, as
+// generic JSON.
+func TestNotifications_rolloutWave(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, _ := setup(t)
+	var mu sync.Mutex
+	var received []notify.Event
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		g.Expect(json.NewDecoder(r.Body).Decode(&e)).To(Succeed())
+		mu.Lock()
+		defer mu.Unlock()
+		received = append(received, e)
+	}))
+	t.Cleanup(srv.Close)
+	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: notify.SecretName},
+		Data: map[string][]byte{notify.AddressKey: []byte(srv.URL), notify.FormatKey: []byte("generic")}})).To(Succeed())
+	run := func(args ...string) {
+		t.Helper()
+		out, err := scion(ns, args...)
+		g.Expect(err).NotTo(HaveOccurred(), "scion %v: %s", args, out)
+	}
+	run("rpkg", "init", "app", "--repository", "catalog", "--workspace", "v1")
+	run("rpkg", "propose", "catalog.app.v1")
+	run("rpkg", "clone", "catalog.app.v1", "app", "--repository", "cluster-01", "--workspace", "v1")
+	g.Eventually(func() error {
+		_, err := scion(ns, "rpkg", "propose", "cluster-01.app.v1")
+		return err
+	}).Should(Succeed())
+	pr := &porchv1alpha1.PackageRevision{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster-01.app.v1"}, pr)).To(Succeed())
+	pr.Labels = map[string]string{"release": "r1"}
+	g.Expect(k8sClient.Update(ctx, pr)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &configv1alpha1.PackageRollout{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns}, Spec: configv1alpha1.PackageRolloutSpec{
+		RevisionSelector: metav1.LabelSelector{MatchLabels: map[string]string{"release": "r1"}},
+		Waves:            []configv1alpha1.RolloutWave{{Name: "canary", MaxTargets: ptr.To[int32](1)}},
+		Approval:         configv1alpha1.RolloutApprovalManual,
+	}})).To(Succeed())
+	g.Eventually(func() []notify.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]notify.Event(nil), received...)
+	}, time.Minute, 100*time.Millisecond).Should(ContainElement(And(
+		HaveField("Kind", "PackageRollout"), HaveField("Namespace", ns), HaveField("Name", "r1"), HaveField("Reason", "AwaitingApproval"),
+		HaveField("Message", "PackageRollout "+ns+"/r1: wave canary (1 revisions) waits for approval"))))
 }

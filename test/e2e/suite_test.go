@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scion-dev/scion/internal/cli"
+	"github.com/scion-dev/scion/internal/controlplane"
 	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/manager"
 	"github.com/scion-dev/scion/internal/testutil/suite"
@@ -37,7 +38,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(suite.Run(m, manager.Options{RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second, Egress: policy, Notifications: true}, nil,
+	// The manager's webhook receiver, on a port free now.
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		panic(err)
+	}
+	webhookURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	os.Exit(suite.Run(m, manager.Options{WebhookAddr: strings.TrimPrefix(webhookURL, "http://"), RepositoryWorkers: 4, PackageRevisionWorkers: 4, PackageVariantWorkers: 4, SyncPeriod: 30 * time.Second, TagPollPeriod: 2 * time.Second, Egress: policy, Notifications: true}, nil,
 		func(e *testenv.Env) {
 			env, k8sClient = e, e.Client
 			if err := e.WriteKubeconfig(kubeconfig, "tester"); err != nil {
@@ -46,6 +53,10 @@ func TestMain(m *testing.M) {
 			}
 		}))
 }
+
+// webhookURL is where the manager's webhook receiver listens
+// (--webhook-bind-address).
+var webhookURL string
 
 // scion runs the scion CLI in namespace ns and returns its output.
 func scion(ns string, args ...string) (string, error) {
