@@ -110,7 +110,7 @@ func (r *resources) List(ctx context.Context, opts *metainternalversion.ListOpti
 		var o *opened
 		err := op.err
 		if err == nil {
-			o, err = find(pr, op.repo, op.st)
+			o, err = find(ctx, pr, op.repo, op.st)
 		} else {
 			err = unavailable(pr, err)
 		}
@@ -169,7 +169,7 @@ func (r *resources) openRevision(ctx context.Context, pr *porchv1alpha1.PackageR
 	if err != nil {
 		return nil, unavailable(pr, err)
 	}
-	return find(pr, repo, st)
+	return find(ctx, pr, repo, st)
 }
 
 // openRepository opens a Repository's git store, fresh within
@@ -192,8 +192,8 @@ func unavailable(pr *porchv1alpha1.PackageRevision, err error) error {
 }
 
 // find finds a PackageRevision's revision in its opened Repository.
-func find(pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st store.Store) (*opened, error) {
-	rev, err := st.Get(context.Background(), pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+func find(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st store.Store) (*opened, error) {
+	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierrors.NewNotFound(resourcesGR, pr.Name)
 	}
@@ -293,7 +293,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 		return nil, false, notDraft(gr, name, o.rev.Lifecycle)
 	}
 	if in.ResourceVersion != "" && in.ResourceVersion != o.rev.Commit {
-		return nil, false, changedSince(gr, name, o, in.ResourceVersion)
+		return nil, false, changedSince(ctx, gr, name, o, in.ResourceVersion)
 	}
 	files, err := r.contents(name, o.rev.Package, in.Spec.Resources)
 	if err != nil {
@@ -327,7 +327,7 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil {
 			o.rev = now
 		}
-		return nil, false, changedSince(gr, name, o, read)
+		return nil, false, changedSince(ctx, gr, name, o, read)
 	}
 	if err != nil {
 		return nil, false, err
@@ -343,8 +343,8 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 
 // changedSince refuses a write made against commit, which the draft has
 // moved on from: it says what was committed since, and nothing is written.
-func changedSince(gr schema.GroupResource, name string, o *opened, commit string) error {
-	what := pkgservice.CommittedSince(context.Background(), o.st, o.rev, commit)
+func changedSince(ctx context.Context, gr schema.GroupResource, name string, o *opened, commit string) error {
+	what := pkgservice.CommittedSince(ctx, o.st, o.rev, commit)
 	if what != "" {
 		what = ": " + what
 	}
