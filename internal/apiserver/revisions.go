@@ -198,19 +198,23 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 // Update updates a revision (its spec and metadata; the status is the
 // status subresource's).
 func (r *revisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	if forceAllowCreate {
-		// A server-side apply of a revision that does not exist yet
+	out, created, err := r.update(ctx, name, objInfo, validate, opts)
+	var status apierrors.APIStatus
+	if forceAllowCreate && apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name {
+		// A server-side apply of a revision that does not exist
 		// (kubectl apply --server-side, GitOps tools) creates it.
-		ns, _ := request.NamespaceFrom(ctx)
-		if _, err := r.storage.get(ctx, ns, name, &metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			obj, err := objInfo.UpdatedObject(ctx, r.New())
-			if err != nil {
-				return nil, false, err
-			}
-			out, err := r.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager})
-			return out, err == nil, err
+		obj, err := objInfo.UpdatedObject(ctx, r.New())
+		if err != nil {
+			return nil, false, err
 		}
+		out, err := r.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager})
+		return out, err == nil, err
 	}
+	return out, created, err
+}
+
+// update changes an existing revision (Update).
+func (r *revisions) update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return change(ctx, r.storage, name, objInfo, validate, opts, "", func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 		if r.v1alpha2 {
 			if err := fromV1alpha2(cur, next); err != nil {
