@@ -116,39 +116,61 @@ type Notifier struct {
 	Backoff  time.Duration
 	Attempts int
 
-	mu     sync.Mutex
-	seen   map[string]bool
+	mu sync.Mutex
+	// shown are the events each object shows now (by UID): an event is
+	// sent when an object comes to show it, and forgotten with the
+	// object, so what is remembered is bounded by the objects watched.
+	shown  map[types.UID]map[string]bool
 	queues map[string]chan Event
 	ctx    context.Context
 }
 
 // Handler is the informer event handler of the watched kinds: events an
 // object shows when first listed are taken as already sent (a restart
-// does not send them again); those that appear later are queued.
+// does not send them again); those it comes to show later are queued.
 func (n *Notifier) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { n.observe(obj, initial) },
 		UpdateFunc: func(_, obj any) { n.observe(obj, false) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if o, ok := obj.(client.Object); ok {
+				n.mu.Lock()
+				delete(n.shown, o.GetUID())
+				n.mu.Unlock()
+			}
+		},
 	}
 }
-
-// maxSeen bounds the events remembered as sent.
-const maxSeen = 100000
 
 func (n *Notifier) observe(obj any, initial bool) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return
 	}
-	for _, e := range Events(o) {
-		n.mu.Lock()
-		if n.seen == nil || len(n.seen) > maxSeen {
-			n.seen = map[string]bool{}
-		}
-		already := n.seen[e.Key]
-		n.seen[e.Key] = true
-		n.mu.Unlock()
-		if !already && !initial {
+	events := Events(o)
+	now := make(map[string]bool, len(events))
+	for _, e := range events {
+		now[e.Key] = true
+	}
+	n.mu.Lock()
+	if n.shown == nil {
+		n.shown = map[types.UID]map[string]bool{}
+	}
+	before := n.shown[o.GetUID()]
+	if len(now) == 0 {
+		delete(n.shown, o.GetUID())
+	} else {
+		n.shown[o.GetUID()] = now
+	}
+	n.mu.Unlock()
+	if initial {
+		return
+	}
+	for _, e := range events {
+		if !before[e.Key] {
 			n.enqueue(e)
 		}
 	}
