@@ -137,6 +137,7 @@ type artifact struct {
 	blobs    []v1.Layer
 	manifest []byte
 	digest   string
+	parsed   v1.Manifest // manifest, decoded
 }
 
 // build makes p into an artifact: the same files always make the same
@@ -204,6 +205,7 @@ func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string,
 	if a.manifest, err = json.Marshal(m); err != nil {
 		return nil, err
 	}
+	a.parsed = m
 	h, _, err := v1.SHA256(bytes.NewReader(a.manifest))
 	if err != nil {
 		return nil, err

@@ -1,78 +1,21 @@
 package oci
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"net/http"
-	"path"
-	"regexp"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	"github.com/scion-dev/scion/internal/egress"
+	"github.com/scion-dev/scion/internal/lru"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 )
-
-// Annotations of the revision metadata a Store writes on its manifests
-// (docs/oci-layout.md). A published revision's manifest is also a plain
-// package artifact: tools that know only PackageAnnotation and the layer
-// read it.
-const (
-	// LifecycleAnnotation is Draft, Proposed or DeletionProposed; absent
-	// on a published revision.
-	LifecycleAnnotation = "dev.scion.revision.lifecycle"
-	// WorkspaceAnnotation is the workspace the revision was drafted in.
-	WorkspaceAnnotation = "dev.scion.revision.workspace"
-	// RevisionAnnotation is a published revision's number.
-	RevisionAnnotation = "dev.scion.revision.number"
-	// PublishedByAnnotation and PublishedAtAnnotation (RFC 3339) say who
-	// published a revision and when.
-	PublishedByAnnotation = "dev.scion.revision.published-by"
-	PublishedAtAnnotation = "dev.scion.revision.published-at"
-	// TrailersAnnotation holds the revision's metadata as JSON: the keys
-	// and values Scion writes as commit trailers in git.
-	TrailersAnnotation = "dev.scion.revision.trailers"
-	// MessageAnnotation, AuthorAnnotation and WrittenAtAnnotation
-	// describe the last write of a draft or proposal.
-	MessageAnnotation   = "dev.scion.revision.message"
-	AuthorAnnotation    = "dev.scion.revision.author"
-	WrittenAtAnnotation = "dev.scion.revision.written-at"
-)
-
-// Tags of the lifecycle in a package's OCI repository: published
-// revisions are vN; the others are named after the workspace or revision.
-const (
-	draftTagPrefix            = "draft."
-	proposedTagPrefix         = "proposed."
-	deletionProposedTagPrefix = "deletion-proposed."
-	// retiredTagPrefix marks a deleted published revision (retired.vN):
-	// an empty package annotated with its workspace, so that neither its
-	// number nor its workspace is given to other content.
-	retiredTagPrefix = "retired."
-)
-
-// LatestTag is kept on the newest published revision of each package, as
-// a git repository's branch holds it: a deployer following it (Flux's
-// OCIRepository with ref.tag: latest) deploys what Scion publishes. Only
-// Scion moves it.
-const LatestTag = "latest"
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
@@ -94,7 +37,7 @@ type StoreOptions struct {
 // implements store.Store. Every package is an OCI repository under the
 // prefix; every revision a manifest (the package artifact of this
 // package, plus the revision's metadata as annotations), and the
-// lifecycle is in tags:
+// lifecycle is in tags (tags.go):
 //
 //	Draft             draft.<workspace>
 //	Proposed          proposed.<workspace>
@@ -105,10 +48,15 @@ type StoreOptions struct {
 //
 // Registries have no compare-and-swap on tags: a write reads the tag
 // (HEAD), compares it with the digest the writer read, puts the manifest,
-// then reads the tag again. Writes of one process are serialized per
-// Repository, so the window in which two writers can both win is that
-// between another process's read and put (docs/oci-layout.md); the read
-// after the put reports a loss as store.ErrConflict.
+// then reads the tag again (writes.go). Writes of one process are
+// serialized per Repository, so the window in which two writers can both
+// win is that between another process's read and put
+// (docs/oci-layout.md); the read after the put reports a loss as
+// store.ErrConflict.
+//
+// What the store read (state.go) is each package's tags and the
+// manifests they hold, updated by its own writes without reading the
+// package again, and the package layers it read, in a bounded cache.
 type Store struct {
 	opts   StoreOptions
 	reg    name.Registry
@@ -118,30 +66,18 @@ type Store struct {
 	pusher *remote.Pusher
 	writes sync.Mutex // one write (or fetch) of this process at a time
 
-	mu        sync.Mutex
-	pkgs      map[string]map[string]string // package -> tag -> digest
-	manifests map[string]*manifest         // by digest: immutable
-	bad       map[string]string            // "package:tag" -> why it is not a package
-	moved     map[string]string            // "package:vN" -> how it moved behind Scion's back
-	fetched   time.Time
-	// catalogRead is when the catalog was last read (fetched: the tags).
-	catalogRead time.Time
-	head        string
-	version     uint64
-	contents    map[string]*pkg.Package // by digest, bounded (maxContents)
+	mu    sync.Mutex
+	pkgs  map[string]*pkgState // by package
+	bad   map[string]string    // "package:tag" -> why it is not a package
+	moved map[string]movedTag  // "package:vN" -> how it moved behind Scion's back
+	// fetched is when the tags were last read; catalogRead the catalog.
+	fetched, catalogRead time.Time
+	head                 [32]byte // the packages' sums, XORed
+	version              uint64
+
+	contents *lru.Cache[string, *pkg.Package] // by layer digest
+	layers   *lru.Cache[string, string]       // manifest digest -> layer digest
 }
-
-// manifest is what a Store keeps of one manifest.
-type manifest struct {
-	raw    []byte
-	digest string
-	m      v1.Manifest
-}
-
-func (m *manifest) ann(key string) string { return m.m.Annotations[key] }
-
-// maxContents bounds the packages a Store keeps read.
-const maxContents = 256
 
 var _ store.Store = (*Store)(nil)
 
@@ -163,7 +99,8 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	}
 	opts.Prefix = prefix
 	s := &Store{opts: opts, reg: reg, path: path, gate: opts.Gate,
-		pkgs: map[string]map[string]string{}, manifests: map[string]*manifest{}, bad: map[string]string{}, moved: map[string]string{}, contents: map[string]*pkg.Package{}}
+		pkgs: map[string]*pkgState{}, bad: map[string]string{}, moved: map[string]movedTag{},
+		contents: lru.New[string, *pkg.Package](maxContents, maxContentBytes), layers: lru.New[string, string](maxLayers, 0)}
 	if s.gate == nil {
 		s.gate = &store.Gate{}
 	}
@@ -203,146 +140,13 @@ func (s *Store) RefName(rev store.Revision) string {
 	return draftTagPrefix + rev.Workspace
 }
 
-func revisionTagName(n int) string { return "v" + strconv.Itoa(n) }
-
-// Head is a digest of every tag read at the last fetch.
-func (s *Store) Head() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.head
-}
-
-// RefsVersion changes whenever a fetch or write changed a tag.
-func (s *Store) RefsVersion() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
-
-// Trim drops the packages kept read.
-func (s *Store) Trim() bool {
-	if !s.mu.TryLock() {
-		return false
-	}
-	defer s.mu.Unlock()
-	n := len(s.contents)
-	clear(s.contents)
-	return n > 0
-}
-
-// Warnings lists what the store found wrong in the registry, each naming
-// the artifact: tags that are not Scion packages (another media type, a
-// manifest that cannot be read), which are not revisions; published
-// revisions (vN) whose tag was moved to another manifest behind Scion's
-// back, which are shown as the registry has them now. The Repository's
-// Ready condition says them.
-func (s *Store) Warnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.bad)+len(s.moved))
-	for ref, why := range s.bad {
-		out = append(out, s.opts.Prefix+"/"+ref+": "+why)
-	}
-	for ref, how := range s.moved {
-		out = append(out, s.opts.Prefix+"/"+ref+": "+how)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// noteMovedLocked records the published tags of p whose digest changed
-// from what the store had read (a published revision is immutable: a
-// registry that lets a tag move is told in the Repository's status).
-func (s *Store) noteMovedLocked(p string, tags map[string]string) {
-	for t, was := range s.pkgs[p] {
-		if _, ok := revisionNumber(t); !ok {
-			continue
-		}
-		if now, ok := tags[t]; ok && now != was {
-			s.moved[p+":"+t] = fmt.Sprintf("the published revision's tag moved from %s to %s behind Scion's back (published revisions are immutable; it is shown as the registry has it now)", was, now)
-		}
-	}
-}
-
-// exchange runs fn through the gate, bounded by the timeout, with the
-// registry client's options.
-func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote.Option) error) error {
-	exit, err := s.gate.Enter(ctx, s.URL())
-	if err != nil {
-		return err
-	}
-	ctx, opts, cancel := s.opts.session(ctx)
-	defer cancel()
-	opts = append(opts, remote.Reuse(s.puller), remote.Reuse(s.pusher))
-	err = s.registryError(ctx, what, fn(opts))
-	exit(err)
-	return err
-}
-
-// registryError gives registry errors the store's meaning: a timeout is
-// store.ErrTimeout (the gate backs off), a refusal of the credentials
-// store.ErrAuthentication, each naming the registry.
-func (s *Store) registryError(ctx context.Context, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var terr *transport.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%s %s: the registry did not answer within %s: %w", what, s.URL(), s.opts.timeout(), store.ErrTimeout)
-	case errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%s %s: %w: %w", what, s.URL(), store.ErrAuthentication, describe(err))
-	}
-	var already interface{ RaceLost() bool }
-	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
-		return err
-	}
-	return &store.TextError{Msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), Err: err}
-}
-
-// answered says what went wrong with an exchange by its class only: a
-// registry's status and error codes, never the text or body that came
-// with them (a tenant's registry URL may lead to a service that is no
-// registry, whose body must not reach the tenant), or the class of a
-// connection's failure.
-func answered(err error) string {
-	if class := egress.Class(err); class != "" {
-		return class
-	}
-	var terr *transport.Error
-	if !errors.As(err, &terr) {
-		return store.Shorten(err.Error(), 512)
-	}
-	var codes []string
-	for _, d := range terr.Errors {
-		if d.Code != transport.UnknownErrorCode && registryCode.MatchString(string(d.Code)) && !slices.Contains(codes, string(d.Code)) {
-			codes = append(codes, string(d.Code))
-		}
-	}
-	msg := fmt.Sprintf("the registry answered %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
-	if len(codes) > 0 {
-		msg += " (" + strings.Join(codes, ", ") + ")"
-	}
-	return msg
-}
-
-// registryCode is the shape of the error codes of the distribution
-// specification (MANIFEST_UNKNOWN).
-var registryCode = regexp.MustCompile(`^[A-Z][A-Z_]{2,40}$`)
-
-func (o Options) timeout() time.Duration {
-	if o.Timeout == 0 {
-		return time.Minute
-	}
-	return o.Timeout
-}
-
 // Fetch reads the registry's catalog for the packages under the prefix,
-// every package's tags, and the manifests it has not read before.
+// and every tag of every package (a published tag moved behind Scion's
+// back is noticed here), and the manifests it has not read before.
 func (s *Store) Fetch(ctx context.Context) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	return s.fetchLocked(ctx, true)
+	return s.fetchLocked(ctx, true, true)
 }
 
 // catalogMaxAge is how stale the list of packages may be in a
@@ -353,8 +157,8 @@ func (s *Store) Fetch(ctx context.Context) error {
 const catalogMaxAge = 30 * time.Second
 
 // FetchIfOlder fetches when the last fetch is older than maxAge: the
-// known packages' tags, and the catalog too when it is older than
-// catalogMaxAge.
+// known packages' tags (their published tags as read before), and the
+// catalog too when it is older than catalogMaxAge.
 func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
 	s.mu.Lock()
 	fresh := time.Since(s.fetched) < maxAge
@@ -371,289 +175,43 @@ func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
 	if fresh {
 		return nil
 	}
-	return s.fetchLocked(ctx, withCatalog)
+	return s.fetchLocked(ctx, withCatalog, false)
 }
 
-func (s *Store) fetchLocked(ctx context.Context, withCatalog bool) error {
-	pkgs := map[string]map[string]string{}
-	bad := map[string]string{}
-	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
-		var names []string
-		if withCatalog {
-			repos, err := catalog(s.reg, opts)
-			if err != nil {
-				var terr *transport.Error
-				if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
-					return fmt.Errorf("listing the repositories: the registry does not serve its catalog (GET /v2/_catalog), which Scion needs to find packages: %w", err)
-				}
-				return fmt.Errorf("listing the repositories: %w", err)
-			}
-			for _, repo := range repos {
-				p, ok := repo, s.path == ""
-				if !ok {
-					p, ok = strings.CutPrefix(repo, s.path+"/")
-				}
-				if ok && p != "" {
-					names = append(names, p)
-				}
-			}
-		} else {
-			s.mu.Lock()
-			names = slices.Collect(maps.Keys(s.pkgs))
-			for k, why := range s.bad {
-				// Packages with no tag but bad ones are not read again
-				// before the next catalog: their warnings stay.
-				if p, _, _ := strings.Cut(k, ":"); s.pkgs[p] == nil {
-					bad[k] = why
-				}
-			}
-			s.mu.Unlock()
-		}
-		for _, p := range names {
-			tags, err := s.readTags(ctx, p, opts, bad)
-			if err != nil {
-				return err
-			}
-			if len(tags) > 0 {
-				pkgs[p] = tags
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+// state is what the store read of package p (nil: nothing).
+func (s *Store) state(p string) *pkgState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for p, tags := range pkgs {
-		s.noteMovedLocked(p, tags)
-	}
-	s.pkgs, s.bad, s.fetched = pkgs, bad, time.Now()
-	if withCatalog {
-		s.catalogRead = s.fetched
-	}
-	s.rehashLocked()
-	return nil
-}
-
-// readTags reads one package's tags and their digests, and the
-// manifests not read before; tags that are not packages go to bad.
-func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, bad map[string]string) (map[string]string, error) {
-	repo := s.reg.Repo(s.path, p)
-	if s.path == "" {
-		repo = s.reg.Repo(p)
-	}
-	names, err := remote.List(repo, opts...)
-	if err != nil {
-		if notFound(err) {
-			return nil, nil // every tag deleted
-		}
-		return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
-	}
-	tags := map[string]string{}
-	for _, t := range names {
-		digest, err := s.readTag(ctx, p, repo.Tag(t), opts)
-		switch {
-		case errors.Is(err, ErrNotPackage):
-			bad[p+":"+t] = err.Error()
-		case err != nil:
-			return nil, err
-		case digest != "":
-			tags[t] = digest
-		}
-	}
-	return tags, nil
-}
-
-// tagReads is how often readTag reads a tag whose manifest was deleted
-// between the two requests.
-const tagReads = 3
-
-// readTag reads the digest a tag holds and its manifest; "" when the tag
-// was deleted since it was listed. Another writer may move the tag and
-// delete the manifest it held between the two requests (a draft updated,
-// a proposal approved): the tag is then read again.
-func (s *Store) readTag(ctx context.Context, p string, tag name.Tag, opts []remote.Option) (string, error) {
-	for i := 1; ; i++ {
-		d, err := remote.Head(tag, opts...)
-		if notFound(err) {
-			return "", nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", tag, err)
-		}
-		digest := d.Digest.String()
-		_, err = s.manifestFor(ctx, p, digest, opts)
-		if notFound(err) && i < tagReads {
-			continue
-		}
-		return digest, err
-	}
-}
-
-// notFound says whether a registry answered 404 (MANIFEST_UNKNOWN,
-// NAME_UNKNOWN) to a request.
-func notFound(err error) bool {
-	var terr *transport.Error
-	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
-}
-
-// manifestFor returns a manifest by digest, reading it when not known.
-func (s *Store) manifestFor(ctx context.Context, p, digest string, opts []remote.Option) (*manifest, error) {
-	s.mu.Lock()
-	m, ok := s.manifests[digest]
-	s.mu.Unlock()
-	if ok {
-		return m, nil
-	}
-	ref, err := s.reference(p, "@"+digest)
-	if err != nil {
-		return nil, err
-	}
-	d, err := remote.Get(ref, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	m = &manifest{raw: d.Manifest, digest: digest}
-	if err := checkManifest(d.MediaType, d.Manifest, &m.m, s.opts.maxLayer()); err != nil {
-		return nil, fmt.Errorf("%s (%s): %w: %s", ref, digest, ErrNotPackage, err)
-	}
-	s.mu.Lock()
-	s.manifests[digest] = m
-	s.mu.Unlock()
-	return m, nil
-}
-
-// reference is PREFIX/P followed by :TAG or @DIGEST; a package path or
-// tag a registry cannot hold (upper case, too long) is an error naming
-// it.
-func (s *Store) reference(p, suffix string) (name.Reference, error) {
-	ref, err := name.ParseReference(s.Image(p)+suffix, name.StrictValidation)
-	if err != nil {
-		return nil, fmt.Errorf("%s%s cannot be an OCI reference (repository paths are lowercase letters, digits and . _ - /; tags at most 128 letters, digits and . _ -): %w: %w", s.Image(p), suffix, err, pkgInvalid)
-	}
-	return ref, nil
-}
-
-// rehashLocked recomputes Head, and moves RefsVersion when it changed.
-func (s *Store) rehashLocked() {
-	h := sha256.New()
-	for _, p := range slices.Sorted(maps.Keys(s.pkgs)) {
-		tags := s.pkgs[p]
-		for _, t := range slices.Sorted(maps.Keys(tags)) {
-			fmt.Fprintf(h, "%s\x00%s\x00%s\n", p, t, tags[t])
-		}
-	}
-	head := ""
-	if len(s.pkgs) > 0 {
-		head = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	}
-	if head != s.head {
-		s.head = head
-		s.version++
-	}
+	return s.pkgs[p]
 }
 
 // List returns every revision.
 func (s *Store) List(ctx context.Context) ([]store.Revision, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.listLocked(""), nil
+	var out []store.Revision
+	for p, ps := range s.pkgs {
+		out = append(out, packageRevisions(p, ps)...)
+	}
+	s.mu.Unlock()
+	store.SortRevisions(out)
+	return out, nil
 }
 
 // ListPackage returns the revisions of one package.
 func (s *Store) ListPackage(ctx context.Context, p string) ([]store.Revision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.listLocked(p), nil
-}
-
-func (s *Store) listLocked(only string) []store.Revision {
-	var out []store.Revision
-	for p, tags := range s.pkgs {
-		if only != "" && p != only {
-			continue
-		}
-		out = append(out, s.packageRevisionsLocked(p, tags)...)
+	ps := s.state(p)
+	if ps == nil {
+		return nil, nil
 	}
+	out := packageRevisions(p, ps)
 	store.SortRevisions(out)
-	return out
-}
-
-// packageRevisionsLocked reads a package's revisions from its tags. What
-// a write that died half-way leaves (a draft beside its proposal, a
-// proposal beside its published revision) shows as the later stage only.
-func (s *Store) packageRevisionsLocked(p string, tags map[string]string) []store.Revision {
-	var out []store.Revision
-	published := map[string]bool{} // workspaces published
-	latest := 0
-	for t := range tags {
-		if n, ok := revisionNumber(t); ok {
-			latest = max(latest, n)
-		}
-	}
-	for t, d := range tags {
-		n, ok := revisionNumber(t)
-		if !ok {
-			continue
-		}
-		m := s.manifests[d]
-		ws := m.ann(WorkspaceAnnotation)
-		if ws == "" || m.ann(RevisionAnnotation) != strconv.Itoa(n) {
-			ws = t
-		}
-		published[ws] = true
-		lc := porchv1alpha1.LifecyclePublished
-		if _, ok := tags[deletionProposedTagPrefix+t]; ok {
-			lc = porchv1alpha1.LifecycleDeletionProposed
-		}
-		at, _ := time.Parse(time.RFC3339, m.ann(PublishedAtAnnotation))
-		out = append(out, store.Revision{Package: p, Workspace: ws, Revision: n, Lifecycle: lc, Commit: d, Latest: n == latest,
-			Trailers: trailersOf(m), PublishedBy: m.ann(PublishedByAnnotation), PublishedAt: at})
-	}
-	for t, d := range tags {
-		ws, ok := strings.CutPrefix(t, proposedTagPrefix)
-		lc := porchv1alpha1.LifecycleProposed
-		if !ok {
-			if ws, ok = strings.CutPrefix(t, draftTagPrefix); !ok {
-				continue
-			}
-			lc = porchv1alpha1.LifecycleDraft
-			if _, proposed := tags[proposedTagPrefix+ws]; proposed {
-				continue
-			}
-		}
-		if published[ws] || store.ValidateWorkspace(ws) != nil {
-			continue
-		}
-		out = append(out, store.Revision{Package: p, Workspace: ws, Lifecycle: lc, Commit: d, Trailers: trailersOf(s.manifests[d])})
-	}
-	return out
-}
-
-// revisionNumber reads vN.
-func revisionNumber(tag string) (int, bool) {
-	m := revisionTag.FindStringSubmatch(tag)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[1])
-	return n, err == nil
-}
-
-func trailersOf(m *manifest) store.Trailers {
-	t := store.Trailers{}
-	if raw := m.ann(TrailersAnnotation); raw != "" {
-		_ = json.Unmarshal([]byte(raw), &t)
-	}
-	return t
+	return out, nil
 }
 
 // Get finds one revision: by workspace (revision 0) or by number.
 func (s *Store) Get(ctx context.Context, p, workspace string, revision int) (store.Revision, error) {
-	revs, _ := s.ListPackage(ctx, p)
-	for _, rev := range revs {
-		if (revision > 0 && rev.Revision == revision) || (revision == 0 && rev.Workspace == workspace) {
+	if ps := s.state(p); ps != nil {
+		if rev, ok := findRevision(p, ps, workspace, revision); ok {
 			return rev, nil
 		}
 	}
@@ -664,17 +222,47 @@ func (s *Store) Get(ctx context.Context, p, workspace string, revision int) (sto
 	return store.Revision{}, fmt.Errorf("package %s %s in %s: %w", p, what, s.URL(), store.ErrNotFound)
 }
 
-// Read returns the files of a revision (its layer, read once per digest).
-func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, error) {
-	s.mu.Lock()
-	p, ok := s.contents[rev.Commit]
-	m := s.manifests[rev.Commit]
-	s.mu.Unlock()
-	if ok {
-		return p.DeepCopy(), nil
+// findRevision looks one revision up by its tags: vN for a number; for a
+// workspace, the published revision drafted in it, else its proposal,
+// else its draft (as packageRevisions shows them).
+func findRevision(p string, ps *pkgState, workspace string, revision int) (store.Revision, bool) {
+	if revision > 0 {
+		t := revisionTagName(revision)
+		d, ok := ps.tags[t]
+		if !ok {
+			return store.Revision{}, false
+		}
+		return publishedRevision(p, ps, t, d, revision, ps.publishedWorkspace(t), ps.latest() == revision), true
 	}
-	var err error
-	err = s.exchange(ctx, "reading", func(opts []remote.Option) error {
+	for t, d := range ps.tags {
+		if n, ok := revisionNumber(t); ok && ps.publishedWorkspace(t) == workspace {
+			return publishedRevision(p, ps, t, d, n, workspace, ps.latest() == n), true
+		}
+	}
+	if store.ValidateWorkspace(workspace) != nil {
+		return store.Revision{}, false
+	}
+	for _, t := range []string{proposedTagPrefix + workspace, draftTagPrefix + workspace} {
+		if d, ok := ps.tags[t]; ok {
+			_, lc, _ := workspaceTag(t)
+			return store.Revision{Package: p, Workspace: workspace, Lifecycle: lc, Commit: d, Trailers: trailersOf(ps.manifests[d])}, true
+		}
+	}
+	return store.Revision{}, false
+}
+
+// Read returns the files of a revision (its layer, read once while the
+// cache keeps it).
+func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, error) {
+	m := s.state(rev.Package).manifest(rev.Commit)
+	if m != nil {
+		if p, ok := s.contents.Get(m.layer()); ok {
+			return p.DeepCopy(), nil
+		}
+	}
+	var p *pkg.Package
+	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		var err error
 		if m == nil {
 			if m, err = s.manifestFor(ctx, rev.Package, rev.Commit, opts); err != nil {
 				return err
@@ -686,12 +274,7 @@ func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, err
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if len(s.contents) >= maxContents {
-		clear(s.contents)
-	}
-	s.contents[rev.Commit] = p
-	s.mu.Unlock()
+	s.keepContents(m.layer(), p)
 	return p.DeepCopy(), nil
 }
 
@@ -701,21 +284,17 @@ func (s *Store) readLayer(p string, m *manifest, opts []remote.Option) (*pkg.Pac
 	if err != nil {
 		return nil, err
 	}
-	max := s.opts.maxLayer()
-	layer, err := remote.Layer(ref.Context().Digest(m.m.Layers[0].Digest.String()), opts...)
+	layer, err := remote.Layer(ref.Context().Digest(m.layer()), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
-	return readPackageLayer(ref, m.digest, layer, max)
+	return readPackageLayer(ref, m.digest, layer, s.opts.maxLayer())
 }
 
 // ReadFile returns one file of a revision; the Kptfile comes from the
 // manifest's annotation, without reading the layer.
 func (s *Store) ReadFile(ctx context.Context, rev store.Revision, file string) ([]byte, error) {
-	s.mu.Lock()
-	m := s.manifests[rev.Commit]
-	s.mu.Unlock()
-	if m != nil && file == kptfileName {
+	if m := s.state(rev.Package).manifest(rev.Commit); m != nil && file == kptfileName {
 		if kf := m.ann(KptfileAnnotation); kf != "" {
 			return []byte(kf), nil
 		}
@@ -736,9 +315,7 @@ const kptfileName = "Kptfile"
 // DraftHistory is the last write of a draft or proposal: a registry keeps
 // no history of a tag.
 func (s *Store) DraftHistory(ctx context.Context, rev store.Revision) ([]store.Commit, error) {
-	s.mu.Lock()
-	m := s.manifests[rev.Commit]
-	s.mu.Unlock()
+	m := s.state(rev.Package).manifest(rev.Commit)
 	if m == nil {
 		return nil, fmt.Errorf("%s of %s: %w", rev.Commit, rev.Package, store.ErrNotFound)
 	}
@@ -750,648 +327,61 @@ func (s *Store) DraftHistory(ctx context.Context, rev store.Revision) ([]store.C
 func (s *Store) DraftFork(ctx context.Context, rev store.Revision) (string, error) { return "", nil }
 
 // SamePackage compares the layers of two manifests: the same files make
-// the same layer.
+// the same layer. A manifest no tag holds any more (a draft's before it
+// was updated or proposed) is remembered by its layer's digest while the
+// store keeps it (maxLayers), else read again from the registry; one the
+// registry no longer has is store.ErrUnknownCommit.
 func (s *Store) SamePackage(ctx context.Context, p, a, b string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ma, mb := s.manifests[a], s.manifests[b]
-	if ma == nil || mb == nil {
-		return ma == mb, nil
+	if a == "" || b == "" {
+		return a == b, nil
 	}
-	return ma.m.Layers[0].Digest == mb.m.Layers[0].Digest, nil
-}
-
-// current reads the digest a tag holds in the registry now ("" when
-// absent).
-func (s *Store) current(p, tag string, opts []remote.Option) (string, error) {
-	ref, err := s.reference(p, ":"+tag)
+	la, err := s.layerOf(ctx, p, a)
 	if err != nil {
-		return "", err
+		return false, err
 	}
-	d, err := remote.Head(ref, opts...)
-	if err != nil {
-		if notFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("reading %s:%s: %w", s.Image(p), tag, err)
-	}
-	return d.Digest.String(), nil
+	lb, err := s.layerOf(ctx, p, b)
+	return la == lb, err
 }
 
-// expect fails with a ConflictError unless the tag holds want.
-func (s *Store) expect(p, tag, want string, opts []remote.Option) error {
-	got, err := s.current(p, tag, opts)
-	if err != nil {
-		return err
+// layerOf is the layer digest of the manifest of p at digest.
+func (s *Store) layerOf(ctx context.Context, p, digest string) (string, error) {
+	if m := s.state(p).manifest(digest); m != nil {
+		return m.layer(), nil
 	}
-	if got != want {
-		return &store.ConflictError{Ref: s.Image(p) + ":" + tag, Expected: want, Actual: got}
+	if l, ok := s.layers.Get(digest); ok {
+		return l, nil
 	}
-	return nil
-}
-
-// put uploads an artifact's blobs (once) and puts its manifest at tag,
-// then reads the tag back: another writer's put in between is a conflict.
-func (s *Store) put(p, tag string, a *artifact, opts []remote.Option) error {
-	ref, err := s.reference(p, ":"+tag)
-	if err != nil {
-		return err
-	}
-	if err := a.push(ref, opts); err != nil {
-		return err
-	}
-	return s.expect(p, tag, a.digest, opts)
-}
-
-// remove deletes a manifest (and every tag on it).
-func (s *Store) remove(p, digest string, opts []remote.Option) error {
-	ref, err := s.reference(p, "@"+digest)
-	if err != nil {
-		return err
-	}
-	if err := remote.Delete(ref, opts...); err != nil {
-		if notFound(err) {
-			return nil
-		}
-		return fmt.Errorf("deleting %s (the registry must allow deletes): %w", ref, err)
-	}
-	return nil
-}
-
-// write runs one write: under the process's write lock, through the
-// gate, then updates what the store knows of the package from the
-// registry (success or not), so the next reader sees the outcome.
-func (s *Store) write(ctx context.Context, p, what string, fn func(opts []remote.Option) error) error {
-	if err := pkg.ValidPath(p); err != nil {
-		return fmt.Errorf("package %q: %w", p, err)
-	}
-	s.writes.Lock()
-	defer s.writes.Unlock()
-	err := s.exchange(ctx, what+" "+p+" in", fn)
-	if rerr := s.refreshPackage(ctx, p); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
-}
-
-// refreshPackage reads one package's tags again.
-func (s *Store) refreshPackage(ctx context.Context, p string) error {
-	bad := map[string]string{}
-	var tags map[string]string
+	var m *manifest
 	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
 		var err error
-		tags, err = s.readTags(ctx, p, opts, bad)
+		m, err = s.manifestFor(ctx, p, digest, opts)
 		return err
 	})
+	if notFound(err) {
+		return "", fmt.Errorf("%s of %s in %s: %w", digest, p, s.URL(), store.ErrUnknownCommit)
+	}
 	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteMovedLocked(p, tags)
-	if len(tags) == 0 {
-		delete(s.pkgs, p)
-	} else {
-		s.pkgs[p] = tags
-	}
-	for k := range s.bad {
-		if strings.HasPrefix(k, p+":") {
-			delete(s.bad, k)
-		}
-	}
-	for k, v := range bad {
-		s.bad[k] = v
-	}
-	s.rehashLocked()
-	return nil
-}
-
-// tagsOf is what the store read of a package's tags.
-func (s *Store) tagsOf(p string) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]string{}
-	for t, d := range s.pkgs[p] {
-		out[t] = d
-	}
-	return out
-}
-
-// relabel builds a manifest over the blobs of an existing one with other
-// revision annotations: a move through the lifecycle uploads no blob.
-func relabel(from *manifest, ann map[string]string) (*artifact, error) {
-	m := from.m
-	m.Annotations = map[string]string{}
-	for k, v := range from.m.Annotations {
-		if !strings.HasPrefix(k, "dev.scion.revision.") {
-			m.Annotations[k] = v
-		}
-	}
-	for k, v := range ann {
-		if v != "" {
-			m.Annotations[k] = v
-		}
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	h, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	return &artifact{manifest: raw, digest: h.String()}, nil
-}
-
-// WriteDraft creates or updates a draft (w.Proposed: a proposal) as one
-// manifest at draft.<workspace> (proposed.<workspace>).
-func (s *Store) WriteDraft(ctx context.Context, w store.DraftWrite) (store.Revision, error) {
-	if err := store.ValidateWorkspace(w.Workspace); err != nil {
-		return store.Revision{}, err
-	}
-	if w.Contents == nil {
-		return store.Revision{}, fmt.Errorf("draft %s/%s: no contents", w.Package, w.Workspace)
-	}
-	lc, tag := porchv1alpha1.LifecycleDraft, draftTagPrefix+w.Workspace
-	if w.Proposed {
-		lc, tag = porchv1alpha1.LifecycleProposed, proposedTagPrefix+w.Workspace
-		if w.Expected == "" {
-			return store.Revision{}, fmt.Errorf("writing the proposal %s/%s: an update only (no expected digest given)", w.Package, w.Workspace)
-		}
-	}
-	var out store.Revision
-	err := s.write(ctx, w.Package, "writing "+tag+" of", func(opts []remote.Option) error {
-		known := s.tagsOf(w.Package)
-		trailers := store.Trailers{}
-		if w.Expected != "" {
-			if err := s.expect(w.Package, tag, w.Expected, opts); err != nil {
-				return err
-			}
-			if prev, err := s.manifestFor(ctx, w.Package, w.Expected, opts); err == nil {
-				for k, v := range trailersOf(prev) {
-					trailers[k] = v
-				}
-			}
-		} else {
-			if err := s.workspaceFree(ctx, w.Package, w.Workspace, known, w.CheckRemote, opts); err != nil {
-				return err
-			}
-		}
-		delete(trailers, store.TrailerWriter)
-		for k, v := range w.Trailers {
-			trailers[k] = v
-		}
-		trailers[store.TrailerPackage], trailers[store.TrailerWorkspace] = w.Package, w.Workspace
-		if w.Writer != "" {
-			trailers[store.TrailerWriter] = w.Writer
-		}
-		author := w.Author
-		if author == "" {
-			author = s.author()
-		}
-		a, err := buildAnnotated(w.Package, w.Contents, map[string]string{
-			LifecycleAnnotation: string(lc), WorkspaceAnnotation: w.Workspace, TrailersAnnotation: marshalTrailers(trailers),
-			MessageAnnotation: w.Message, AuthorAnnotation: author, WrittenAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
-		}, s.opts.maxLayer())
-		if err != nil {
-			return err
-		}
-		if err := s.put(w.Package, tag, a, opts); err != nil {
-			return err
-		}
-		if w.Expected != "" && w.Expected != a.digest {
-			if err := s.remove(w.Package, w.Expected, opts); err != nil {
-				return err
-			}
-		}
-		out = store.Revision{Package: w.Package, Workspace: w.Workspace, Lifecycle: lc, Commit: a.digest, Trailers: trailers}
-		return nil
-	})
-	return out, err
-}
-
-func (s *Store) author() string {
-	if s.opts.Author != "" {
-		return s.opts.Author
-	}
-	return "scion"
-}
-
-func marshalTrailers(t store.Trailers) string {
-	data, _ := json.Marshal(t)
-	return string(data)
-}
-
-// workspaceFree fails with a ConflictError when the workspace has a
-// draft, a proposal or a published revision in the registry; with
-// checkRemote, also when the registry has any tag of the package the
-// store had not read.
-func (s *Store) workspaceFree(ctx context.Context, p, ws string, known map[string]string, checkRemote bool, opts []remote.Option) error {
-	bad := map[string]string{}
-	tags, err := s.readTags(ctx, p, opts, bad)
-	if err != nil {
-		return err
-	}
-	for _, t := range []string{draftTagPrefix + ws, proposedTagPrefix + ws} {
-		if d, ok := tags[t]; ok {
-			return &store.ConflictError{Ref: s.Image(p) + ":" + t, Actual: d, Detail: "workspace " + ws + " is taken"}
-		}
-	}
-	for t, d := range tags {
-		if _, ok := revisionNumber(t); ok && s.manifests[d] != nil && s.manifests[d].ann(WorkspaceAnnotation) == ws {
-			return &store.ConflictError{Ref: s.Image(p) + ":" + t, Actual: d, Detail: "workspace " + ws + " is published"}
-		}
-		if n, ok := revisionNumber(strings.TrimPrefix(t, retiredTagPrefix)); ok && strings.HasPrefix(t, retiredTagPrefix) && s.manifests[d] != nil && s.manifests[d].ann(WorkspaceAnnotation) == ws {
-			return &store.RetiredError{Package: p, Workspace: ws, Revision: n}
-		}
-	}
-	if checkRemote {
-		for t, d := range tags {
-			if known[t] != d {
-				return &store.ConflictError{Ref: s.Image(p) + ":" + t, Expected: known[t], Actual: d, Detail: "the registry has a revision of the package this store had not read"}
-			}
-		}
-	}
-	return nil
-}
-
-// held reads the digest at tag, which must be there and, unless expected
-// is "" (whatever is there), be expected: what a lifecycle move starts
-// from. what names the stage in the not-found error.
-func (s *Store) held(p, tag, expected, what string, opts []remote.Option) (string, error) {
-	got, err := s.current(p, tag, opts)
-	switch {
-	case err != nil:
 		return "", err
-	case got == "":
-		return "", fmt.Errorf("package %s %s in %s: %w", p, what, s.URL(), store.ErrNotFound)
-	case expected != "" && got != expected:
-		return "", &store.ConflictError{Ref: s.Image(p) + ":" + tag, Expected: expected, Actual: got}
 	}
-	return got, nil
-}
-
-// move relabels the manifest at from (which must hold expected, or
-// anything when expected is "") with ann and puts it at to (which must be
-// absent), then deletes the old one.
-func (s *Store) move(ctx context.Context, p, from, to, expected string, ann func(*manifest) map[string]string, opts []remote.Option) (*artifact, error) {
-	expected, err := s.held(p, from, expected, "has no "+from, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.expect(p, to, "", opts); err != nil {
-		return nil, err
-	}
-	m, err := s.manifestFor(ctx, p, expected, opts)
-	if err != nil {
-		return nil, err
-	}
-	a, err := relabel(m, ann(m))
-	if err != nil {
-		return nil, err
-	}
-	if err := s.put(p, to, a, opts); err != nil {
-		return nil, err
-	}
-	return a, s.remove(p, expected, opts)
-}
-
-// keep returns the revision annotations of m with some replaced.
-func keep(m *manifest, set map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range m.m.Annotations {
-		if strings.HasPrefix(k, "dev.scion.revision.") {
-			out[k] = v
-		}
-	}
-	for k, v := range set {
-		out[k] = v
-	}
-	return out
-}
-
-// Propose moves a draft to proposed.<workspace>.
-func (s *Store) Propose(ctx context.Context, p, ws, expected string, record store.Proposal) (store.Revision, error) {
-	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleDraft, porchv1alpha1.LifecycleProposed, record)
-}
-
-// RejectProposal moves a proposal back to draft.<workspace>.
-func (s *Store) RejectProposal(ctx context.Context, p, ws, expected string) (store.Revision, error) {
-	return s.moveStage(ctx, p, ws, expected, porchv1alpha1.LifecycleProposed, porchv1alpha1.LifecycleDraft, store.Proposal{})
-}
-
-// moveStage moves a workspace's manifest from one lifecycle's tag to the
-// other's; a proposal's record (who, when) goes into its trailers, as
-// git's proposing commit has it, and a draft has none.
-func (s *Store) moveStage(ctx context.Context, p, ws, expected string, from, to porchv1alpha1.Lifecycle, record store.Proposal) (store.Revision, error) {
-	tag := func(lc porchv1alpha1.Lifecycle) string {
-		return s.RefName(store.Revision{Workspace: ws, Lifecycle: lc})
-	}
-	var out store.Revision
-	err := s.write(ctx, p, "moving "+tag(from)+" of", func(opts []remote.Option) error {
-		a, err := s.move(ctx, p, tag(from), tag(to), expected, func(m *manifest) map[string]string {
-			set := map[string]string{LifecycleAnnotation: string(to)}
-			if t := trailersOf(m); record.By != "" || t[store.TrailerProposedBy] != "" {
-				delete(t, store.TrailerProposedBy)
-				delete(t, store.TrailerProposedAt)
-				if record.By != "" {
-					t[store.TrailerProposedBy] = record.By
-					t[store.TrailerProposedAt] = record.At.UTC().Format(time.RFC3339)
-				}
-				set[TrailersAnnotation] = marshalTrailers(t)
-			}
-			return keep(m, set)
-		}, opts)
-		if err != nil {
-			return err
-		}
-		m, err := s.manifestFor(ctx, p, a.digest, opts)
-		if err != nil {
-			return err
-		}
-		out = store.Revision{Package: p, Workspace: ws, Lifecycle: to, Commit: a.digest, Trailers: trailersOf(m)}
-		return nil
-	})
-	return out, err
-}
-
-// Publish gives a proposal the next revision number: its manifest at vN,
-// then the proposal deleted. A crash in between leaves
-// the proposal, which lists hide (its workspace is published) and the
-// next publish of the package removes.
-func (s *Store) Publish(ctx context.Context, p, ws, expected, publishedBy, writer string) (store.Revision, error) {
-	var out store.Revision
-	err := s.write(ctx, p, "publishing", func(opts []remote.Option) error {
-		tags, err := s.readTags(ctx, p, opts, map[string]string{})
-		if err != nil {
-			return err
-		}
-		ptag := proposedTagPrefix + ws
-		switch {
-		case tags[ptag] == "":
-			return fmt.Errorf("package %s workspace %s is not Proposed: %w", p, ws, store.ErrNotFound)
-		case expected == "":
-			expected = tags[ptag]
-		case tags[ptag] != expected:
-			return &store.ConflictError{Ref: s.Image(p) + ":" + ptag, Expected: expected, Actual: tags[ptag]}
-		}
-		next := 1
-		for t := range tags {
-			if n, ok := revisionNumber(strings.TrimPrefix(t, retiredTagPrefix)); ok {
-				next = max(next, n+1) // a deleted revision's number too
-			}
-		}
-		m, err := s.manifestFor(ctx, p, expected, opts)
-		if err != nil {
-			return err
-		}
-		trailers := trailersOf(m)
-		trailers[store.TrailerRevision] = strconv.Itoa(next)
-		if writer != "" {
-			trailers[store.TrailerWriter] = writer
-		}
-		delete(trailers, store.TrailerApprovedBy)
-		if publishedBy != "" {
-			trailers[store.TrailerApprovedBy] = publishedBy
-		}
-		now := time.Now().UTC().Truncate(time.Second)
-		a, err := s.move(ctx, p, ptag, revisionTagName(next), expected, func(m *manifest) map[string]string {
-			return map[string]string{WorkspaceAnnotation: ws, RevisionAnnotation: strconv.Itoa(next), TrailersAnnotation: marshalTrailers(trailers),
-				PublishedByAnnotation: publishedBy, PublishedAtAnnotation: now.Format(time.RFC3339)}
-		}, opts)
-		if err != nil {
-			return err
-		}
-		out = store.Revision{Package: p, Workspace: ws, Revision: next, Lifecycle: porchv1alpha1.LifecyclePublished, Commit: a.digest,
-			Latest: true, Trailers: trailers, PublishedBy: publishedBy, PublishedAt: now}
-		// The same manifest under latest: a put of its bytes, no blob
-		// moves. A crash before it leaves latest on the revision before,
-		// until the next publication or deletion of the package.
-		return s.put(p, LatestTag, a, opts)
-	})
-	return out, err
-}
-
-// ProposeDeletion tags deletion-proposed.vN beside vN.
-func (s *Store) ProposeDeletion(ctx context.Context, p string, revision int) (store.Revision, error) {
-	return s.markDeletion(ctx, p, revision, true)
-}
-
-// RejectDeletion removes deletion-proposed.vN.
-func (s *Store) RejectDeletion(ctx context.Context, p string, revision int) (store.Revision, error) {
-	return s.markDeletion(ctx, p, revision, false)
-}
-
-func (s *Store) markDeletion(ctx context.Context, p string, revision int, propose bool) (store.Revision, error) {
-	vtag := revisionTagName(revision)
-	mark := deletionProposedTagPrefix + vtag
-	var out store.Revision
-	err := s.write(ctx, p, "marking "+vtag+" of", func(opts []remote.Option) error {
-		d, err := s.current(p, vtag, opts)
-		if err != nil {
-			return err
-		}
-		if d == "" {
-			return fmt.Errorf("package %s revision %s in %s: %w", p, vtag, s.URL(), store.ErrNotFound)
-		}
-		current, err := s.current(p, mark, opts)
-		if err != nil {
-			return err
-		}
-		lc := porchv1alpha1.LifecyclePublished
-		switch {
-		case propose && current == "":
-			m, err := s.manifestFor(ctx, p, d, opts)
-			if err != nil {
-				return err
-			}
-			a, err := relabel(m, keep(m, map[string]string{LifecycleAnnotation: string(porchv1alpha1.LifecycleDeletionProposed)}))
-			if err != nil {
-				return err
-			}
-			if err := s.put(p, mark, a, opts); err != nil {
-				return err
-			}
-			lc = porchv1alpha1.LifecycleDeletionProposed
-		case propose:
-			lc = porchv1alpha1.LifecycleDeletionProposed
-		case current != "":
-			if err := s.remove(p, current, opts); err != nil {
-				return err
-			}
-		}
-		out = store.Revision{Package: p, Revision: revision, Lifecycle: lc, Commit: d}
-		return nil
-	})
-	if err != nil {
-		return store.Revision{}, err
-	}
-	if rev, err := s.Get(ctx, p, "", revision); err == nil {
-		return rev, nil
-	}
-	return out, nil
-}
-
-// Delete removes a revision: a draft's or proposal's manifest, or a
-// published revision's (with the tags on it) and its deletion mark. A
-// published manifest another vN tag shares (revisions with the same
-// files copied by scion repo mirror) cannot be deleted alone.
-func (s *Store) Delete(ctx context.Context, rev store.Revision, writer string) error {
-	return s.write(ctx, rev.Package, "deleting", func(opts []remote.Option) error {
-		tag := s.RefName(rev)
-		if err := s.expect(rev.Package, tag, rev.Commit, opts); err != nil {
-			return err
-		}
-		if rev.Revision > 0 {
-			tags, err := s.readTags(ctx, rev.Package, opts, map[string]string{})
-			if err != nil {
-				return err
-			}
-			for t, d := range tags {
-				if n, ok := revisionNumber(t); ok && n != rev.Revision && d == rev.Commit {
-					return fmt.Errorf("revision %s of %s shares its manifest %s with %s: a registry deletes a manifest with every tag on it; delete both, or re-publish one: %w", tag, rev.Package, rev.Commit, t, pkgInvalid)
-				}
-			}
-			if d := tags[deletionProposedTagPrefix+tag]; d != "" {
-				if err := s.remove(rev.Package, d, opts); err != nil {
-					return err
-				}
-			}
-			if err := s.remove(rev.Package, rev.Commit, opts); err != nil {
-				return err
-			}
-			if err := s.retire(rev, writer, opts); err != nil {
-				return err
-			}
-			if tags[LatestTag] != rev.Commit {
-				return nil
-			}
-			// The registry deleted latest with the newest revision's
-			// manifest: it goes to the newest one left.
-			newest, digest := 0, ""
-			for t, d := range tags {
-				if n, ok := revisionNumber(t); ok && n != rev.Revision && n > newest {
-					newest, digest = n, d
-				}
-			}
-			if digest == "" {
-				return nil
-			}
-			m, err := s.manifestFor(ctx, rev.Package, digest, opts)
-			if err != nil {
-				return err
-			}
-			return s.tag(rev.Package, LatestTag, m, opts)
-		}
-		return s.remove(rev.Package, rev.Commit, opts)
-	})
-}
-
-// retire tags retired.vN for a deleted published revision: a package of
-// a Kptfile only, annotated with the revision's number and workspace (its own
-// manifest, which no other tag shares).
-func (s *Store) retire(rev store.Revision, writer string, opts []remote.Option) error {
-	trailers := store.Trailers{store.TrailerPackage: rev.Package, store.TrailerRevision: strconv.Itoa(rev.Revision)}
-	if writer != "" {
-		trailers[store.TrailerWriter] = writer
-	}
-	// A registry holds packages only: the empty package is a Kptfile
-	// saying what it stands for.
-	kf := fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: %s\ninfo:\n  description: revision v%d of %s was deleted; its name is retired\n", path.Base(rev.Package), rev.Revision, rev.Package)
-	a, err := buildAnnotated(rev.Package, pkg.New(map[string][]byte{"Kptfile": []byte(kf)}), map[string]string{
-		WorkspaceAnnotation: rev.Workspace, RevisionAnnotation: strconv.Itoa(rev.Revision), TrailersAnnotation: marshalTrailers(trailers),
-		MessageAnnotation: fmt.Sprintf("Retire %s v%d", rev.Package, rev.Revision), WrittenAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano),
-	}, s.opts.maxLayer())
-	if err != nil {
-		return err
-	}
-	return s.put(rev.Package, retiredTagPrefix+revisionTagName(rev.Revision), a, opts)
-}
-
-// pkgInvalid marks errors a retry cannot fix.
-var pkgInvalid = errors.New("not possible in an OCI registry")
-
-// SetFloatingTag points a floating tag at a published revision's
-// manifest, after reading where it points now: a move by someone else in
-// between is a store.ErrConflict (the same read-put-read as every write).
-func (s *Store) SetFloatingTag(ctx context.Context, p, tag string, revision int) (int, error) {
-	if err := store.ValidateFloatingTag(tag); err != nil {
-		return 0, err
-	}
-	if isLifecycleTag(tag) {
-		return 0, fmt.Errorf("invalid floating tag %q: draft., proposed. and deletion-proposed. name the lifecycle in a registry", tag)
-	}
-	if tag == LatestTag {
-		return 0, fmt.Errorf("invalid floating tag %q: Scion keeps it on the newest published revision", tag)
-	}
-	from := 0
-	err := s.write(ctx, p, "tagging", func(opts []remote.Option) error {
-		d, err := s.current(p, revisionTagName(revision), opts)
-		if err != nil {
-			return err
-		}
-		if d == "" {
-			return fmt.Errorf("package %s revision v%d in %s: %w", p, revision, s.URL(), store.ErrNotFound)
-		}
-		current, err := s.current(p, tag, opts)
-		if err != nil {
-			return err
-		}
-		if current != "" {
-			if m, err := s.manifestFor(ctx, p, current, opts); err == nil {
-				from, _ = strconv.Atoi(m.ann(RevisionAnnotation))
-			}
-		}
-		if current == d {
-			return nil
-		}
-		m, err := s.manifestFor(ctx, p, d, opts)
-		if err != nil {
-			return err
-		}
-		if err := s.expect(p, tag, current, opts); err != nil {
-			return err
-		}
-		if err := s.tag(p, tag, m, opts); err != nil {
-			return err
-		}
-		return s.expect(p, tag, d, opts)
-	})
-	return from, err
-}
-
-// tag puts a manifest the registry has under another tag of p (its
-// bytes only: no blob moves).
-func (s *Store) tag(p, tag string, m *manifest, opts []remote.Option) error {
-	ref, err := s.reference(p, ":"+tag)
-	if err != nil {
-		return err
-	}
-	if err := remote.Put(ref, rawManifest{m.raw}, opts...); err != nil {
-		return fmt.Errorf("tagging %s:%s: %w", s.Image(p), tag, err)
-	}
-	return nil
-}
-
-func isLifecycleTag(t string) bool {
-	return strings.HasPrefix(t, draftTagPrefix) || strings.HasPrefix(t, proposedTagPrefix) || strings.HasPrefix(t, deletionProposedTagPrefix) || strings.HasPrefix(t, retiredTagPrefix)
+	return m.layer(), nil
 }
 
 // FloatingTags returns a package's tags that are not vN nor lifecycle
 // tags (semantic versions such as 1.4.0 included, as in git), with the
 // revision each points at (0: none).
 func (s *Store) FloatingTags(ctx context.Context, p string) (map[string]int, error) {
-	tags := s.tagsOf(p)
+	out := map[string]int{}
+	ps := s.state(p)
+	if ps == nil {
+		return out, nil
+	}
 	byDigest := map[string]int{}
-	for t, d := range tags {
+	for t, d := range ps.tags {
 		if n, ok := revisionNumber(t); ok {
 			byDigest[d] = n
 		}
 	}
-	out := map[string]int{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for t, d := range tags {
+	for t, d := range ps.tags {
 		if _, ok := revisionNumber(t); ok || isLifecycleTag(t) || t == LatestTag || store.ValidateFloatingTag(t) != nil {
 			continue
 		}
@@ -1402,14 +392,14 @@ func (s *Store) FloatingTags(ctx context.Context, p string) (map[string]int, err
 
 // ResolveFloatingTag finds the published revision a tag points at.
 func (s *Store) ResolveFloatingTag(ctx context.Context, p, tag string) (store.Revision, error) {
-	d, ok := s.tagsOf(p)[tag]
+	ps := s.state(p)
+	d, ok := ps.tagOf(tag)
 	if !ok {
 		return store.Revision{}, fmt.Errorf("package %s has no tag %s in %s: %w", p, tag, s.URL(), store.ErrNotFound)
 	}
-	revs, _ := s.ListPackage(ctx, p)
-	for _, rev := range revs {
-		if rev.Revision > 0 && rev.Commit == d {
-			return rev, nil
+	for t, td := range ps.tags {
+		if n, ok := revisionNumber(t); ok && td == d {
+			return publishedRevision(p, ps, t, d, n, ps.publishedWorkspace(t), ps.latest() == n), nil
 		}
 	}
 	return store.Revision{}, fmt.Errorf("the tag %s of package %s in %s is on no published revision: %w", tag, p, s.URL(), store.ErrNotFound)

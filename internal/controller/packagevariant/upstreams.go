@@ -1,10 +1,10 @@
 package packagevariant
 
 import (
-	"container/list"
 	"context"
 	"sync"
 
+	"github.com/scion-dev/scion/internal/lru"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/store"
 )
@@ -27,10 +27,8 @@ const maxUpstreamBytes = 32 << 20
 // Each caller gets its own copy of the files; the parsed resources are
 // immutable and shared. It is safe for concurrent use.
 type upstreamPackages struct {
-	mu      sync.Mutex
-	lru     *list.List // of *upstreamPackage, most recently used first
-	entries map[upstreamKey]*list.Element
-	bytes   int64 // the files of the packages kept
+	once  sync.Once
+	cache *lru.Cache[upstreamKey, *pkg.Package]
 }
 
 // upstreamKey names a package revision of one opened repository (a
@@ -41,26 +39,13 @@ type upstreamKey struct {
 	commit string
 }
 
-type upstreamPackage struct {
-	key  upstreamKey
-	p    *pkg.Package
-	size int64
-}
-
 // read returns a copy of the package of rev in st.
 func (u *upstreamPackages) read(ctx context.Context, st store.Store, rev store.Revision) (*pkg.Package, error) {
+	u.once.Do(func() { u.cache = lru.New[upstreamKey, *pkg.Package](maxUpstreams, maxUpstreamBytes) })
 	k := upstreamKey{store: st, pkg: rev.Package, commit: rev.Commit}
-	u.mu.Lock()
-	if u.entries == nil {
-		u.lru, u.entries = list.New(), map[upstreamKey]*list.Element{}
-	}
-	if e, ok := u.entries[k]; ok {
-		u.lru.MoveToFront(e)
-		p := e.Value.(*upstreamPackage).p
-		u.mu.Unlock()
+	if p, ok := u.cache.Get(k); ok {
 		return p.DeepCopy(), nil
 	}
-	u.mu.Unlock()
 	p, err := st.Read(ctx, rev)
 	if err != nil {
 		return nil, err
@@ -73,16 +58,6 @@ func (u *upstreamPackages) read(ctx context.Context, st store.Store, rev store.R
 		return p, nil // not kept: this caller's alone
 	}
 	p.ResourceFiles() // parses every resource file, for the copies to share
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, ok := u.entries[k]; !ok {
-		u.entries[k] = u.lru.PushFront(&upstreamPackage{key: k, p: p, size: size})
-		u.bytes += size
-		for u.lru.Len() > maxUpstreams || u.bytes > maxUpstreamBytes {
-			old := u.lru.Remove(u.lru.Back()).(*upstreamPackage)
-			delete(u.entries, old.key)
-			u.bytes -= old.size
-		}
-	}
+	u.cache.Add(k, p, size)
 	return p.DeepCopy(), nil
 }

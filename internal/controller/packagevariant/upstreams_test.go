@@ -84,11 +84,11 @@ func TestUpstreamPackages_bytes(t *testing.T) {
 	p, err := u.read(ctx, st, large)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Len()).To(Equal(2))
-	g.Expect(u.lru.Len()).To(BeZero(), "a package over a quarter of the bound is not kept")
+	g.Expect(u.cache.Len()).To(BeZero(), "a package over a quarter of the bound is not kept")
 	for i := range 6 {
 		_, err := u.read(ctx, st, write(fmt.Sprintf("mid-%d", i), maxUpstreamBytes/5))
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(u.bytes).To(BeNumerically("<=", maxUpstreamBytes))
+		g.Expect(u.cache.Size()).To(BeNumerically("<=", maxUpstreamBytes))
 	}
-	g.Expect(u.lru.Len()).To(Equal(4), "five would be over the bound")
+	g.Expect(u.cache.Len()).To(Equal(4), "five would be over the bound")
 }

@@ -1,0 +1,138 @@
+package oci_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/scion-dev/scion/internal/oci"
+	"github.com/scion-dev/scion/internal/pkgservice"
+	"github.com/scion-dev/scion/internal/store"
+	"github.com/scion-dev/scion/internal/testutil/registry"
+	"github.com/scion-dev/scion/internal/testutil/storetest"
+)
+
+// requests counts a store's requests to the registry by kind: "GET tags",
+// "HEAD manifests:v1", "GET blobs", ...
+type requests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *requests) transport(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		kind := req.Method + " other"
+		if _, rest, ok := strings.Cut(req.URL.Path, "/manifests/"); ok {
+			kind = req.Method + " manifests:" + rest
+			if strings.HasPrefix(rest, "sha256:") {
+				kind = req.Method + " manifests:digest"
+			}
+		} else if strings.HasSuffix(req.URL.Path, "/tags/list") {
+			kind = req.Method + " tags"
+		} else if strings.Contains(req.URL.Path, "/blobs/") {
+			kind = req.Method + " blobs"
+		}
+		r.mu.Lock()
+		r.n[kind]++
+		r.mu.Unlock()
+		return next.RoundTrip(req)
+	})
+}
+
+// take returns the counts since the last take.
+func (r *requests) take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.n
+	r.n = map[string]int{}
+	return out
+}
+
+// The store's economy: a write is not followed by a read of the
+// package's tags (the store applies what it wrote), what was written is
+// read back without pulling its layer, a FetchIfOlder does not read the
+// published tags again (they never move) while a Fetch does (and notices
+// one moved behind Scion's back), and what the store holds does not grow
+// with the writes: the manifests of the tags there are, a bounded cache
+// of layers, and a warning only while its tag stays moved.
+func TestStore_economy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	counted := &requests{n: map[string]int{}}
+	prefix := reg.Host + "/economy"
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: counted.transport(reg.Transport)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	svc := &pkgservice.Service{}
+	v1, err := svc.PublishDirect(ctx, st, "app", "one", storetest.Package("app", 1), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 2), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	counted.take()
+	for i := 3; i < 40; i++ {
+		d, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: storetest.Package("app", i), Message: "m"})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	files, err := st.Read(ctx, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files.Equal(storetest.Package("app", 39))).To(BeTrue())
+	sent := counted.take()
+	g.Expect(sent).NotTo(HaveKey("GET tags"), "an update of a draft reads no tags list: %v", sent)
+	g.Expect(sent).NotTo(HaveKey("GET blobs"), "what was written is read back without pulling it: %v", sent)
+	g.Expect(sent).NotTo(HaveKey("GET manifests:digest"), "nor its manifest: %v", sent)
+	g.Expect(sent["PUT manifests:draft.ws"]).To(Equal(37))
+	revs, err := st.ListPackage(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(2), "v1 and the draft, as the store wrote them")
+	manifests, digests, _ := oci.Held(st)
+	g.Expect(manifests).To(Equal(digests), "37 updates leave the manifests of the tags there are, no more")
+	g.Expect(manifests).To(Equal(2), "v1 (with latest) and the draft")
+
+	// Another process sees the same without having written it.
+	other, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	otherRevs, err := other.ListPackage(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(otherRevs).To(Equal(revs))
+	g.Expect(other.Head()).To(Equal(st.Head()), "the same tags make the same Head")
+
+	// FetchIfOlder reads the draft's tag and latest, not v1's again.
+	for i := 2; i <= 5; i++ {
+		_, err := svc.PublishDirect(ctx, st, "app", fmt.Sprintf("p%d", i), storetest.Package("app", 100+i), "m", "me")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	counted.take()
+	g.Expect(st.FetchIfOlder(ctx, 0)).To(Succeed())
+	sent = counted.take()
+	for i := 1; i <= 5; i++ {
+		g.Expect(sent).NotTo(HaveKey(fmt.Sprintf("HEAD manifests:v%d", i)), "published tags are not read again: %v", sent)
+	}
+	g.Expect(sent).To(HaveKeyWithValue("HEAD manifests:draft.ws", 1))
+	g.Expect(sent).To(HaveKeyWithValue("HEAD manifests:latest", 1))
+
+	// A published tag moved behind Scion's back: a Fetch reads every tag
+	// and says so; once the tag is deleted, the warning goes.
+	moved, err := oci.Push(ctx, ref(t, "oci://"+prefix+"/app:v1"), "app", storetest.Package("app", 666), oci.Options{Transport: reg.Transport})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Fetch(ctx)).To(Succeed())
+	sent = counted.take()
+	g.Expect(sent).To(HaveKeyWithValue("HEAD manifests:v1", 1))
+	g.Expect(st.Warnings()).To(ConsistOf(And(ContainSubstring(prefix+"/app:v1"), ContainSubstring(v1.Commit), ContainSubstring(moved))))
+	g.Expect(st.Fetch(ctx)).To(Succeed())
+	g.Expect(st.Warnings()).To(HaveLen(1), "said while the tag stays moved")
+	rev1, err := st.Get(ctx, "app", "", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev1.Commit).To(Equal(moved), "shown as the registry has it")
+	g.Expect(st.Delete(ctx, rev1, "me")).To(Succeed())
+	g.Expect(st.Warnings()).To(BeEmpty(), "the moved tag was deleted")
+	manifests, digests, contents := oci.Held(st)
+	g.Expect(manifests).To(Equal(digests))
+	g.Expect(contents).To(BeNumerically("<=", 256))
+}

@@ -1,0 +1,326 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/scion-dev/scion/internal/egress"
+	"github.com/scion-dev/scion/internal/store"
+)
+
+// This file is a Store's exchanges with its registry: each through the
+// gate and bounded in time, their errors given the store's meaning, and
+// the reads of the catalog, of tags and of manifests.
+
+// exchange runs fn through the gate, bounded by the timeout, with the
+// registry client's options.
+func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote.Option) error) error {
+	exit, err := s.gate.Enter(ctx, s.URL())
+	if err != nil {
+		return err
+	}
+	ctx, opts, cancel := s.opts.session(ctx)
+	defer cancel()
+	opts = append(opts, remote.Reuse(s.puller), remote.Reuse(s.pusher))
+	err = s.registryError(ctx, what, fn(opts))
+	exit(err)
+	return err
+}
+
+// registryError gives registry errors the store's meaning: a timeout is
+// store.ErrTimeout (the gate backs off), a refusal of the credentials
+// store.ErrAuthentication, each naming the registry.
+func (s *Store) registryError(ctx context.Context, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var terr *transport.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%s %s: the registry did not answer within %s: %w", what, s.URL(), s.opts.timeout(), store.ErrTimeout)
+	case errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%s %s: %w: %w", what, s.URL(), store.ErrAuthentication, describe(err))
+	}
+	var already interface{ RaceLost() bool }
+	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
+		return err
+	}
+	return &store.TextError{Msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), Err: err}
+}
+
+// answered says what went wrong with an exchange by its class only: a
+// registry's status and error codes, never the text or body that came
+// with them (a tenant's registry URL may lead to a service that is no
+// registry, whose body must not reach the tenant), or the class of a
+// connection's failure.
+func answered(err error) string {
+	if class := egress.Class(err); class != "" {
+		return class
+	}
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return store.Shorten(err.Error(), 512)
+	}
+	var codes []string
+	for _, d := range terr.Errors {
+		if d.Code != transport.UnknownErrorCode && registryCode.MatchString(string(d.Code)) && !slices.Contains(codes, string(d.Code)) {
+			codes = append(codes, string(d.Code))
+		}
+	}
+	msg := fmt.Sprintf("the registry answered %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
+	if len(codes) > 0 {
+		msg += " (" + strings.Join(codes, ", ") + ")"
+	}
+	return msg
+}
+
+// registryCode is the shape of the error codes of the distribution
+// specification (MANIFEST_UNKNOWN).
+var registryCode = regexp.MustCompile(`^[A-Z][A-Z_]{2,40}$`)
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return time.Minute
+	}
+	return o.Timeout
+}
+
+// notFound says whether a registry answered 404 (MANIFEST_UNKNOWN,
+// NAME_UNKNOWN) to a request.
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// reference is PREFIX/P followed by :TAG or @DIGEST; a package path or
+// tag a registry cannot hold (upper case, too long) is an error naming
+// it.
+func (s *Store) reference(p, suffix string) (name.Reference, error) {
+	ref, err := name.ParseReference(s.Image(p)+suffix, name.StrictValidation)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s cannot be an OCI reference (repository paths are lowercase letters, digits and . _ - /; tags at most 128 letters, digits and . _ -): %w: %w", s.Image(p), suffix, err, pkgInvalid)
+	}
+	return ref, nil
+}
+
+// pkgInvalid marks errors a retry cannot fix.
+var pkgInvalid = errors.New("not possible in an OCI registry")
+
+// fetchLocked reads the tags of the packages (every package under the
+// prefix in the catalog withCatalog, else those known), the caller
+// holding s.writes. With verify every tag is read; without, the
+// published and retired tags already read are trusted (they never move
+// but behind Scion's back, which a verifying fetch notices).
+func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error {
+	pkgs := map[string]*pkgState{}
+	bad := map[string]string{}
+	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		var names []string
+		if withCatalog {
+			repos, err := catalog(s.reg, opts)
+			if err != nil {
+				var terr *transport.Error
+				if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
+					return fmt.Errorf("listing the repositories: the registry does not serve its catalog (GET /v2/_catalog), which Scion needs to find packages: %w", err)
+				}
+				return fmt.Errorf("listing the repositories: %w", err)
+			}
+			for _, repo := range repos {
+				p, ok := repo, s.path == ""
+				if !ok {
+					p, ok = strings.CutPrefix(repo, s.path+"/")
+				}
+				if ok && p != "" {
+					names = append(names, p)
+				}
+			}
+		} else {
+			s.mu.Lock()
+			names = slices.Collect(maps.Keys(s.pkgs))
+			for k, why := range s.bad {
+				// Packages with no tag but bad ones are not read again
+				// before the next catalog: their warnings stay.
+				if p, _, _ := strings.Cut(k, ":"); s.pkgs[p] == nil {
+					bad[k] = why
+				}
+			}
+			s.mu.Unlock()
+		}
+		for _, p := range names {
+			ps, err := s.readTags(ctx, p, opts, bad, verify)
+			if err != nil {
+				return err
+			}
+			pkgs[p] = ps
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.pkgs {
+		if _, ok := pkgs[p]; !ok {
+			s.setPackageLocked(p, nil)
+		}
+	}
+	for p, ps := range pkgs {
+		s.setPackageLocked(p, ps)
+	}
+	s.bad, s.fetched = bad, time.Now()
+	if withCatalog {
+		s.catalogRead = s.fetched
+	}
+	return nil
+}
+
+// refreshPackage reads one package's tags again (trusting the published
+// ones read before).
+func (s *Store) refreshPackage(ctx context.Context, p string) error {
+	bad := map[string]string{}
+	var ps *pkgState
+	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+		var err error
+		ps, err = s.readTags(ctx, p, opts, bad, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setPackageLocked(p, ps)
+	s.setBadLocked(p, bad)
+	return nil
+}
+
+// readTags reads one package's tags, the digests they hold and the
+// manifests not read before; tags that are not packages go to bad.
+// Without verify, the published and retired tags the store read before
+// are taken as they were (their names are listed, not each read).
+func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, bad map[string]string, verify bool) (*pkgState, error) {
+	s.mu.Lock()
+	known := s.pkgs[p]
+	s.mu.Unlock()
+	repo := s.reg.Repo(s.path, p)
+	if s.path == "" {
+		repo = s.reg.Repo(p)
+	}
+	names, err := remote.List(repo, opts...)
+	ps := newPkgState()
+	if err != nil {
+		if notFound(err) {
+			return ps, nil // every tag deleted
+		}
+		return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
+	}
+	for _, t := range names {
+		if d, ok := known.tagOf(t); ok && !verify && immutableTag(t) {
+			ps.set(t, known.manifests[d])
+			continue
+		}
+		m, err := s.readTag(ctx, p, repo.Tag(t), opts, known, ps)
+		switch {
+		case errors.Is(err, ErrNotPackage):
+			bad[p+":"+t] = err.Error()
+		case err != nil:
+			return nil, err
+		case m != nil:
+			ps.set(t, m)
+		}
+	}
+	return ps, nil
+}
+
+// tagOf is the digest at tag t (ps may be nil).
+func (ps *pkgState) tagOf(t string) (string, bool) {
+	if ps == nil {
+		return "", false
+	}
+	d, ok := ps.tags[t]
+	return d, ok
+}
+
+// tagReads is how often readTag reads a tag whose manifest was deleted
+// between the two requests.
+const tagReads = 3
+
+// readTag reads the manifest a tag holds; nil when the tag was deleted
+// since it was listed. Another writer may move the tag and delete the
+// manifest it held between the two requests (a draft updated, a proposal
+// approved): the tag is then read again.
+func (s *Store) readTag(ctx context.Context, p string, tag name.Tag, opts []remote.Option, known ...*pkgState) (*manifest, error) {
+	for i := 1; ; i++ {
+		d, err := remote.Head(tag, opts...)
+		if notFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", tag, err)
+		}
+		m, err := s.manifestFor(ctx, p, d.Digest.String(), opts, known...)
+		if notFound(err) && i < tagReads {
+			continue
+		}
+		return m, err
+	}
+}
+
+// manifestFor returns a manifest of p by digest: one known (to the store,
+// or in the states given), else read from the registry.
+func (s *Store) manifestFor(ctx context.Context, p, digest string, opts []remote.Option, known ...*pkgState) (*manifest, error) {
+	for _, ps := range known {
+		if m := ps.manifest(digest); m != nil {
+			return m, nil
+		}
+	}
+	s.mu.Lock()
+	m := s.pkgs[p].manifest(digest)
+	s.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	ref, err := s.reference(p, "@"+digest)
+	if err != nil {
+		return nil, err
+	}
+	d, err := remote.Get(ref, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	m = &manifest{raw: d.Manifest, digest: digest}
+	if err := checkManifest(d.MediaType, d.Manifest, &m.m, s.opts.maxLayer()); err != nil {
+		return nil, fmt.Errorf("%s (%s): %w: %s", ref, digest, ErrNotPackage, err)
+	}
+	s.layers.Add(digest, m.layer(), 0)
+	return m, nil
+}
+
+// current reads the digest a tag holds in the registry now ("" when
+// absent).
+func (s *Store) current(p, tag string, opts []remote.Option) (string, error) {
+	ref, err := s.reference(p, ":"+tag)
+	if err != nil {
+		return "", err
+	}
+	d, err := remote.Head(ref, opts...)
+	if err != nil {
+		if notFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading %s:%s: %w", s.Image(p), tag, err)
+	}
+	return d.Digest.String(), nil
+}
