@@ -353,7 +353,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	// One status writer for the controllers: each waits for the cache to
+	// show the others' status writes too.
+	status := reconciler.NewStatusWriter(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache())
+	service := &pkgservice.Service{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Status: status}
 	depsReader := pkgdeps.NewReader()
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := pkgdeps.IndexRepositories(context.Background(), idx); err != nil {
@@ -372,6 +375,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&repository.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
+		Status:    status,
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-repository"),
@@ -394,6 +398,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&packagevariant.Reconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
+		Status:      status,
 		Cache:       cache,
 		Service:     service,
 		Recorder:    mgr.GetEventRecorder("scion-packagevariant"),
@@ -420,6 +425,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&packagevariantset.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
+		Status:    status,
 		Cache:     cache,
 		Evaluator: evaluator,
 		Recorder:  mgr.GetEventRecorder("scion-packagevariantset"),
@@ -431,6 +437,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&packagerollout.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
+		Status:    status,
 		Cache:     cache,
 		Service:   service,
 		Recorder:  mgr.GetEventRecorder("scion-packagerollout"),

@@ -20,11 +20,15 @@ import (
 // reports whether anything was. It is reconciler.PatchStatus for
 // PackageRevisions.
 func (s *Service) WriteStatus(ctx context.Context, pr *porchv1alpha1.PackageRevision, change func(*porchv1alpha1.PackageRevision) bool) (bool, error) {
-	reader := s.APIReader
-	if reader == nil {
-		reader = s.Client
+	w := s.Status
+	if w == nil {
+		reader := s.APIReader
+		if reader == nil {
+			reader = s.Client
+		}
+		w = reconciler.NewStatusWriter(s.Client, reader, nil)
 	}
-	return reconciler.PatchStatus(ctx, s.Client, reader, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) { return change(pr), nil })
+	return reconciler.PatchStatus(ctx, w, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) { return change(pr), nil })
 }
 
 // PorchConditions converts conditions to a PackageRevision's condition

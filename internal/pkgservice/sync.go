@@ -22,6 +22,7 @@ import (
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
 	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/reconciler"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -40,6 +41,10 @@ type Service struct {
 	// APIReader reads around the cache, to re-read an object after a
 	// conflicting write (Client when nil).
 	APIReader client.Reader
+	// Status writes PackageRevisions' status: the manager's
+	// StatusWriter, which its controllers share; one without a cache,
+	// from Client and APIReader, when nil.
+	Status *reconciler.StatusWriter
 
 	mu    sync.Mutex
 	facts map[factsKey]kptFacts

@@ -90,7 +90,7 @@ func benchVariants(b *testing.B, ctx context.Context, n int) []*configv1alpha1.P
 // bumpVariantStatus writes the status a variant's controller writes after
 // a bump (round i: its draft's name and the conditions' messages move).
 func bumpVariantStatus(ctx context.Context, pv *configv1alpha1.PackageVariant, i int) error {
-	_, err := reconciler.PatchStatus(ctx, env.Client, env.Client, pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, reconciler.NewStatusWriter(env.Client, env.Client, nil), pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
 		gen := pv.Generation
 		pv.Status.ObservedGeneration = gen
 		pv.Status.DownstreamTargets = []configv1alpha1.DownstreamTarget{{Name: fmt.Sprintf("%s.%s.packagevariant-%d", pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package, i)}}
@@ -146,7 +146,7 @@ func benchRevisions(b *testing.B, ctx context.Context, n int) []*porchv1alpha1.P
 // new commit (round i).
 func bumpRevisionStatus(ctx context.Context, pr *porchv1alpha1.PackageRevision, i int) error {
 	commit := fmt.Sprintf("%040x", i+1)
-	_, err := reconciler.PatchStatus(ctx, env.Storage, env.Storage, pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, reconciler.NewStatusWriter(env.Storage, env.Storage, nil), pr, func(pr *porchv1alpha1.PackageRevision) (bool, error) {
 		pr.Status.Commit = commit
 		pr.Status.Lifecycle = porchv1alpha1.LifecycleDraft
 		pr.Status.ObservedGeneration = pr.Generation

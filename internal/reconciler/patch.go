@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,23 +31,48 @@ var statusBackoff = wait.Backoff{Steps: 12, Duration: 20 * time.Millisecond, Fac
 // returns ErrStale.
 var ErrStale = errors.New("the object changed since it was read")
 
+// StatusWriter writes objects' status: the one way Scion does
+// (PatchStatus). A manager has one, shared by its controllers, which
+// remembers the manager's last status write of each object and, given
+// the manager's informers, waits for the cache to show it (see
+// PatchStatus). Without informers (a client with no cache: scion rpkg,
+// the API server) it does not wait.
+type StatusWriter struct {
+	client    client.Client
+	reader    client.Reader
+	informers crcache.Informers
+
+	mu      sync.Mutex
+	own     map[types.UID]write           // the last status write of each object
+	waiters map[types.UID][]chan struct{} // reconciles waiting for the cache to show it
+	hooked  map[reflect.Type]bool         // kinds whose informer tells the writer
+}
+
+// NewStatusWriter writes with c; on a conflict the object is read again
+// with reader (around any cache). informers, when not nil, are those of
+// c's cache.
+func NewStatusWriter(c client.Client, reader client.Reader, informers crcache.Informers) *StatusWriter {
+	return &StatusWriter{client: c, reader: reader, informers: informers,
+		own: map[types.UID]write{}, waiters: map[types.UID][]chan struct{}{}, hooked: map[reflect.Type]bool{}}
+}
+
 // PatchStatus is the one way Scion writes an object's status. apply
 // edits obj's status from what the writer knows (setting only the
 // conditions and fields it owns) and says whether there is anything to
 // write; the write is a merge patch checked against the resourceVersion
 // read, so nothing another writer did since is overwritten. On a conflict
-// obj is read again with reader (around any cache) and apply runs anew on
-// it. obj holds what was written; it reports whether anything was.
+// obj is read again (around any cache) and apply runs anew on it. obj
+// holds what was written; it reports whether anything was.
 //
-// When obj is older than this process's own last status write of it (the
-// cache has not seen that write yet: a reconcile requeued by another
-// object's event often runs before the object's own event arrives), it
-// first waits a little for the cache to catch up and starts from the
-// cache's copy, instead of sending a write bound to conflict and reading
-// the object again from the API server (at 10,000 variants of a set, half
-// the variants' status writes did).
-func PatchStatus[T client.Object](ctx context.Context, c client.Client, reader client.Reader, obj T, apply func(T) (bool, error)) (bool, error) {
-	catchUp(ctx, c, obj)
+// When obj is older than w's own last status write of it (the cache has
+// not shown that write yet: a reconcile requeued by another object's
+// event often runs before the object's own event arrives), it first waits
+// for the cache's event of that write (catchUpWait at most) and starts
+// from the cache's copy, instead of sending a write bound to conflict and
+// reading the object again from the API server (at 10,000 variants of a
+// set, half the variants' status writes did).
+func PatchStatus[T client.Object](ctx context.Context, w *StatusWriter, obj T, apply func(T) (bool, error)) (bool, error) {
+	w.catchUp(ctx, obj)
 	wrote := false
 	err := retry.RetryOnConflict(statusBackoff, func() error {
 		before := obj.DeepCopyObject().(T)
@@ -52,14 +80,14 @@ func PatchStatus[T client.Object](ctx context.Context, c client.Client, reader c
 		if err != nil || !changed || apiequality.Semantic.DeepEqual(before, obj) {
 			return err
 		}
-		err = c.Status().Patch(ctx, obj, statusPatch(before))
+		err = w.client.Status().Patch(ctx, obj, statusPatch(before))
 		if apierrors.IsConflict(err) {
-			if gerr := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
+			if gerr := w.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
 				return gerr
 			}
 		}
 		if err == nil {
-			ownWrites.record(obj.GetUID(), before.GetResourceVersion(), obj.GetResourceVersion())
+			w.record(ctx, obj, before.GetResourceVersion())
 		}
 		wrote = err == nil
 		return err
@@ -138,43 +166,67 @@ func statusOf(obj client.Object) reflect.Value {
 }
 
 // catchUpWait bounds how long a status write waits for the cache to show
-// this process's last write of the object.
+// the writer's last write of the object.
 const catchUpWait = time.Second
 
-// catchUp replaces obj with the cache's copy once the cache has moved
-// past this process's last status write of obj, when obj predates it and
-// the cache gets there within catchUpWait with the same generation (a
-// newer spec is left to the write's conflict, as before).
-func catchUp(ctx context.Context, c client.Reader, obj client.Object) {
+// catchUp replaces obj with the cache's copy once the cache shows w's
+// last status write of obj, when obj predates it and the cache's event
+// comes within catchUpWait with the same generation (a newer spec is left
+// to the write's conflict).
+func (w *StatusWriter) catchUp(ctx context.Context, obj client.Object) {
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	if !ownWrites.behind(uid, rv) {
+	if w.informers == nil {
 		return
 	}
+	w.mu.Lock()
+	last, ok := w.own[uid]
+	if !ok || rv != last.from {
+		delete(w.own, uid) // the reader is past it
+		w.mu.Unlock()
+		return
+	}
+	seen := make(chan struct{})
+	w.waiters[uid] = append(w.waiters[uid], seen)
+	w.mu.Unlock()
+	defer w.stopWaiting(uid, seen)
+
 	fresh := obj.DeepCopyObject().(client.Object)
-	deadline := time.Now().Add(catchUpWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+	key := client.ObjectKeyFromObject(obj)
+	if err := w.client.Get(ctx, key, fresh); err != nil {
+		return
+	}
+	if fresh.GetResourceVersion() == rv { // not yet: wait for its event
+		timer := time.NewTimer(catchUpWait)
+		defer timer.Stop()
+		select {
+		case <-seen:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
 			return
 		}
-		if fresh.GetResourceVersion() != rv {
-			if fresh.GetUID() == uid && fresh.GetGeneration() == obj.GetGeneration() {
-				reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
-			}
+		if err := w.client.Get(ctx, key, fresh); err != nil || fresh.GetResourceVersion() == rv {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+	}
+	if fresh.GetUID() == uid && fresh.GetGeneration() == obj.GetGeneration() {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
 	}
 }
 
-// ownWrites are this process's last status write of each object: the
-// resourceVersion it was made from and the one it made.
-var ownWrites = &writes{m: map[types.UID]write{}}
-
-type writes struct {
-	mu sync.Mutex
-	m  map[types.UID]write
+func (w *StatusWriter) stopWaiting(uid types.UID, seen chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	left := slices.DeleteFunc(w.waiters[uid], func(c chan struct{}) bool { return c == seen })
+	if len(left) == 0 {
+		delete(w.waiters, uid)
+	} else {
+		w.waiters[uid] = left
+	}
 }
 
+// write is a status write: the resourceVersion it was made from and the
+// one it made.
 type write struct {
 	from, to string
 	at       time.Time
@@ -187,36 +239,60 @@ const (
 	ownWriteTTL  = time.Minute
 )
 
-func (w *writes) record(uid types.UID, from, to string) {
-	if uid == "" || from == "" || from == to {
+// record remembers w's write of obj (made from the resourceVersion from),
+// and makes sure the informer of obj's kind tells w of the cache's
+// updates.
+func (w *StatusWriter) record(ctx context.Context, obj client.Object, from string) {
+	uid, to := obj.GetUID(), obj.GetResourceVersion()
+	if w.informers == nil || uid == "" || from == "" || from == to {
 		return
 	}
+	w.hook(ctx, obj)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
-	if len(w.m) >= maxOwnWrites {
-		for k, v := range w.m {
+	if len(w.own) >= maxOwnWrites {
+		for k, v := range w.own {
 			if now.Sub(v.at) > ownWriteTTL {
-				delete(w.m, k)
+				delete(w.own, k)
 			}
 		}
 	}
-	w.m[uid] = write{from: from, to: to, at: now}
+	w.own[uid] = write{from: from, to: to, at: now}
 }
 
-// behind says whether rv is the resourceVersion this process's last
-// status write of uid was made from (the reader has not seen the write);
-// a reader past it ends the record.
-func (w *writes) behind(uid types.UID, rv string) bool {
+// hook adds, once per kind, a handler to the kind's informer that wakes
+// the reconciles waiting for an object's update.
+func (w *StatusWriter) hook(ctx context.Context, obj client.Object) {
+	t := reflect.TypeOf(obj)
+	w.mu.Lock()
+	done := w.hooked[t]
+	w.hooked[t] = true
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	inf, err := w.informers.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) {
+			if obj, ok := o.(client.Object); ok {
+				w.updated(obj.GetUID())
+			}
+		}})
+	}
+	if err != nil {
+		w.mu.Lock()
+		delete(w.hooked, t) // tried again at the next write
+		w.mu.Unlock()
+	}
+}
+
+// updated wakes the reconciles waiting for the cache's update of uid.
+func (w *StatusWriter) updated(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	last, ok := w.m[uid]
-	if !ok {
-		return false
+	for _, c := range w.waiters[uid] {
+		close(c)
 	}
-	if rv == last.from {
-		return true
-	}
-	delete(w.m, uid)
-	return false
+	delete(w.waiters, uid)
 }

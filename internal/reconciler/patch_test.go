@@ -71,13 +71,14 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 			return true, nil
 		}
 	}
-	wrote, err := reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("First"))
+	w := reconciler.NewStatusWriter(c, direct, cache)
+	wrote, err := reconciler.PatchStatus(ctx, w, stale.DeepCopy(), set("First"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
 	gets := count.Method(http.MethodGet)
 	// From the same (now stale) copy, at once, as a reconcile requeued by
 	// another object's event would.
-	wrote, err = reconciler.PatchStatus(ctx, c, direct, stale.DeepCopy(), set("Second"))
+	wrote, err = reconciler.PatchStatus(ctx, w, stale.DeepCopy(), set("Second"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
 	g.Expect(count.Conflicts()).To(BeZero(), "no write bound to conflict was sent")
@@ -93,7 +94,7 @@ func TestPatchStatus_waitsForItsOwnWrite(t *testing.T) {
 	other := got.DeepCopy()
 	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Set"})
 	g.Expect(env.Storage.Status().Update(ctx, other)).To(Succeed())
-	wrote, err = reconciler.PatchStatus(ctx, c, direct, before, set("Third"))
+	wrote, err = reconciler.PatchStatus(ctx, w, before, set("Third"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wrote).To(BeTrue())
 	g.Expect(count.Conflicts()).To(Equal(int64(1)))
@@ -146,7 +147,7 @@ func TestPatchStatus_sendsTheStatusOnly(t *testing.T) {
 	g.Expect(env.Storage.Status().Update(ctx, repo)).To(Succeed())
 	read := repo.DeepCopy()
 
-	wrote, err := reconciler.PatchStatus(ctx, c, c, read, func(r *configv1alpha1.Repository) (bool, error) {
+	wrote, err := reconciler.PatchStatus(ctx, reconciler.NewStatusWriter(c, c, nil), read, func(r *configv1alpha1.Repository) (bool, error) {
 		meta.RemoveStatusCondition(&r.Status.Conditions, "Gone")
 		meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: "Kept", Status: metav1.ConditionTrue, Reason: "Changed"})
 		r.Spec.Git.Repo = "https://git.example.com/other.git"

@@ -61,10 +61,13 @@ type Reconciler struct {
 	// APIReader reads the targets a rollout freezes, a target the cache
 	// does not show, and re-reads after a conflicting status write.
 	APIReader client.Reader
-	Cache     *repocache.Cache
-	Service   *pkgservice.Service
-	Recorder  recorder.EventRecorder
-	Options   Options
+	// Status writes the status (the manager's StatusWriter, shared by
+	// its controllers); one of this controller's own when nil.
+	Status   *reconciler.StatusWriter
+	Cache    *repocache.Cache
+	Service  *pkgservice.Service
+	Recorder recorder.EventRecorder
+	Options  Options
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Objects are the per-namespace caches of the objects health
@@ -87,6 +90,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil || r.Objects == nil {
 		return errors.New("packagerollout controller: APIReader, Cache, Objects, Service and Recorder are required")
+	}
+	if r.Status == nil {
+		r.Status = reconciler.NewStatusWriter(mgr.GetClient(), r.APIReader, mgr.GetCache())
 	}
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := idx.IndexField(ctx, &configv1alpha1.PackageRollout{}, HealthKindIndex, func(o client.Object) []string {

@@ -111,7 +111,7 @@ func setStatus(ro *configv1alpha1.PackageRollout, s *scope, o reconciler.Outcome
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) (*configv1alpha1.PackageRollout, error) {
 	gen := s.ro.Generation
 	obj := s.ro.DeepCopy()
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, obj, func(ro *configv1alpha1.PackageRollout) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, r.Status, obj, func(ro *configv1alpha1.PackageRollout) (bool, error) {
 		if ro.Generation != gen {
 			return false, reconciler.ErrStale
 		}

@@ -73,10 +73,13 @@ type Options struct {
 type Reconciler struct {
 	client.Client
 	APIReader client.Reader
-	Cache     *repocache.Cache
-	Service   *pkgservice.Service
-	Recorder  recorder.EventRecorder
-	Options   Options
+	// Status writes the status (the manager's StatusWriter, shared by
+	// its controllers); one of this controller's own when nil.
+	Status   *reconciler.StatusWriter
+	Cache    *repocache.Cache
+	Service  *pkgservice.Service
+	Recorder recorder.EventRecorder
+	Options  Options
 	// Objects are the per-namespace caches of the objects variants
 	// inject, and the kinds they may inject.
 	Objects *kindwatch.Caches
@@ -108,6 +111,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Cache == nil || r.Service == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Definitions == nil || r.Deps == nil {
 		return fmt.Errorf("packagevariant controller: APIReader, Cache, Definitions, Deps, Objects, Service and Recorder are required")
+	}
+	if r.Status == nil {
+		r.Status = reconciler.NewStatusWriter(mgr.GetClient(), r.APIReader, mgr.GetCache())
 	}
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := idx.IndexField(ctx, &configv1alpha1.PackageVariant{}, DownstreamIndex, func(o client.Object) []string {

@@ -11,6 +11,7 @@ import (
 
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
+	"github.com/scion-dev/scion/internal/reconciler"
 )
 
 // A status computed for a spec that moved on while the variant was being
@@ -34,7 +35,7 @@ func TestStatus_notWrittenForASpecThatMovedOn(t *testing.T) {
 	g.Expect(k8sClient.Update(ctx, edited)).To(Succeed())
 	g.Expect(edited.Generation).To(Equal(read.Generation + 1))
 
-	r := &packagevariant.Reconciler{Client: k8sClient, APIReader: k8sClient}
+	r := &packagevariant.Reconciler{Client: k8sClient, APIReader: k8sClient, Status: reconciler.NewStatusWriter(k8sClient, k8sClient, nil)}
 	g.Expect(r.WriteEnsuredStatus(ctx, read)).To(Succeed())
 	got := &configv1alpha1.PackageVariant{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())

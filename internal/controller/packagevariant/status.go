@@ -131,7 +131,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Out
 	gen := s.pv.Generation
 	before := meta.FindStatusCondition(s.pv.Status.Conditions, configv1alpha1.StalledCondition)
 	stalledBefore := before != nil && before.Status == metav1.ConditionTrue
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, r.Status, s.pv, func(pv *configv1alpha1.PackageVariant) (bool, error) {
 		if pv.Generation != gen {
 			return false, reconciler.ErrStale
 		}

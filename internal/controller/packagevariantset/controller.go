@@ -86,6 +86,9 @@ type Reconciler struct {
 	// APIReader reads around the cache, to tell a variant the set created
 	// a moment ago (not cached yet) from someone else's.
 	APIReader client.Reader
+	// Status writes the status (the manager's StatusWriter, shared by
+	// its controllers); one of this controller's own when nil.
+	Status *reconciler.StatusWriter
 	// Cache opens repositories to resolve the upstream.
 	Cache     *repocache.Cache
 	Evaluator *variantset.Evaluator
@@ -113,6 +116,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Evaluator == nil || r.Recorder == nil || r.APIReader == nil || r.Objects == nil || r.Cache == nil {
 		return errors.New("packagevariantset controller: APIReader, Cache, Evaluator, Objects and Recorder are required")
+	}
+	if r.Status == nil {
+		r.Status = reconciler.NewStatusWriter(mgr.GetClient(), r.APIReader, mgr.GetCache())
 	}
 	idx := reconciler.NamespacedIndexer{Informers: mgr.GetCache()}
 	if err := idx.IndexField(ctx, &configv1alpha2.PackageVariantSet{}, UpstreamIndex, func(o client.Object) []string {
@@ -162,7 +168,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := (repairer{r}).setup(mgr, r.Options.Workers); err != nil {
 		return err
 	}
-	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Shard: r.Options.Shard, spacer: reconciler.Spacer{Interval: recountInterval}}).setup(mgr, r.Options.Workers)
+	return (&readiness{Client: mgr.GetClient(), APIReader: r.APIReader, Status: r.Status, Shard: r.Options.Shard, spacer: reconciler.Spacer{Interval: recountInterval}}).setup(mgr, r.Options.Workers)
 }
 
 func indexRepositories(o client.Object) []string {

@@ -30,6 +30,7 @@ import (
 type readiness struct {
 	client.Client
 	APIReader client.Reader
+	Status    *reconciler.StatusWriter
 	Shard     reconciler.Shard
 	// spacer makes one recount per set every recountInterval at most: a
 	// fleet becoming Ready costs a count (and a status write) per
@@ -111,7 +112,7 @@ func (r *readiness) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	slices.Sort(s.notReady)
 	upstreams := upstreamSummary(&pvs.Spec, live, s.notReady)
 	gen := pvs.Generation
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, pvs, func(pvs *configv1alpha2.PackageVariantSet) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, r.Status, pvs, func(pvs *configv1alpha2.PackageVariantSet) (bool, error) {
 		if pvs.Generation != gen || pvs.Status.ObservedGeneration != gen || pvs.Status.Summary == nil {
 			return false, nil // the set's own reconcile writes next
 		}

@@ -155,7 +155,7 @@ func setStatus(pvs *configv1alpha2.PackageVariantSet, s *scope, o reconciler.Out
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Outcome) error {
 	gen := s.pvs.Generation
 	before := meta.FindStatusCondition(s.pvs.Status.Conditions, configv1alpha1.StalledCondition)
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.pvs.DeepCopy(), func(pvs *configv1alpha2.PackageVariantSet) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, r.Status, s.pvs.DeepCopy(), func(pvs *configv1alpha2.PackageVariantSet) (bool, error) {
 		if pvs.Generation != gen {
 			return false, reconciler.ErrStale
 		}

@@ -37,6 +37,7 @@ import (
 type clusterReconciler struct {
 	client.Client
 	APIReader client.Reader
+	Status    *reconciler.StatusWriter
 	Cache     *repocache.Cache
 	Clusters  *deployed.Clusters
 	Recorder  recorder.EventRecorder
@@ -97,7 +98,7 @@ func (c *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if repo.Spec.Cluster == nil {
 		// No cluster any more: nothing is shown of one, nor kept.
 		c.Clusters.Forget(req.NamespacedName)
-		_, err := reconciler.PatchStatus(ctx, c.Client, c.APIReader, repo, func(r *configv1alpha1.Repository) (bool, error) {
+		_, err := reconciler.PatchStatus(ctx, c.Status, repo, func(r *configv1alpha1.Repository) (bool, error) {
 			r.Status.Cluster = nil
 			return true, nil
 		})
@@ -121,7 +122,7 @@ func (c *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("reading the cluster of repository %s: %w", repo.Name, err)
 	}
 	before := repo.Status.Cluster
-	_, err = reconciler.PatchStatus(ctx, c.Client, c.APIReader, repo, func(r *configv1alpha1.Repository) (bool, error) {
+	_, err = reconciler.PatchStatus(ctx, c.Status, repo, func(r *configv1alpha1.Repository) (bool, error) {
 		if r.Status.Cluster != nil && sameObservation(r.Status.Cluster, observed) {
 			return false, nil // only the time moved: not written, so a settled fleet writes nothing
 		}

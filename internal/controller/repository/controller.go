@@ -52,9 +52,12 @@ type Reconciler struct {
 	client.Client
 	// APIReader re-reads a Repository after a conflicting status write.
 	APIReader client.Reader
-	Cache     *repocache.Cache
-	Service   *pkgservice.Service
-	Recorder  recorder.EventRecorder
+	// Status writes the status (the manager's StatusWriter, shared by
+	// its controllers); one of this controller's own when nil.
+	Status   *reconciler.StatusWriter
+	Cache    *repocache.Cache
+	Service  *pkgservice.Service
+	Recorder recorder.EventRecorder
 	// Clusters reads the target clusters of deployment Repositories
 	// (spec.cluster) into status.cluster; none are read when nil.
 	Clusters *deployed.Clusters
@@ -77,14 +80,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil || r.Cache == nil || r.Service == nil || r.Recorder == nil {
 		return fmt.Errorf("repository controller: APIReader, Cache, Service and Recorder are required")
 	}
+	if r.Status == nil {
+		r.Status = reconciler.NewStatusWriter(mgr.GetClient(), r.APIReader, mgr.GetCache())
+	}
 	if r.Options.SyncPeriod <= 0 {
 		r.Options.SyncPeriod = configv1alpha1.DefaultSyncPeriod
 	}
-	if err := (&usersReconciler{Client: r.Client, APIReader: r.APIReader, Shard: r.Options.Shard}).setup(mgr); err != nil {
+	if err := (&usersReconciler{Client: r.Client, Status: r.Status, Shard: r.Options.Shard}).setup(mgr); err != nil {
 		return err
 	}
 	if r.Clusters != nil {
-		cr := &clusterReconciler{Client: r.Client, APIReader: r.APIReader, Cache: r.Cache, Clusters: r.Clusters, Recorder: r.Recorder,
+		cr := &clusterReconciler{Client: r.Client, APIReader: r.APIReader, Status: r.Status, Cache: r.Cache, Clusters: r.Clusters, Recorder: r.Recorder,
 			Shard: r.Options.Shard, Poll: r.Options.ClusterPoll, Idle: r.Options.ClusterIdle, Workers: r.Options.Workers}
 		if err := cr.setup(mgr); err != nil {
 			return err

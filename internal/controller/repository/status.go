@@ -116,7 +116,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Out
 		return nil
 	}
 	before := s.repo.DeepCopy()
-	_, err := reconciler.PatchStatus(ctx, r.Client, r.APIReader, s.repo, func(repo *configv1alpha1.Repository) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, r.Status, s.repo, func(repo *configv1alpha1.Repository) (bool, error) {
 		setStatus(repo, s, o, time.Now())
 		return true, nil
 	})

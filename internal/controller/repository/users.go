@@ -26,8 +26,8 @@ import (
 // going do not sync every repository they name.
 type usersReconciler struct {
 	client.Client
-	APIReader client.Reader
-	Shard     reconciler.Shard
+	Status *reconciler.StatusWriter
+	Shard  reconciler.Shard
 }
 
 func (u *usersReconciler) setup(mgr ctrl.Manager) error {
@@ -62,7 +62,7 @@ func (u *usersReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := u.List(ctx, list, client.InNamespace(repo.Namespace), client.MatchingFields{variant.RepositoryIndex: repo.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("counting the PackageVariants of %s: %w", repo.Name, err)
 	}
-	_, err := reconciler.PatchStatus(ctx, u.Client, u.APIReader, repo, func(r *configv1alpha1.Repository) (bool, error) {
+	_, err := reconciler.PatchStatus(ctx, u.Status, repo, func(r *configv1alpha1.Repository) (bool, error) {
 		r.Status.PackageVariants = len(list.Items)
 		return true, nil
 	})
