@@ -26,7 +26,7 @@ type requests struct {
 
 func (r *requests) transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		kind := req.Method + " other"
+		kind := req.Method + " other " + req.URL.Path
 		if _, rest, ok := strings.Cut(req.URL.Path, "/manifests/"); ok {
 			kind = req.Method + " manifests:" + rest
 			if strings.HasPrefix(rest, "sha256:") {
@@ -88,6 +88,15 @@ func TestStore_economy(t *testing.T) {
 	g.Expect(sent).NotTo(HaveKey("GET blobs"), "what was written is read back without pulling it: %v", sent)
 	g.Expect(sent).NotTo(HaveKey("GET manifests:digest"), "nor its manifest: %v", sent)
 	g.Expect(sent["PUT manifests:draft.ws"]).To(Equal(37))
+	// Each new layer in two requests (no check first, no PATCH); the
+	// config, the same for every update, checked once at most; the
+	// registry is not pinged again (for a delete, say).
+	g.Expect(sent["POST blobs"]).To(Equal(37), "%v", sent)
+	g.Expect(sent["PUT blobs"]).To(Equal(37), "%v", sent)
+	g.Expect(sent["HEAD blobs"]).To(BeNumerically("<=", 1), "%v", sent)
+	g.Expect(sent).NotTo(HaveKey("PATCH blobs"), "%v", sent)
+	g.Expect(sent).NotTo(HaveKey("GET other /v2/"), "%v", sent)
+	g.Expect(sent["DELETE manifests:digest"]).To(Equal(37), "each update deletes the manifest it replaced")
 	revs, err := st.ListPackage(ctx, "app")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(2), "v1 and the draft, as the store wrote them")

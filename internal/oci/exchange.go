@@ -23,9 +23,10 @@ import (
 // gate and bounded in time, their errors given the store's meaning, and
 // the reads of the catalog, of tags and of manifests.
 
-// exchange runs fn through the gate, bounded by the timeout, with the
-// registry client's options.
-func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote.Option) error) error {
+// exchange runs fn through the gate with a context bounded by the
+// timeout (which every request of fn carries) and the registry client's
+// options.
+func (s *Store) exchange(ctx context.Context, what string, fn func(ctx context.Context, opts []remote.Option) error) error {
 	exit, err := s.gate.Enter(ctx, s.URL())
 	if err != nil {
 		return err
@@ -33,7 +34,7 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(opts []remote
 	ctx, opts, cancel := s.opts.session(ctx)
 	defer cancel()
 	opts = append(opts, remote.Reuse(s.puller), remote.Reuse(s.pusher))
-	err = s.registryError(ctx, what, fn(opts))
+	err = s.registryError(ctx, what, fn(ctx, opts))
 	exit(err)
 	return err
 }
@@ -125,7 +126,7 @@ var pkgInvalid = errors.New("not possible in an OCI registry")
 func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error {
 	pkgs := map[string]*pkgState{}
 	bad := map[string]string{}
-	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var names []string
 		if withCatalog {
 			repos, err := catalog(s.reg, opts)
@@ -191,7 +192,7 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 func (s *Store) refreshPackage(ctx context.Context, p string) error {
 	bad := map[string]string{}
 	var ps *pkgState
-	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var err error
 		ps, err = s.readTags(ctx, p, opts, bad, false)
 		return err

@@ -64,7 +64,9 @@ type Store struct {
 	gate   *store.Gate
 	puller *remote.Puller
 	pusher *remote.Pusher
-	writes sync.Mutex // one write (or fetch) of this process at a time
+	// uploader puts the blobs of what the store writes.
+	uploader *uploader
+	writes   sync.Mutex // one write (or fetch) of this process at a time
 
 	mu    sync.Mutex
 	pkgs  map[string]*pkgState // by package
@@ -114,6 +116,7 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	if s.pusher, err = remote.NewPusher(base...); err != nil {
 		return nil, err
 	}
+	s.uploader = newUploader(opts.Options, s.pusher)
 	if err := s.Fetch(ctx); err != nil {
 		return nil, err
 	}
@@ -261,7 +264,7 @@ func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, err
 		}
 	}
 	var p *pkg.Package
-	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var err error
 		if m == nil {
 			if m, err = s.manifestFor(ctx, rev.Package, rev.Commit, opts); err != nil {
@@ -352,7 +355,7 @@ func (s *Store) layerOf(ctx context.Context, p, digest string) (string, error) {
 		return l, nil
 	}
 	var m *manifest
-	err := s.exchange(ctx, "reading", func(opts []remote.Option) error {
+	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var err error
 		m, err = s.manifestFor(ctx, p, digest, opts)
 		return err

@@ -45,8 +45,8 @@ func (s *Store) write(ctx context.Context, p, what string, fn func(tx *txn) erro
 	known := s.pkgs[p]
 	s.mu.Unlock()
 	tx := &txn{s: s, ctx: ctx, p: p, known: known, state: known.clone()}
-	err := s.exchange(ctx, what+" "+p+" in", func(opts []remote.Option) error {
-		tx.opts = opts
+	err := s.exchange(ctx, what+" "+p+" in", func(ctx context.Context, opts []remote.Option) error {
+		tx.ctx, tx.opts = ctx, opts
 		return fn(tx)
 	})
 	if err == nil && !tx.stale {
@@ -131,7 +131,7 @@ func (tx *txn) put(tag string, a *artifact) error {
 	if err != nil {
 		return err
 	}
-	if err := a.push(ref, tx.opts); err != nil {
+	if err := tx.s.uploader.push(tx.ctx, ref, a, tx.opts); err != nil {
 		return err
 	}
 	got, err := tx.s.current(tx.p, tag, tx.opts)
@@ -167,7 +167,7 @@ func (tx *txn) remove(digest string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.Delete(ref, tx.opts...); err != nil && !notFound(err) {
+	if err := tx.s.uploader.remove(tx.ctx, ref.Context(), digest); err != nil {
 		return fmt.Errorf("deleting %s (the registry must allow deletes): %w", ref, err)
 	}
 	tx.state.removeDigest(digest)
