@@ -145,3 +145,45 @@ func TestStore_economy(t *testing.T) {
 	g.Expect(manifests).To(Equal(digests))
 	g.Expect(contents).To(BeNumerically("<=", 256))
 }
+
+// Stores of one process that read a registry with the same credentials
+// share its catalog (a walk of the registry's storage): a hundred
+// Repositories' syncs read it once, not a hundred times. Another key
+// (other credentials) reads its own; a read older than a Fetch allows is
+// not used.
+func TestStore_catalogShared(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	counted := &requests{n: map[string]int{}}
+	catalogs := &oci.Catalogs{}
+	open := func(prefix, key string) *oci.Store {
+		st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/" + prefix, Catalogs: catalogs, CatalogKey: key,
+			Options: oci.Options{Transport: counted.transport(reg.Transport)}})
+		g.Expect(err).NotTo(HaveOccurred())
+		return st
+	}
+	writer := open("shared/a", "tenant")
+	_, err := (&pkgservice.Service{}).PublishDirect(ctx, writer, "app", "one", storetest.Package("app", 1), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	counted.take()
+	var stores []*oci.Store
+	for i := range 10 {
+		stores = append(stores, open(fmt.Sprintf("shared/s%d", i), "tenant"))
+	}
+	// One read is two requests: the page, and the empty page after it.
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET other /v2/_catalog", 2), "ten stores opened, the catalog read once (again: the writer made a package)")
+	// A store of the writer's prefix finds its package through the
+	// shared read.
+	reader := open("shared/a", "tenant")
+	revs, err := reader.List(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(1))
+	open("shared/other", "other-credentials")
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET other /v2/_catalog", 2), "other credentials read their own")
+	for _, st := range stores {
+		g.Expect(st.Fetch(ctx)).To(Succeed())
+	}
+	g.Expect(counted.take()).NotTo(HaveKey("GET other /v2/_catalog"), "a Fetch takes a read a moment old")
+}

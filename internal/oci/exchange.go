@@ -129,7 +129,13 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var names []string
 		if withCatalog {
-			repos, err := catalog(s.reg, opts)
+			maxAge := catalogMaxAge
+			if verify {
+				maxAge = catalogShareAge // Fetch
+			}
+			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), time.Now().Add(-maxAge), func() ([]string, error) {
+				return catalog(s.reg, opts)
+			})
 			if err != nil {
 				var terr *transport.Error
 				if errors.As(err, &terr) && (terr.StatusCode == http.StatusNotFound || terr.StatusCode == http.StatusMethodNotAllowed) {
@@ -186,6 +192,10 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 	}
 	return nil
 }
+
+// catalogKey is the key of the store's catalog reads in Catalogs: the
+// registry and the credentials.
+func (s *Store) catalogKey() string { return s.opts.CatalogKey + "\x00" + s.reg.Name() }
 
 // refreshPackage reads one package's tags again (trusting the published
 // ones read before).

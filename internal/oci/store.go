@@ -31,6 +31,11 @@ type StoreOptions struct {
 	Gate *store.Gate
 	// Author names the writer of drafts ("scion" when empty).
 	Author string
+	// Catalogs, when set, shares the reads of the registry's catalog
+	// with the other Stores of the process of the same CatalogKey (the
+	// registry and the credentials, as the caller identifies them).
+	Catalogs   *Catalogs
+	CatalogKey string
 }
 
 // Store keeps a Repository's package revisions in an OCI registry; it
@@ -143,14 +148,20 @@ func (s *Store) RefName(rev store.Revision) string {
 	return draftTagPrefix + rev.Workspace
 }
 
-// Fetch reads the registry's catalog for the packages under the prefix,
-// and every tag of every package (a published tag moved behind Scion's
-// back is noticed here), and the manifests it has not read before.
+// Fetch reads the registry's catalog for the packages under the prefix
+// (a read of it shared with other Stores, catalogShareAge old at most),
+// every tag of every package (a published tag moved behind Scion's back
+// is noticed here), and the manifests it has not read before.
 func (s *Store) Fetch(ctx context.Context) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
 	return s.fetchLocked(ctx, true, true)
 }
+
+// catalogShareAge is how old a catalog read shared by another Store may
+// be for a Fetch: a package another tool made in the last seconds is
+// found by the next.
+const catalogShareAge = 5 * time.Second
 
 // catalogMaxAge is how stale the list of packages may be in a
 // FetchIfOlder: a registry's catalog lists every repository it has (a

@@ -49,6 +49,11 @@ func (s *Store) write(ctx context.Context, p, what string, fn func(tx *txn) erro
 		tx.ctx, tx.opts = ctx, opts
 		return fn(tx)
 	})
+	if known == nil {
+		// A new package (or a write that failed on one): the process's
+		// shared catalog read does not list it.
+		s.opts.Catalogs.changed(s.catalogKey())
+	}
 	if err == nil && !tx.stale {
 		s.mu.Lock()
 		s.setPackageLocked(p, tx.state)

@@ -60,6 +60,9 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 	st, err := oci.OpenStore(ctx, oci.StoreOptions{
 		Prefix: o.Registry, Gate: e.gate,
 		Options: oci.Options{Keychain: registryKeychain{host: host, auth: auth}, Transport: transport, Timeout: c.Timeout},
+		// Repositories read with the same credentials (and CA) share
+		// the reads of the registry's catalog.
+		Catalogs: &c.catalogs, CatalogKey: catalogKey(auth, ca),
 	})
 	metrics.ObserveGit("open", start, &err)
 	if err != nil {
@@ -67,6 +70,21 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 	}
 	e.repo, e.hash = st, hash
 	return st, nil
+}
+
+// catalogKey identifies the credentials and the CA a registry is read
+// with (a digest: no secret is kept in it); "" when anonymous.
+func catalogKey(auth authn.Authenticator, ca []byte) string {
+	h := sha256.New()
+	if auth != nil {
+		if cfg, err := auth.Authorization(); err == nil {
+			data, _ := json.Marshal(cfg)
+			h.Write(data)
+		}
+	}
+	h.Write([]byte{0})
+	h.Write(ca)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // entry returns the cache's entry of a Repository, made when missing.

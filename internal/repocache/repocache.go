@@ -30,6 +30,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/metrics"
+	"github.com/scion-dev/scion/internal/oci"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -115,6 +116,9 @@ type Cache struct {
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*entry
+	// catalogs shares the reads of a registry's catalog between the
+	// OCI Repositories read with the same credentials.
+	catalogs oci.Catalogs
 	// gitHTTP and registryHTTP carry the exchanges with remotes and
 	// registries under Egress (transports).
 	gitHTTP, registryHTTP http.RoundTripper
