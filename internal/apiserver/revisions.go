@@ -21,11 +21,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	porchv1alpha1 "github.com/scion-dev/scion/api/porch/v1alpha1"
-	porchv1alpha2 "github.com/scion-dev/scion/api/porch/v1alpha2"
 	"github.com/scion-dev/scion/internal/egress"
-	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgservice"
-	"github.com/scion-dev/scion/internal/store"
 )
 
 // revisions serves packagerevisions from the storage.
@@ -98,7 +95,7 @@ func get(ctx context.Context, s *storage, name string, opts *metav1.GetOptions) 
 	if err != nil {
 		return nil, err
 	}
-	return s.toPorch(ctx, pr), nil
+	return s.shown(ctx, pr), nil
 }
 
 // nameFields says which fields a revision created without a name lacks.
@@ -147,7 +144,7 @@ func (r *revisions) Watch(ctx context.Context, opts *metainternalversion.ListOpt
 				// writes: the copy need not wait for it.)
 				r.storage.cache.saw(pr)
 			}
-			r.storage.toPorch(ctx, pr)
+			r.storage.show(ctx, pr)
 		}
 		return e, true
 	}), nil
@@ -175,7 +172,7 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 			return nil, err
 		}
 	}
-	stored, err := toStorage(pr)
+	stored, err := toStorage(pr, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +189,7 @@ func (r *revisions) Create(ctx context.Context, obj runtime.Object, validate res
 	if err != nil {
 		return nil, err
 	}
-	return r.storage.toPorch(ctx, out), nil
+	return r.storage.shown(ctx, out), nil
 }
 
 // Update updates a revision (its spec and metadata; the status is the
@@ -339,7 +336,7 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 	if err != nil {
 		return nil, false, err
 	}
-	r.storage.toPorch(ctx, cur)
+	r.storage.show(ctx, cur)
 	if validate != nil {
 		if err := validate(ctx, cur); err != nil {
 			return nil, false, err
@@ -367,7 +364,7 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string,
 	shape func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error)) (runtime.Object, bool, error) {
 	for {
-		cur, next, shown, err := updated(ctx, s, name, objInfo, validate)
+		cur, next, synthesized, err := updated(ctx, s, name, objInfo, validate)
 		if err != nil {
 			return nil, false, err
 		}
@@ -382,11 +379,6 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 				return cur, false, nil
 			}
 		}
-		if shown != nil && equality.Semantic.DeepEqual(next.Spec.Tasks, shown) {
-			// The task shown for Porch's clients (upstreamNames)
-			// sent back as read: nothing to store.
-			next.Spec.Tasks = nil
-		}
 		read := next.ResourceVersion == cur.ResourceVersion
 		if statusOnly {
 			// The client read an older version, but since then only
@@ -396,7 +388,7 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 			// the whole object and do not retry.
 			next.ResourceVersion, read = cur.ResourceVersion, true
 		}
-		stored, err := toStorage(next)
+		stored, err := toStorage(next, synthesized)
 		if err != nil {
 			return nil, false, err
 		}
@@ -407,7 +399,7 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 		if err != nil {
 			return nil, false, err
 		}
-		return s.toPorch(ctx, out), false, nil
+		return s.shown(ctx, out), false, nil
 	}
 }
 
@@ -421,20 +413,16 @@ func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
 		equality.Semantic.DeepEqual(next.Finalizers, cur.Finalizers) && equality.Semantic.DeepEqual(next.OwnerReferences, cur.OwnerReferences)
 }
 
-// updated reads a revision and returns it with the change objInfo
-// describes, validated; shown are the tasks the revision was shown with
-// but does not store (upstreamNames; nil when it stores its own).
-func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc) (cur, next *porchv1alpha1.PackageRevision, shown []porchv1alpha1.Task, err error) {
+// updated reads a revision, shows it (show) and returns it with the
+// change objInfo describes, validated; synthesized are the tasks show
+// gave it (nil: none).
+func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc) (cur, next *porchv1alpha1.PackageRevision, synthesized []porchv1alpha1.Task, err error) {
 	ns, _ := request.NamespaceFrom(ctx)
 	cur, err = s.get(ctx, ns, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	stored := len(cur.Spec.Tasks) > 0
-	s.toPorch(ctx, cur)
-	if !stored {
-		shown = cur.Spec.Tasks
-	}
+	synthesized = s.show(ctx, cur)
 	obj, err := objInfo.UpdatedObject(ctx, cur.DeepCopy())
 	if err != nil {
 		return nil, nil, nil, err
@@ -451,52 +439,7 @@ func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedO
 			return nil, nil, nil, err
 		}
 	}
-	return cur, next, shown, nil
-}
-
-// fromV1alpha2 completes next, a change of cur sent as v1alpha2, with
-// what v1alpha2 does not carry: the tasks (v1alpha2 shows the first as
-// spec.source, which cannot change), the revision number (in v1alpha2's
-// status), the commit and the lifecycle git has, and the transition
-// times of conditions whose status did not change.
-func fromV1alpha2(cur, next *porchv1alpha1.PackageRevision) error {
-	if len(next.Spec.Tasks) > 0 {
-		var was *porchv1alpha2.PackageSource
-		if len(cur.Spec.Tasks) > 0 {
-			was = porchv1alpha2.SourceOf(cur.Spec.Tasks[0])
-		}
-		if !equality.Semantic.DeepEqual(was, porchv1alpha2.SourceOf(next.Spec.Tasks[0])) {
-			return apierrors.NewInvalid(porchv1alpha2.GroupVersion.WithKind("PackageRevision").GroupKind(), cur.Name, field.ErrorList{
-				field.Forbidden(field.NewPath("spec", "source"), "the source of a revision cannot change: make a new revision (copy or upgrade) instead"),
-			})
-		}
-	}
-	next.Spec.Tasks = cur.Spec.Tasks
-	next.Spec.Revision = cur.Spec.Revision
-	next.Status.Commit = cur.Status.Commit
-	next.Status.Lifecycle = cur.Status.Lifecycle
-	for i := range next.Status.Conditions {
-		c := &next.Status.Conditions[i]
-		j := slices.IndexFunc(cur.Status.Conditions, func(o porchv1alpha1.Condition) bool { return o.Type == c.Type })
-		if j >= 0 && c.LastTransitionTime == nil && cur.Status.Conditions[j].Status == c.Status {
-			c.LastTransitionTime = cur.Status.Conditions[j].LastTransitionTime
-		}
-	}
-	return nil
-}
-
-// refusedField refuses, naming the field, a revision sent as v1alpha2
-// with a field Scion cannot hold (porchv1alpha2.Refused; the mark is
-// never stored).
-func refusedField(pr *porchv1alpha1.PackageRevision) error {
-	fe := porchv1alpha2.Refused(pr)
-	if fe == nil {
-		return nil
-	}
-	parts := strings.Split(fe.Field, ".")
-	return apierrors.NewInvalid(porchv1alpha2.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, field.ErrorList{
-		field.Forbidden(field.NewPath(parts[0], parts[1:]...), fe.Detail),
-	})
+	return cur, next, synthesized, nil
 }
 
 // revisionStatus serves packagerevisions/status.
@@ -542,74 +485,6 @@ func listOptions(in *metainternalversion.ListOptions) (*metav1.ListOptions, erro
 	return out, nil
 }
 
-// toPorch makes an object read from the storage a porch.kpt.dev one
-// (porchShape), and gives a revision Scion wrote without a task the clone
-// task of its upstream (upstreamNames).
-func (s *storage) toPorch(ctx context.Context, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
-	porchShape(pr)
-	s.upstreams.show(ctx, pr)
-	return pr
-}
-
-// porchShape makes an object read from the storage porch.kpt.dev's in
-// what does not change with time: its managed fields name porch.kpt.dev,
-// and its tasks carry Porch's names too (clone.upstreamRef.upstreamRef,
-// upgrade.oldUpstreamRef and newUpstreamRef), which Porch's clients read.
-func porchShape(pr *porchv1alpha1.PackageRevision) {
-	pr.TypeMeta = metav1.TypeMeta{}
-	for i := range pr.ManagedFields {
-		if pr.ManagedFields[i].APIVersion == porchv1alpha1.StorageGroupVersion.String() {
-			pr.ManagedFields[i].APIVersion = porchv1alpha1.GroupVersion.String()
-		}
-	}
-	for i := range pr.Spec.Tasks {
-		t := &pr.Spec.Tasks[i]
-		if t.Clone != nil && t.Clone.UpstreamRef.Name != "" {
-			t.Clone.UpstreamRef.UpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: t.Clone.UpstreamRef.Name}
-		}
-		if u := t.Upgrade; u != nil {
-			if u.OldUpstream.Name != "" {
-				u.OldUpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: u.OldUpstream.Name}
-			}
-			if u.NewUpstream.Name != "" {
-				u.NewUpstreamRef = &porchv1alpha1.PackageRevisionRef{Name: u.NewUpstream.Name}
-			}
-		}
-	}
-}
-
-// toStorage makes an object to write a storage one, with its tasks in
-// Scion's shape (Porch's names taken, and dropped).
-func toStorage(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-	pr.TypeMeta = metav1.TypeMeta{APIVersion: porchv1alpha1.StorageGroupVersion.String(), Kind: "PackageRevision"}
-	for i := range pr.ManagedFields {
-		if pr.ManagedFields[i].APIVersion == porchv1alpha1.GroupVersion.String() {
-			pr.ManagedFields[i].APIVersion = porchv1alpha1.StorageGroupVersion.String()
-		}
-	}
-	var errs field.ErrorList
-	for i := range pr.Spec.Tasks {
-		t := &pr.Spec.Tasks[i]
-		path := field.NewPath("spec", "tasks").Index(i)
-		if c := t.Clone; c != nil {
-			up := &c.UpstreamRef
-			if g := up.Git; g != nil {
-				errs = append(errs, normalizeGit(path.Child("clone", "upstreamRef", "git"), g)...)
-			}
-			errs = append(errs, alias(path.Child("clone", "upstreamRef"), &up.Name, &up.UpstreamRef)...)
-			up.Type = ""
-		}
-		if u := t.Upgrade; u != nil {
-			errs = append(errs, alias(path.Child("upgrade", "oldUpstream"), &u.OldUpstream.Name, &u.OldUpstreamRef)...)
-			errs = append(errs, alias(path.Child("upgrade", "newUpstream"), &u.NewUpstream.Name, &u.NewUpstreamRef)...)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
-	}
-	return pr, nil
-}
-
 // checkEgress refuses a clone from a git URL whose host the egress
 // policy denies, naming the field.
 func (r *revisions) checkEgress(pr *porchv1alpha1.PackageRevision) error {
@@ -625,45 +500,6 @@ func (r *revisions) checkEgress(pr *porchv1alpha1.PackageRevision) error {
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(porchv1alpha1.GroupVersion.WithKind("PackageRevision").GroupKind(), pr.Name, errs)
-	}
-	return nil
-}
-
-// normalizeGit checks a clone's git source and takes Porch's shapes of
-// it: a directory of "/" (the root), a secretRef without a name (none).
-func normalizeGit(path *field.Path, g *porchv1alpha1.GitPackage) field.ErrorList {
-	var errs field.ErrorList
-	if err := store.ValidateURL(g.Repo); err != nil {
-		errs = append(errs, field.Invalid(path.Child("repo"), store.Redact(g.Repo), err.Error()))
-	}
-	if store.HasCredentials(g.Repo) {
-		errs = append(errs, field.Invalid(path.Child("repo"), store.Redact(g.Repo), "credentials do not belong in a URL: name a Secret in secretRef"))
-	}
-	g.Directory = porchv1alpha1.GitDirectory(g.Directory)
-	if g.Directory != "" {
-		if err := pkg.ValidatePackagePath(g.Directory); err != nil {
-			errs = append(errs, field.Invalid(path.Child("directory"), g.Directory, err.Error()))
-		}
-	}
-	if g.SecretRef != nil && g.SecretRef.Name == "" {
-		g.SecretRef = nil
-	}
-	return errs
-}
-
-// alias takes Porch's reference (porch) into Scion's name, refusing the
-// two when they differ, and drops Porch's.
-func alias(path *field.Path, name *string, porch **porchv1alpha1.PackageRevisionRef) field.ErrorList {
-	if *porch == nil {
-		return nil
-	}
-	ref := (*porch).Name
-	*porch = nil
-	switch {
-	case *name == "":
-		*name = ref
-	case *name != ref:
-		return field.ErrorList{field.Invalid(path, ref, "names "+*name+" in Scion's shape and "+ref+" in Porch's: give one")}
 	}
 	return nil
 }
