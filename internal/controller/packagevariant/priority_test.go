@@ -3,6 +3,9 @@ package packagevariant_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 	configv1alpha1 "github.com/scion-dev/scion/api/config/v1alpha1"
 	"github.com/scion-dev/scion/internal/controller/packagevariant"
 	"github.com/scion-dev/scion/internal/scheme"
+	"github.com/scion-dev/scion/internal/testutil/scionbin"
 )
 
 // orderRecorder is a reconciler that records the order of the requests
@@ -196,4 +200,80 @@ func TestPackageVariant_personBeforeBulk(t *testing.T) {
 			t.Errorf("the set's variant %s was never reconciled after the person's edit: %v", pv.Name, after)
 		}
 	}
+}
+
+// TestPackageVariant_personBeforeBulkReconciled runs the real controller
+// (scion controller, a replica of a shard of its own with one variant
+// worker) behind queued bulk work: a set's 40 variants are created, then
+// a person's; the person's variant is produced, in git, and Ready while
+// most of the set's still wait, and every one of the set's is Ready in
+// the end.
+func TestPackageVariant_personBeforeBulkReconciled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _, cluster := setup(t)
+	const shard, bulk = "priority", 40
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig, "priority-replica")).To(Succeed())
+	var logs strings.Builder
+	cmd := exec.Command(scionbin.Build(t), "controller", "--kubeconfig", kubeconfig, "--shard", shard, "--packagevariant-workers", "1",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", "0", "--cache-dir", t.TempDir(),
+		"--allow-file-repositories", "--leader-election-namespace", ns)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	g.Expect(cmd.Start()).To(Succeed())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("the replica's logs:\n%s", logs.String())
+		}
+	})
+	mk := func(name string, owned bool) *configv1alpha1.PackageVariant {
+		pv := newVariant(ns, configv1alpha1.DeletionPolicyDelete)
+		pv.Name, pv.Labels, pv.Spec.Downstream.Package = name, map[string]string{configv1alpha1.ShardLabel: shard}, name
+		if owned {
+			pv.OwnerReferences = []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: "fleet",
+				UID: types.UID("5e7-" + ns), Controller: new(true), BlockOwnerDeletion: new(true)}}
+		}
+		g.Expect(k8sClient.Create(ctx, pv)).To(Succeed())
+		return pv
+	}
+	isReady := func(g Gomega, pv *configv1alpha1.PackageVariant) bool {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		return configv1alpha1.ReadyAt(got.Status.Conditions, got.Generation, got.Status.ObservedGeneration)
+	}
+	// The replica runs (it holds its lease and reconciles).
+	warm := mk("warm-up", false)
+	g.Eventually(func(g Gomega) {
+		got := &configv1alpha1.PackageVariant{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(warm), got)).To(Succeed())
+		g.Expect(isReady(g, warm)).To(BeTrue(), "%+v", got.Status.Conditions)
+	}, 2*timeout, interval).Should(Succeed())
+
+	var fleet []*configv1alpha1.PackageVariant
+	for i := range bulk {
+		fleet = append(fleet, mk(fmt.Sprintf("fleet-%02d", i), true))
+	}
+	mine := mk("mine", false)
+	readyFleet := 0
+	g.Eventually(func(g Gomega) {
+		g.Expect(isReady(g, mine)).To(BeTrue())
+		readyFleet = 0
+		for _, pv := range fleet {
+			if isReady(g, pv) {
+				readyFleet++
+			}
+		}
+	}, 2*timeout, 20*time.Millisecond).Should(Succeed())
+	if readyFleet >= bulk/2 {
+		t.Errorf("%d of the set's %d variants were Ready before the person's, created after them: the person's waited behind the bulk", readyFleet, bulk)
+	}
+	g.Expect(drafts(t, cluster)).To(ContainElement(ContainSubstring("mine")), "the person's variant was produced in git")
+	g.Eventually(func(g Gomega) {
+		for _, pv := range fleet {
+			g.Expect(isReady(g, pv)).To(BeTrue(), pv.Name)
+		}
+	}, 4*timeout, interval).Should(Succeed(), "the set's variants are delayed, not dropped")
+	t.Logf("when the person's variant was Ready, %d of the set's %d were", readyFleet, bulk)
 }

@@ -6,6 +6,7 @@ package gitserver
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -294,6 +295,9 @@ type Tarpit struct {
 	Addr string
 	// accepted counts the connections accepted so far.
 	accepted atomic.Int32
+	// firstClosed is when a client first gave up a connection (Unix
+	// nanoseconds; 0: none yet).
+	firstClosed atomic.Int64
 }
 
 // NewTarpit starts a tarpit for the test.
@@ -316,6 +320,12 @@ func NewTarpit(t testing.TB) *Tarpit {
 			mu.Lock()
 			held = append(held, c) // accepted, never answered
 			mu.Unlock()
+			go func() {
+				// Read what the client sends until it closes the
+				// connection (its timeout), answering nothing.
+				_, _ = io.Copy(io.Discard, c)
+				tp.firstClosed.CompareAndSwap(0, time.Now().UnixNano())
+			}()
 		}
 	}()
 	t.Cleanup(func() {
@@ -334,6 +344,15 @@ func (tp *Tarpit) URLFor(name string) string { return "http://" + tp.Addr + "/" 
 
 // Accepted returns the number of connections accepted so far.
 func (tp *Tarpit) Accepted() int { return int(tp.accepted.Load()) }
+
+// FirstClosed is when a client first closed a connection it had made
+// (gave up waiting), or the zero time.
+func (tp *Tarpit) FirstClosed() time.Time {
+	if n := tp.firstClosed.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
 
 // Blueprints is a plain git repository of packages, as a public catalog
 // keeps one (no Scion layout): a Kptfile at the root, and the package
