@@ -115,11 +115,15 @@ func TestFlux_rolloutJudgedByFlux(t *testing.T) {
 	g.Expect(pr.Spec.Lifecycle).To(Equal(porchv1alpha1.LifecycleProposed), "the second cluster never got the bad release")
 	g.Expect(deployed(ns, "cluster-02", "app")()).To(HaveField("Revision", 2))
 
-	// What runs where, as people look at it.
-	out, err := scion(ns, "rollout", "status", "bad")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`cluster-01\.app\.v3 .*repository cluster-01, revision 3, published, health Flux, cluster runs revision 4 of 4 \(Current\)`))
-	g.Expect(out).To(MatchRegexp(`cluster-02\.app\.v3 .*repository cluster-02, not published, health Flux, cluster runs revision 2 of 2 \(Current\)`))
+	// What runs where, as people look at it (Flux reconciles each
+	// Kustomization again every interval, Progressing for a moment: the
+	// status is read until both say Current).
+	g.Eventually(func(g Gomega) {
+		out, err := scion(ns, "rollout", "status", "bad")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(MatchRegexp(`cluster-01\.app\.v3 .*repository cluster-01, revision 3, published, health Flux, cluster runs revision 4 of 4 \(Current\)`))
+		g.Expect(out).To(MatchRegexp(`cluster-02\.app\.v3 .*repository cluster-02, not published, health Flux, cluster runs revision 2 of 2 \(Current\)`))
+	}).WithTimeout(time.Minute).Should(Succeed())
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8sClient.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	con, err := console.New(console.Options{Client: c, Namespace: ns})
