@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,42 +13,43 @@ import (
 	"github.com/scion-dev/scion/internal/pkgservice"
 	"github.com/scion-dev/scion/internal/store"
 	"github.com/scion-dev/scion/internal/testutil/registry"
+	"github.com/scion-dev/scion/internal/testutil/requests"
 	"github.com/scion-dev/scion/internal/testutil/storetest"
 )
 
-// requests counts a store's requests to the registry by kind: "GET tags",
-// "HEAD manifests:v1", "GET blobs", ...
-type requests struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (r *requests) transport(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		kind := req.Method + " other " + req.URL.Path
-		if _, rest, ok := strings.Cut(req.URL.Path, "/manifests/"); ok {
-			kind = req.Method + " manifests:" + rest
-			if strings.HasPrefix(rest, "sha256:") {
-				kind = req.Method + " manifests:digest"
-			}
-		} else if strings.HasSuffix(req.URL.Path, "/tags/list") {
-			kind = req.Method + " tags"
-		} else if strings.Contains(req.URL.Path, "/blobs/") {
-			kind = req.Method + " blobs"
+// registryKind names a request to a registry: "GET tags",
+// "HEAD manifests:v1", "PUT manifests:digest", "POST blobs",
+// "GET other /v2/_catalog".
+func registryKind(req *http.Request) string {
+	if _, rest, ok := strings.Cut(req.URL.Path, "/manifests/"); ok {
+		if strings.HasPrefix(rest, "sha256:") {
+			return req.Method + " manifests:digest"
 		}
-		r.mu.Lock()
-		r.n[kind]++
-		r.mu.Unlock()
-		return next.RoundTrip(req)
-	})
+		return req.Method + " manifests:" + rest
+	}
+	if strings.HasSuffix(req.URL.Path, "/tags/list") {
+		return req.Method + " tags"
+	}
+	if strings.Contains(req.URL.Path, "/blobs/") {
+		return req.Method + " blobs"
+	}
+	return req.Method + " other " + req.URL.Path
 }
 
+// counted counts a store's requests to the registry by registryKind;
 // take returns the counts since the last take.
-func (r *requests) take() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.n
-	r.n = map[string]int{}
+type counted struct{ requests.Counter }
+
+func newCounted() *counted { return &counted{requests.Counter{KindOf: registryKind}} }
+
+func (c *counted) transport(next http.RoundTripper) http.RoundTripper { return c.Wrap(next) }
+
+func (c *counted) take() map[string]int {
+	out := map[string]int{}
+	for k, n := range c.Kinds() {
+		out[k] = int(n)
+	}
+	c.ResetKinds()
 	return out
 }
 
@@ -65,7 +65,7 @@ func TestStore_economy(t *testing.T) {
 	ctx := context.Background()
 	reg := registry.Start(t)
 	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
-	counted := &requests{n: map[string]int{}}
+	counted := newCounted()
 	prefix := reg.Host + "/economy"
 	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: counted.transport(reg.Transport)}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -156,7 +156,7 @@ func TestStore_catalogShared(t *testing.T) {
 	ctx := context.Background()
 	reg := registry.Start(t)
 	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
-	counted := &requests{n: map[string]int{}}
+	counted := newCounted()
 	catalogs := &oci.Catalogs{}
 	open := func(prefix, key string) *oci.Store {
 		st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/" + prefix, Catalogs: catalogs, CatalogKey: key,

@@ -255,15 +255,6 @@ func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, ba
 	return ps, nil
 }
 
-// tagOf is the digest at tag t (ps may be nil).
-func (ps *pkgState) tagOf(t string) (string, bool) {
-	if ps == nil {
-		return "", false
-	}
-	d, ok := ps.tags[t]
-	return d, ok
-}
-
 // tagReads is how often readTag reads a tag whose manifest was deleted
 // between the two requests.
 const tagReads = 3

@@ -38,6 +38,15 @@ func (ps *pkgState) manifest(d string) *manifest {
 	return ps.manifests[d]
 }
 
+// tagOf is the digest at tag t (ps may be nil).
+func (ps *pkgState) tagOf(t string) (string, bool) {
+	if ps == nil {
+		return "", false
+	}
+	d, ok := ps.tags[t]
+	return d, ok
+}
+
 // clone is a copy a write edits.
 func (ps *pkgState) clone() *pkgState {
 	out := newPkgState()

@@ -12,6 +12,10 @@ import (
 // Counter counts requests sent through the transports Wrap returns. Its
 // zero value is ready to use; it is safe for concurrent use.
 type Counter struct {
+	// KindOf names a request for Kinds (Kind, an API server's resource,
+	// when nil; a registry's test names its requests otherwise).
+	KindOf func(*http.Request) string
+
 	total, conflicts atomic.Int64
 	// kinds maps Kind(request) to an *atomic.Int64.
 	kinds sync.Map
@@ -30,7 +34,11 @@ type transport struct {
 
 func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.c.total.Add(1)
-	n, _ := t.c.kinds.LoadOrStore(Kind(r), new(atomic.Int64))
+	kind := Kind
+	if t.c.KindOf != nil {
+		kind = t.c.KindOf
+	}
+	n, _ := t.c.kinds.LoadOrStore(kind(r), new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)
 	res, err := t.next.RoundTrip(r)
 	if err == nil && res.StatusCode == http.StatusConflict {
@@ -45,7 +53,8 @@ func (c *Counter) Total() int64 { return c.total.Load() }
 // Conflicts is the number of requests answered 409 Conflict so far.
 func (c *Counter) Conflicts() int64 { return c.conflicts.Load() }
 
-// Kinds returns the requests sent since the last ResetKinds, by Kind.
+// Kinds returns the requests sent since the last ResetKinds, by Kind (or
+// KindOf).
 func (c *Counter) Kinds() map[string]int64 {
 	out := map[string]int64{}
 	c.kinds.Range(func(k, v any) bool {
