@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/scion-dev/scion/internal/fn"
 	"github.com/scion-dev/scion/internal/fn/builtin"
 	"github.com/scion-dev/scion/internal/kindwatch"
+	"github.com/scion-dev/scion/internal/kptfile"
 	"github.com/scion-dev/scion/internal/metrics"
 	"github.com/scion-dev/scion/internal/pkg"
 	"github.com/scion-dev/scion/internal/pkgdeps"
@@ -260,67 +262,101 @@ func (r *Reconciler) requestsForRevision(ctx context.Context, o client.Object) [
 	return out
 }
 
-// scope holds what one reconcile learns: the steps record facts here and
-// patchStatus turns them into the status.
+// scope holds what one reconcile learns, grouped by the step that
+// records it: each group is written by its step alone and read by the
+// steps after it; patchStatus turns them into the status.
 type scope struct {
 	pv *configv1alpha1.PackageVariant
-
-	// Recorded by reconcileUpstream: the upstream store and revision, and
-	// for a versionRange the package's published versions and the
-	// revision's.
-	upStore    store.Store
-	upRev      store.Revision
-	upVersions []pkgservice.Versioned
-	upVersion  string
-	// updateReason is the reason of updateAvailable.
-	updateReason string
-	// updateAvailable names a newer revision in range a Manual variant
-	// does not take (recorded by reconcileDownstream).
-	updateAvailable string
-	// Recorded by reconcileDependencies (nil without spec.dependencies).
-	deps *depsFacts
-	// conflict is what the repository's lock says of the variant's
-	// package (recorded by reconcileShow).
-	conflict string
-	// Recorded by reconcileDownstream.
-	downObj   *configv1alpha1.Repository
-	downStore store.Store
-	down      pkgservice.VariantRevisions
-	// base is the downstream package the variant starts from (its draft,
-	// its proposal or the latest published revision; nil: a new clone).
-	base *pkg.Package
-	in   variant.Input
 	// injection is the variant's injection epoch when the reconcile
 	// began (see producedMemo).
 	injection uint64
-	// Recorded by reconcileUpstream.
-	upObj *configv1alpha1.Repository
-	// memoKey is the key of this production (recorded by
-	// reconcileDownstream; memoOK false: not memoized); reused is the
-	// memo of an equal one, which reconcileProduce and reconcileWrite
-	// take instead of producing and writing.
-	memoKey producedKey
-	memoOK  bool
-	reused  *producedResult
-	// rebased records that the draft was brought onto a newer published
-	// revision by this reconcile.
+
+	up    upstreamFacts   // reconcileUpstream
+	down  downstreamFacts // reconcileDownstream
+	take  takenUpstream   // reconcileHold
+	deps  *depsFacts      // reconcileDependencies (nil without spec.dependencies)
+	prod  productionFacts // reconcileProduce
+	write writeFacts      // reconcileWrite
+	show  showFacts       // reconcileShow
+
+	// conditions are the variant's own conditions (Valid,
+	// DownstreamEnsured, package context, injection, dependencies),
+	// appended by the steps that decide them (reconcileValid,
+	// reconcileProduce).
+	conditions []metav1.Condition
+	// pending names the drafts a deleting variant waits for
+	// (reconcileDelete).
+	pending []string
+}
+
+// upstreamFacts are what spec.upstream resolves to: its Repository and
+// store, the revision it names and, for a versionRange, the package's
+// published versions.
+type upstreamFacts struct {
+	obj      *configv1alpha1.Repository
+	store    store.Store
+	rev      store.Revision
+	versions []pkgservice.Versioned
+}
+
+// downstreamFacts are what git has of the variant's downstream package:
+// its Repository and store, the variant's revisions, and the one the
+// variant starts from (its draft, its proposal or the latest published
+// revision; nil: a new clone).
+type downstreamFacts struct {
+	obj   *configv1alpha1.Repository
+	store store.Store
+	revs  pkgservice.VariantRevisions
+	from  *store.Revision
+}
+
+// takenUpstream is the upstream revision the variant is made from: the
+// one spec.upstream resolves to, or the one a hold keeps it on (an
+// update policy of Manual, or a rollout's rollback), with why.
+type takenUpstream struct {
+	rev store.Revision
+	// version is rev's version, for a versionRange.
+	version string
+	// heldReason and held say why a newer revision is not taken (the
+	// UpdateAvailable condition; "": not held).
+	heldReason, held string
+}
+
+// productionFacts are what reconcileProduce made and from what.
+type productionFacts struct {
+	// key is the key of this production (ok false: not memoized);
+	// reused is the memo of an equal one, which reconcileProduce and
+	// reconcileWrite take instead of producing and writing.
+	key    producedKey
+	memoOK bool
+	reused *producedResult
+	in     variant.Input
+	// base is the package the variant starts from (the downstream's
+	// from, its draft brought onto a newer published revision when
+	// someone published one meanwhile: rebased).
+	base    *pkg.Package
 	rebased bool
-	// Recorded by reconcileProduce.
-	produced variant.Output
+	out     variant.Output
 	// render is the render status of the package the variant shows.
 	render *kptfilev1.RenderStatus
-	// conditions are the variant's own conditions (Valid,
-	// DownstreamEnsured, package context and injection), from
-	// reconcileValid and reconcileProduce.
-	conditions []metav1.Condition
-	// Recorded by reconcileWrite: the revision the variant's object shows,
-	// and why the variant's changes wait (its revision is Proposed).
+}
+
+// writeFacts are what reconcileWrite decided: the revision the variant's
+// object shows, why the variant's changes wait (its revision is
+// Proposed), and what reflects the variant when that is not a draft
+// written now (the DownstreamEnsured message).
+type writeFacts struct {
 	target          *store.Revision
 	proposalPending string
-	// targets are shown in status.downstreamTargets.
-	targets []configv1alpha1.DownstreamTarget
-	// pending names the drafts a deleting variant waits for.
-	pending []string
+	ensured         string
+}
+
+// showFacts are what reconcileShow shows and found: the downstream
+// targets (status.downstreamTargets) and what the repository's lock says
+// of the variant's package.
+type showFacts struct {
+	targets  []configv1alpha1.DownstreamTarget
+	conflict string
 }
 
 // Reconcile keeps a PackageVariant's downstream draft.
@@ -336,7 +372,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		out := reconciler.Run(ctx, s, r.reconcileDelete)
 		return out.Return(r.patchStatus(ctx, s, out))
 	}
-	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileOwnership, r.reconcileUpstream, r.reconcileDownstream, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow, r.reconcileAdopt}
+	steps := []reconciler.Step[*scope]{r.reconcileFinalizer, r.reconcileValid, r.reconcileOwnership, r.reconcileUpstream, r.reconcileDownstream, r.reconcileHold, r.reconcileDependencies, r.reconcileProduce, r.reconcileWrite, r.reconcileShow, r.reconcileAdopt}
 	out := reconciler.Run(ctx, s, steps...)
 	if errors.Is(out.Err, store.ErrConflict) {
 		// Someone else wrote to git meanwhile, and the mirror has
@@ -397,19 +433,18 @@ func olderVariant(a, b *configv1alpha1.PackageVariant) bool {
 }
 
 // reconcileUpstream resolves the upstream revision in git; it records the
-// upstream store and revision. A missing upstream stalls the variant (a
+// upstream facts. A missing upstream stalls the variant (a
 // PackageRevision event brings it back).
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *scope) (ctrl.Result, error) {
 	upObj, st, rev, err := pkgservice.FindUpstream(ctx, r.Cache, r.Client, s.pv.Namespace, field.NewPath("spec", "upstream"), s.pv.Spec.Upstream, configv1alpha1.UpstreamNotFoundReason)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.upObj, s.upStore, s.upRev = upObj, st, rev
+	s.up = upstreamFacts{obj: upObj, store: st, rev: rev}
 	if s.pv.Spec.Upstream.VersionRange != "" {
-		if s.upVersions, err = pkgservice.PublishedVersions(ctx, st, rev.Package); err != nil {
+		if s.up.versions, err = pkgservice.PublishedVersions(ctx, st, rev.Package); err != nil {
 			return ctrl.Result{}, err
 		}
-		s.upVersion = versionOf(s.upVersions, rev.Commit)
 	}
 	return ctrl.Result{}, nil
 }
@@ -424,31 +459,77 @@ func versionOf(vs []pkgservice.Versioned, commit string) string {
 	return ""
 }
 
+// reconcileDownstream reads what git has of the variant's downstream
+// package; it records the downstream facts.
+func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pv := s.pv
+	downObj, downStore, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pv.Spec.Downstream.Repo)
+	if err != nil {
+		return ctrl.Result{}, pkgservice.WaitForRepository(pv.Namespace, pv.Spec.Downstream.Repo, err)
+	}
+	revs, err := pkgservice.FindVariantRevisions(ctx, downStore, pv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.down = downstreamFacts{obj: downObj, store: downStore, revs: revs}
+	switch {
+	case revs.Draft != nil:
+		s.down.from = revs.Draft
+	case revs.Proposal != nil:
+		s.down.from = revs.Proposal
+	default:
+		s.down.from = revs.Published
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileHold decides the upstream revision the variant is made from:
+// the one spec.upstream resolves to, unless a hold keeps the variant on
+// the one its downstream was made from (holdManual, holdRolledBack); it
+// records what it takes and why.
+func (r *Reconciler) reconcileHold(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.take = takenUpstream{rev: s.up.rev, version: versionOf(s.up.versions, s.up.rev.Commit)}
+	if s.down.from == nil {
+		return ctrl.Result{}, nil // a new clone: nothing to hold on
+	}
+	for _, hold := range []func(context.Context, *scope) (*takenUpstream, error){r.holdManual, r.holdRolledBack} {
+		held, err := hold(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if held != nil {
+			s.take = *held
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
 // holdManual keeps a variant with updatePolicy Manual on the upstream
 // revision its downstream was made from, while that revision is still in
 // range; the newest one in range is recorded as available.
-func (r *Reconciler) holdManual(ctx context.Context, s *scope, lock string) error {
+func (r *Reconciler) holdManual(ctx context.Context, s *scope) (*takenUpstream, error) {
 	u := s.pv.Spec.Upstream
-	if u.VersionRange == "" || u.UpdatePolicy != configv1alpha1.UpdatePolicyManual || lock == "" || lock == s.upRev.Commit {
-		return nil
+	if u.VersionRange == "" || u.UpdatePolicy != configv1alpha1.UpdatePolicyManual {
+		return nil, nil
 	}
 	c, err := semver.NewConstraint(u.VersionRange)
 	if err != nil {
-		return nil // reported by reconcileValid
+		return nil, nil // reported by reconcileValid
 	}
-	for _, v := range s.upVersions {
+	lock, err := upstreamLockOf(ctx, s.down.store, *s.down.from)
+	if err != nil || lock == "" || lock == s.up.rev.Commit {
+		return nil, err
+	}
+	for _, v := range s.up.versions {
 		if v.Revision.Commit != lock || !c.Check(v.Version) {
 			continue
 		}
-		s.updateReason = configv1alpha1.UpdateAvailableReason
-		s.updateAvailable = fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
-			u.Package, s.upVersion, s.upRev.Revision, u.VersionRange, v.Version)
-		s.upRev, s.upVersion = v.Revision, v.Version.String()
-		s.in.Upstream, err = r.upstreams.read(ctx, s.upStore, s.upRev)
-		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
-		return err
+		return &takenUpstream{rev: v.Revision, version: v.Version.String(), heldReason: configv1alpha1.UpdateAvailableReason,
+			held: fmt.Sprintf("%s %s (revision %d) is published in range %s; the variant stays on %s (updatePolicy Manual): set spec.upstream.revision, or narrow the range, to take it",
+				u.Package, versionOf(s.up.versions, s.up.rev.Commit), s.up.rev.Revision, u.VersionRange, v.Version)}, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // holdChanged passes updates that change the hold-upstream annotation.
@@ -460,139 +541,80 @@ var holdChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 // rollout rolled back (HoldUpstreamAnnotation) on the published upstream
 // revision its published downstream was made from (what the rollback
 // restored), so it does not propose the rolled-back content again.
-func (r *Reconciler) holdRolledBack(ctx context.Context, s *scope) error {
+func (r *Reconciler) holdRolledBack(ctx context.Context, s *scope) (*takenUpstream, error) {
 	held := s.pv.Annotations[configv1alpha1.HoldUpstreamAnnotation]
-	if held == "" || held != s.upRev.Commit || s.down.Published == nil {
-		return nil
+	if held == "" || held != s.up.rev.Commit || s.down.revs.Published == nil {
+		return nil, nil
 	}
-	published, err := s.downStore.Read(ctx, *s.down.Published)
+	lock, err := upstreamLockOf(ctx, s.down.store, *s.down.revs.Published)
+	if err != nil || lock == "" || lock == held {
+		return nil, err
+	}
+	revs, err := s.up.store.ListPackage(ctx, s.up.rev.Package)
 	if err != nil {
-		return err
-	}
-	lock := lockedCommit(published)
-	if lock == "" || lock == held {
-		return nil
-	}
-	revs, err := s.upStore.ListPackage(ctx, s.upRev.Package)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, rev := range revs {
 		if rev.Commit != lock || rev.Lifecycle != porchv1alpha1.LifecyclePublished {
 			continue
 		}
-		s.updateReason = configv1alpha1.UpstreamHeldReason
-		s.updateAvailable = fmt.Sprintf("%s revision %d (commit %.12s) was rolled back (annotation %s): the variant stays on revision %d until the upstream moves past it; remove the annotation to take it again",
-			s.upRev.Package, s.upRev.Revision, held, configv1alpha1.HoldUpstreamAnnotation, rev.Revision)
-		s.upRev, s.upVersion = rev, versionOf(s.upVersions, rev.Commit)
-		s.in.Upstream, err = r.upstreams.read(ctx, s.upStore, s.upRev)
-		s.in.Origin = pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin()
-		return err
+		return &takenUpstream{rev: rev, version: versionOf(s.up.versions, rev.Commit), heldReason: configv1alpha1.UpstreamHeldReason,
+			held: fmt.Sprintf("%s revision %d (commit %.12s) was rolled back (annotation %s): the variant stays on revision %d until the upstream moves past it; remove the annotation to take it again",
+				s.up.rev.Package, s.up.rev.Revision, held, configv1alpha1.HoldUpstreamAnnotation, rev.Revision)}, nil
 	}
-	return nil
+	return nil, nil
 }
 
-// reconcileDownstream reads what git has of the variant's downstream
-// package; it records the downstream Repository and store, the variant's
-// revisions, the package the variant starts from (its draft brought onto
-// a newer published revision when someone published one meanwhile) and
-// the input of the variant's production.
-func (r *Reconciler) reconcileDownstream(ctx context.Context, s *scope) (ctrl.Result, error) {
-	pv := s.pv
-	downObj, downStore, err := r.Cache.OpenNamed(ctx, r.Client, pv.Namespace, pv.Spec.Downstream.Repo)
+// upstreamLockOf is the upstream commit the Kptfile of rev records (its
+// upstreamLock; "": none), read without the rest of the package.
+func upstreamLockOf(ctx context.Context, st store.Store, rev store.Revision) (string, error) {
+	data, err := st.ReadFile(ctx, rev, kptfilev1.KptFileName)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
 	if err != nil {
-		return ctrl.Result{}, pkgservice.WaitForRepository(pv.Namespace, pv.Spec.Downstream.Repo, err)
+		return "", err
 	}
-	s.downObj, s.downStore = downObj, downStore
-	if s.down, err = pkgservice.FindVariantRevisions(ctx, downStore, pv); err != nil {
-		return ctrl.Result{}, err
-	}
-	if s.memoKey, s.memoOK = memoKey(s); s.memoOK {
-		if m, ok := r.memo.get(client.ObjectKeyFromObject(pv), s.memoKey); ok {
-			s.reused = &m
-			return ctrl.Result{}, nil // nothing it is made from has changed
-		}
-	}
-	upstream, err := r.upstreams.read(ctx, s.upStore, s.upRev)
+	kf, err := kptfile.Parse(data)
 	if err != nil {
-		return ctrl.Result{}, err
+		return "", nil // the production says what is wrong with it
 	}
-	s.in = variant.Input{
-		PV: pv, Upstream: upstream, Deployment: downObj.Spec.Deployment,
-		Origin:  pkgservice.Source{Store: s.upStore, Revision: s.upRev}.Origin(),
-		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
-		Runtime: r.runtime,
-	}
-	if !downObj.Spec.Deployment {
-		s.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", downObj.Name)
-	} else {
-		s.in.ContextHint = "the downstream package has lost it: add it back to the draft"
-	}
-	d := s.down
-	var from *store.Revision
-	switch {
-	case d.Draft != nil:
-		from = d.Draft
-	case d.Proposal != nil:
-		from = d.Proposal
-	default:
-		from = d.Published
-	}
-	if from == nil {
-		return ctrl.Result{}, nil // a new clone
-	}
-	if s.base, err = downStore.Read(ctx, *from); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.holdManual(ctx, s, lockedCommit(s.base)); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.holdRolledBack(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	if from == d.Draft && d.Published != nil {
-		merged, rebased, err := pkgservice.OntoPublished(ctx, downStore, *d.Draft, s.base, *d.Published)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if s.rebased = rebased; rebased {
-			r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", d.Draft.Package, d.Draft.Workspace, d.Published.Revision)
-		}
-		s.base = merged
-	}
-	s.in.Downstream = s.base
-	if lock := lockedCommit(s.base); lock != "" && lock != s.upRev.Commit {
-		if s.in.OldUpstream, err = r.upstreams.read(ctx, s.upStore, store.Revision{Package: s.upRev.Package, Commit: lock}); err != nil {
-			return ctrl.Result{}, fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
-		}
-	}
-	return ctrl.Result{}, nil
+	return kf.UpstreamLock.Commit(), nil
 }
 
 // reconcileProduce makes the downstream package (clone or 3-way update,
 // context, pipeline, injection, render) and watches the kinds it injects
-// from; it records the output and its conditions. A package that cannot
-// be made without a change (no package context) stalls the variant.
+// from, or takes the memo of an equal production; it records the
+// production and its conditions. A package that cannot be made without a
+// change (no package context) stalls the variant.
 func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if m := s.reused; m != nil {
-		metrics.VariantProductions.WithLabelValues("reused").Inc()
-		s.produced = variant.Output{Conditions: m.conditions, Outcome: variant.Outcome{Injection: variant.InjectionResult{Points: m.points}}}
-		s.conditions = append(s.conditions, m.conditions...)
-		s.render = m.render
-		return ctrl.Result{}, nil
+	p := &s.prod
+	if p.key, p.memoOK = memoKey(s); p.memoOK {
+		if m, ok := r.memo.get(client.ObjectKeyFromObject(s.pv), p.key); ok {
+			// Nothing it is made from has changed.
+			metrics.VariantProductions.WithLabelValues("reused").Inc()
+			p.reused = &m
+			p.out = variant.Output{Conditions: m.conditions, Outcome: variant.Outcome{Injection: variant.InjectionResult{Points: m.points}}}
+			p.render = m.render
+			s.conditions = append(s.conditions, m.conditions...)
+			return ctrl.Result{}, nil
+		}
+	}
+	if err := r.readInput(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	metrics.VariantProductions.WithLabelValues("produced").Inc()
-	out, err := variant.Produce(ctx, s.in)
-	s.produced = out
+	out, err := variant.Produce(ctx, p.in)
+	p.out = out
 	if out.Package != nil {
-		s.render = renderStatus(out.Package)
+		p.render = renderStatus(out.Package)
 	}
 	s.conditions = append(s.conditions, out.Conditions...)
 	for _, pt := range out.Outcome.Injection.Points {
 		// Watch the kind of every injection point the cluster serves and
 		// the controller may read, in the variant's namespace, so edits of
 		// injected objects (or new ones) bring the variant back.
-		if served, _, serr := s.in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
+		if served, _, serr := p.in.Objects.Schema(ctx, pt.GVK); serr == nil && served {
 			if werr := r.watches.ensure(ctx, pt.GVK, s.pv.Namespace); werr != nil {
 				return ctrl.Result{}, werr
 			}
@@ -622,50 +644,97 @@ func (r *Reconciler) reconcileProduce(ctx context.Context, s *scope) (ctrl.Resul
 	return ctrl.Result{}, nil // a render failure is written, then reported by reconcileShow
 }
 
+// readInput reads what the production is made from: the upstream
+// revision taken, the package the variant starts from (its draft brought
+// onto a newer published revision when someone published one meanwhile)
+// and the upstream that was derived from.
+func (r *Reconciler) readInput(ctx context.Context, s *scope) error {
+	pv, p, d := s.pv, &s.prod, s.down
+	upstream, err := r.upstreams.read(ctx, s.up.store, s.take.rev)
+	if err != nil {
+		return err
+	}
+	p.in = variant.Input{
+		PV: pv, Upstream: upstream, Deployment: d.obj.Spec.Deployment,
+		Origin:  pkgservice.Source{Store: s.up.store, Revision: s.take.rev}.Origin(),
+		Objects: &clusterObjects{reader: r.APIReader, definitions: r.Definitions, watches: r.watches.kinds, mapper: r.RESTMapper(), namespace: pv.Namespace},
+		Runtime: r.runtime,
+	}
+	if !d.obj.Spec.Deployment {
+		p.in.ContextHint = fmt.Sprintf("Repository %s is not a deployment repository (spec.deployment), so its packages get no package context; set spec.deployment: true, or add the ConfigMap to the upstream package", d.obj.Name)
+	} else {
+		p.in.ContextHint = "the downstream package has lost it: add it back to the draft"
+	}
+	if d.from == nil {
+		return nil // a new clone
+	}
+	if p.base, err = d.store.Read(ctx, *d.from); err != nil {
+		return err
+	}
+	if d.from == d.revs.Draft && d.revs.Published != nil {
+		merged, rebased, err := pkgservice.OntoPublished(ctx, d.store, *d.revs.Draft, p.base, *d.revs.Published)
+		if err != nil {
+			return err
+		}
+		if p.rebased = rebased; rebased {
+			r.Recorder.Eventf(pv, nil, "Normal", "DraftRebased", "Write", "draft %s/%s brought onto the published revision v%d", d.revs.Draft.Package, d.revs.Draft.Workspace, d.revs.Published.Revision)
+		}
+		p.base = merged
+	}
+	p.in.Downstream = p.base
+	if lock := lockedCommit(p.base); lock != "" && lock != s.take.rev.Commit {
+		if p.in.OldUpstream, err = r.upstreams.read(ctx, s.up.store, store.Revision{Package: s.take.rev.Package, Commit: lock}); err != nil {
+			return fmt.Errorf("reading the upstream the downstream was derived from (%s): %w", lock, err)
+		}
+	}
+	return nil
+}
+
 // reconcileWrite writes the produced package as one commit onto the
 // variant's draft, onto a new draft from the latest published revision, or
 // as a new clone, through the package service; nothing is written when the
 // result equals what is there, nor while the variant's revision is
-// Proposed (frozen for its approver). It records the target revision and
-// proposalPending.
+// Proposed (frozen for its approver). It records the target revision,
+// proposalPending, and what reflects the variant when that is not a
+// draft.
 func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result, error) {
-	d, p := s.down, s.produced.Package
+	d, w, base, p := s.down.revs, &s.write, s.prod.base, s.prod.out.Package
 	switch {
-	case s.reused != nil:
+	case s.prod.reused != nil:
 		// Made from the same inputs as what is there: the draft (or,
 		// without one, the published revision) is the variant's.
-		s.target = d.Draft
-		if s.target == nil {
-			s.target = d.Published
+		w.target = d.Draft
+		if w.target == nil {
+			w.target = d.Published
 		}
 		return ctrl.Result{}, nil
 	case d.Draft == nil && d.Proposal != nil:
 		// Once the proposal is rejected (a draft again) it is updated;
 		// once published, a new draft follows from it if the variant
 		// still asks for changes.
-		s.target = d.Proposal
-		if !variant.SameContent(p, s.base) {
-			s.proposalPending = fmt.Sprintf("the downstream revision %s is Proposed: the variant's changes (upstream, context, pipeline or injected objects) are written once it is published or rejected",
-				pkgservice.ObjectName(s.downObj.Name, d.Proposal.Package, d.Proposal.Workspace))
+		w.target = d.Proposal
+		if !variant.SameContent(p, base) {
+			w.proposalPending = fmt.Sprintf("the downstream revision %s is Proposed: the variant's changes (upstream, context, pipeline or injected objects) are written once it is published or rejected",
+				pkgservice.ObjectName(s.down.obj.Name, d.Proposal.Package, d.Proposal.Workspace))
 		}
 		return ctrl.Result{}, nil
-	case d.Draft != nil && variant.SameContent(p, s.base):
-		s.target = d.Draft
-		r.remember(s, s.memoKey)
+	case d.Draft != nil && variant.SameContent(p, base):
+		w.target = d.Draft
+		r.remember(s, s.prod.key)
 		return ctrl.Result{}, nil
 	case d.Draft != nil && d.Published != nil:
 		// A draft about to be written back to what is published would
 		// change nothing: it goes (a person's edit of it would show in
 		// p). Read only when the draft would change, so a draft kept
 		// (someone else's commits) is not looked at again and again.
-		pub, err := s.downStore.Read(ctx, *d.Published)
+		pub, err := s.down.store.Read(ctx, *d.Published)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if !variant.SameContent(p, pub) {
 			break
 		}
-		name := pkgservice.ObjectName(s.downObj.Name, d.Draft.Package, d.Draft.Workspace)
+		name := pkgservice.ObjectName(s.down.obj.Name, d.Draft.Package, d.Draft.Workspace)
 		if removed, err := r.removeDraft(ctx, s, name); err != nil || !removed {
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("repository %s: removing draft %s, which changes nothing: %w", s.pv.Spec.Downstream.Repo, name, err)
@@ -673,29 +742,29 @@ func (r *Reconciler) reconcileWrite(ctx context.Context, s *scope) (ctrl.Result,
 			break // someone else's work too: kept
 		}
 		r.Recorder.Eventf(s.pv, nil, "Normal", "DraftRemoved", "Write", "draft %s removed: it would equal the published revision v%d", name, d.Published.Revision)
-		s.target = d.Published
-		s.ensured(fmt.Sprintf("the published revision v%d reflects the variant: draft %s, which would have changed nothing, was removed", d.Published.Revision, name))
+		w.target = d.Published
+		w.ensured = fmt.Sprintf("the published revision v%d reflects the variant: draft %s, which would have changed nothing, was removed", d.Published.Revision, name)
 		return ctrl.Result{}, nil
-	case d.Draft == nil && d.Published != nil && variant.SameContent(p, s.base):
-		s.target = d.Published // nothing to change: no new draft
-		s.ensured(fmt.Sprintf("the published revision v%d reflects the variant: no draft is needed", d.Published.Revision))
-		r.remember(s, s.memoKey)
+	case d.Draft == nil && d.Published != nil && variant.SameContent(p, base):
+		w.target = d.Published // nothing to change: no new draft
+		w.ensured = fmt.Sprintf("the published revision v%d reflects the variant: no draft is needed", d.Published.Revision)
+		r.remember(s, s.prod.key)
 		return ctrl.Result{}, nil
 	}
-	written, err := r.Service.WriteVariantDraft(ctx, s.downStore, s.pv, d, p)
+	written, err := r.Service.WriteVariantDraft(ctx, s.down.store, s.pv, d, p)
 	if err != nil {
 		// A lost race has brought the mirror up to date (the store
 		// fetches after a conflict): the retry decides with what git has.
 		return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.pv.Spec.Downstream.Repo, err)
 	}
-	s.target = &written
+	w.target = &written
 	// The lock's reconcile reads what the draft declares: from the
 	// package in hand, not from git.
-	r.Deps.Remember(s.downStore, written, p)
+	r.Deps.Remember(s.down.store, written, p)
 	// The next reconcile (this write's event brings it) finds the draft
 	// at the commit written: from the same inputs, Produce makes the same
 	// package again.
-	k := s.memoKey
+	k := s.prod.key
 	k.draft = written.Commit
 	r.remember(s, k)
 	if d.Draft != nil || d.Published != nil {
@@ -714,7 +783,7 @@ func (r *Reconciler) removeDraft(ctx context.Context, s *scope, name string) (bo
 	pr := &porchv1alpha1.PackageRevision{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: s.pv.Namespace, Name: name}, pr); {
 	case apierrors.IsNotFound(err):
-		return true, r.Service.Delete(ctx, s.downStore, *s.down.Draft)
+		return true, r.Service.Delete(ctx, s.down.store, *s.down.revs.Draft)
 	case err != nil:
 		return false, err
 	}
@@ -727,24 +796,29 @@ func (r *Reconciler) removeDraft(ctx context.Context, s *scope, name string) (bo
 	return true, client.IgnoreNotFound(r.Delete(ctx, pr))
 }
 
-// ensured says, in the DownstreamEnsured=True condition the production
-// recorded (and that a memo of it keeps), what reflects the variant.
-func (s *scope) ensured(msg string) {
-	for _, conds := range [][]metav1.Condition{s.produced.Conditions, s.conditions} {
-		for i := range conds {
-			if conds[i].Type == configv1alpha1.DownstreamEnsuredCondition && conds[i].Status == metav1.ConditionTrue {
-				conds[i].Message = msg
-			}
+// ensuredAs is conds with the message of its DownstreamEnsured=True
+// condition set to msg, which says what reflects the variant ("": conds
+// as they are).
+func ensuredAs(conds []metav1.Condition, msg string) []metav1.Condition {
+	if msg == "" {
+		return conds
+	}
+	out := slices.Clone(conds)
+	for i := range out {
+		if out[i].Type == configv1alpha1.DownstreamEnsuredCondition && out[i].Status == metav1.ConditionTrue {
+			out[i].Message = msg
 		}
 	}
+	return out
 }
 
 // remember memoizes the reconcile's production under key, when it may be.
 func (r *Reconciler) remember(s *scope, key producedKey) {
-	if !s.memoOK || !memoizable(s.produced, s.rebased) {
+	p := &s.prod
+	if !p.memoOK || !memoizable(p.out, p.rebased) {
 		return
 	}
-	r.memo.put(client.ObjectKeyFromObject(s.pv), producedResult{key: key, conditions: s.produced.Conditions, points: s.produced.Outcome.Injection.Points, render: s.render})
+	r.memo.put(client.ObjectKeyFromObject(s.pv), producedResult{key: key, conditions: ensuredAs(p.out.Conditions, s.write.ensured), points: p.out.Outcome.Injection.Points, render: p.render})
 }
 
 // reconcileShow makes the target revision's PackageRevision show it
@@ -756,11 +830,11 @@ func (r *Reconciler) remember(s *scope, key producedKey) {
 // failure, written to the draft for people to see, stalls the variant
 // until it or its upstream changes (the functions are deterministic).
 func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, error) {
-	t := s.target
-	name := pkgservice.ObjectName(s.downObj.Name, t.Package, t.Workspace)
-	if t == s.down.Proposal {
-		s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.base)}}
-		s.conflict = r.packageConflict(ctx, s)
+	t := s.write.target
+	name := pkgservice.ObjectName(s.down.obj.Name, t.Package, t.Workspace)
+	if t == s.down.revs.Proposal {
+		s.show.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: renderStatus(s.prod.base)}}
+		s.show.conflict = r.packageConflict(ctx, s)
 		return ctrl.Result{}, r.proposalGate(ctx, s, t)
 	}
 	cur, err := r.currentObject(ctx, s.pv.Namespace, s.pv.Spec.Downstream.Repo, t.Package, t.Workspace)
@@ -772,7 +846,7 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 	// variant's to handle: a lifecycle change someone asked for (propose,
 	// approve) stays for the PackageRevision controller.
 	opts := pkgservice.ShowOptions{GitConditions: []string{configv1alpha1.PackageVariantReadinessGate, configv1alpha1.DependenciesReadinessGate}}
-	for _, pt := range s.produced.Outcome.Injection.Points {
+	for _, pt := range s.prod.out.Outcome.Injection.Points {
 		opts.GitConditions = append(opts.GitConditions, pt.ConditionType)
 	}
 	if t.Lifecycle == porchv1alpha1.LifecycleDraft {
@@ -780,20 +854,20 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 		opts.OwnerLabels = map[string]string{configv1alpha1.PackageVariantLabel: pkgservice.LabelValue(s.pv.Name)}
 		opts.InitialLabels, opts.InitialAnnotations = s.pv.Spec.Labels, s.pv.Spec.Annotations
 	}
-	if _, err := r.Service.Show(ctx, s.downObj, s.downStore, *t, cur, opts); err != nil {
+	if _, err := r.Service.Show(ctx, s.down.obj, s.down.store, *t, cur, opts); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: s.render}}
+	s.show.targets = []configv1alpha1.DownstreamTarget{{Name: name, RenderStatus: s.prod.render}}
 	var res ctrl.Result
 	if s.pv.Spec.Upstream.Tag != "" || s.pv.Spec.Upstream.VersionRange != "" {
 		// A tag's move changes no PackageRevision: no event says so (a
 		// version range reads semver tags too).
 		res = reconciler.Periodic(r.tagPollPeriod())
 	}
-	if c := meta.FindStatusCondition(s.produced.Conditions, configv1alpha1.DownstreamEnsuredCondition); c != nil && c.Reason == variant.RenderFailedReason {
+	if c := meta.FindStatusCondition(s.prod.out.Conditions, configv1alpha1.DownstreamEnsuredCondition); c != nil && c.Reason == variant.RenderFailedReason {
 		return res, reconciler.Stall(variant.RenderFailedReason, "%s", c.Message)
 	}
-	s.conflict = r.packageConflict(ctx, s)
+	s.show.conflict = r.packageConflict(ctx, s)
 	if s.deps != nil && s.deps.stalls() {
 		c := s.deps.condition()
 		stall := reconciler.Stall(c.Reason, "%s", c.Message)
@@ -811,7 +885,7 @@ func (r *Reconciler) reconcileShow(ctx context.Context, s *scope) (ctrl.Result, 
 // reconcileShow's.
 func (r *Reconciler) reconcileAdopt(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
-	for _, rev := range pkgservice.VariantWrote(s.pv, s.down.All) {
+	for _, rev := range pkgservice.VariantWrote(s.pv, s.down.revs.All) {
 		if rev.Lifecycle == porchv1alpha1.LifecycleDraft {
 			continue
 		}

@@ -88,19 +88,25 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	installed, err := r.Deps.Installed(ctx, s.downStore, cat)
+	installed, err := r.Deps.Installed(ctx, s.down.store, cat)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.downObj.Name, err)
+		return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.down.obj.Name, err)
 	}
 	f := &depsFacts{}
 	s.deps = f
-	v := pkgdeps.Variant{Catalog: cat, Installed: installed, Self: pv.Spec.Downstream.Package, Spec: *pv.Spec.Dependencies, Package: s.upRev.Package}
-	if self := cat.Identify(s.upRev.Commit); self != nil {
+	v := pkgdeps.Variant{Catalog: cat, Installed: installed, Self: pv.Spec.Downstream.Package, Spec: *pv.Spec.Dependencies, Package: s.take.rev.Package}
+	if self := cat.Identify(s.take.rev.Commit); self != nil {
 		v.Package, v.Version = self.Package, self.Version
 		f.version = self.Version.String()
-	} else if v.Decl, err = deps.ParsePackage(s.in.Upstream); err != nil {
-		f.failure = fmt.Sprintf("the upstream package %s cannot be read: %v", s.upRev.Package, err)
-		return ctrl.Result{}, nil
+	} else {
+		upstream, err := r.upstreams.read(ctx, s.up.store, s.take.rev)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if v.Decl, err = deps.ParsePackage(upstream); err != nil {
+			f.failure = fmt.Sprintf("the upstream package %s cannot be read: %v", s.take.rev.Package, err)
+			return ctrl.Result{}, nil
+		}
 	}
 	// Resolve against the lock as read and write what this variant
 	// installs against that version; a write another resolution beat is
@@ -119,8 +125,8 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 			return ctrl.Result{}, ctx.Err()
 		case <-time.After(reconciler.RaceRetry() / 5):
 		}
-		if installed, err = r.Deps.Installed(ctx, s.downStore, cat); err != nil {
-			return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.downObj.Name, err)
+		if installed, err = r.Deps.Installed(ctx, s.down.store, cat); err != nil {
+			return ctrl.Result{}, fmt.Errorf("repository %s: %w", s.down.obj.Name, err)
 		}
 		v.Installed = installed
 	}
@@ -129,7 +135,7 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, s *scope) (ctrl.
 	}
 	keep := map[string]bool{}
 	for _, n := range a.Install {
-		name, err := r.ensureDependency(ctx, pv, s.downObj.Name, n)
+		name, err := r.ensureDependency(ctx, pv, s.down.obj.Name, n)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -149,7 +155,7 @@ const lockAttempts = 5
 // resolution failed (recorded, nothing to write).
 func (r *Reconciler) resolveAndClaim(ctx context.Context, s *scope, v pkgdeps.Variant, installed []pkgdeps.Package, cat *pkgdeps.Catalog) (pkgdeps.Assessment, bool, error) {
 	pv, f := s.pv, s.deps
-	lock, exists, err := pkgdeps.ReadLock(ctx, r.APIReader, s.downObj)
+	lock, exists, err := pkgdeps.ReadLock(ctx, r.APIReader, s.down.obj)
 	if err != nil {
 		return pkgdeps.Assessment{}, false, err
 	}
@@ -173,7 +179,7 @@ func (r *Reconciler) resolveAndClaim(ctx context.Context, s *scope, v pkgdeps.Va
 			plan = append(plan, n) // not in git yet: claimed in the lock
 		}
 	}
-	err = pkgdeps.WriteLock(ctx, r.Client, s.downObj, lock, exists, func(l *configv1alpha1.PackageLock) {
+	err = pkgdeps.WriteLock(ctx, r.Client, s.down.obj, lock, exists, func(l *configv1alpha1.PackageLock) {
 		l.Packages, l.Conflicts = pkgdeps.Lock(installed, pkgdeps.WithPlan(pkgdeps.Planned(l), pv.Name, plan), cat)
 	})
 	return a, false, err

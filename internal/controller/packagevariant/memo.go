@@ -149,7 +149,7 @@ func (m *producedMemo) forget(name types.NamespacedName) {
 // Manual update policy over a version range (held on a revision read
 // from the draft) and a proposal (frozen) are produced every time.
 func memoKey(s *scope) (producedKey, bool) {
-	pv, d := s.pv, s.down
+	pv, d := s.pv, s.down.revs
 	if pv.Spec.Dependencies != nil || d.Proposal != nil ||
 		pv.Spec.Upstream.VersionRange != "" && pv.Spec.Upstream.UpdatePolicy == configv1alpha1.UpdatePolicyManual ||
 		pv.Annotations[configv1alpha1.HoldUpstreamAnnotation] != "" {
@@ -157,9 +157,9 @@ func memoKey(s *scope) (producedKey, bool) {
 	}
 	k := producedKey{
 		uid: pv.UID, generation: pv.Generation,
-		upRepo:    repoVersion{s.upObj.UID, s.upObj.Generation},
-		upstream:  [4]string{s.upRev.Package, s.upRev.Workspace, strconv.Itoa(s.upRev.Revision), s.upRev.Commit},
-		downRepo:  repoVersion{s.downObj.UID, s.downObj.Generation},
+		upRepo:    repoVersion{s.up.obj.UID, s.up.obj.Generation},
+		upstream:  [4]string{s.take.rev.Package, s.take.rev.Workspace, strconv.Itoa(s.take.rev.Revision), s.take.rev.Commit},
+		downRepo:  repoVersion{s.down.obj.UID, s.down.obj.Generation},
 		injection: s.injection,
 	}
 	if d.Draft != nil {

@@ -18,19 +18,19 @@ import (
 // variant's revision is Proposed and its changes wait.
 func variantConditions(s *scope) []metav1.Condition {
 	var out []metav1.Condition
-	for _, c := range s.conditions {
+	for _, c := range ensuredAs(s.conditions, s.write.ensured) {
 		if c.Type != configv1alpha1.ReadyCondition {
 			out = append(out, c)
 		}
 	}
-	if s.proposalPending != "" {
-		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.ProposalPendingReason, Message: s.proposalPending})
+	if s.write.proposalPending != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.DownstreamEnsuredCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.ProposalPendingReason, Message: s.write.proposalPending})
 	}
-	if s.updateAvailable != "" {
-		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: s.updateReason, Message: s.updateAvailable})
+	if s.take.held != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.UpdateAvailableCondition, Status: metav1.ConditionTrue, Reason: s.take.heldReason, Message: s.take.held})
 	}
-	if s.conflict != "" {
-		out = append(out, metav1.Condition{Type: configv1alpha1.PackageConflictCondition, Status: metav1.ConditionTrue, Reason: pkgdeps.PackageConflictReason, Message: s.conflict})
+	if s.show.conflict != "" {
+		out = append(out, metav1.Condition{Type: configv1alpha1.PackageConflictCondition, Status: metav1.ConditionTrue, Reason: pkgdeps.PackageConflictReason, Message: s.show.conflict})
 	}
 	return out
 }
@@ -94,8 +94,8 @@ func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome
 	reconciler.SetConditions(&pv.Status.Conditions, gen, reconciler.KstatusConditions(gen, o, readyCondition(own))...)
 	if o.Complete() {
 		pv.Status.ObservedGeneration = gen
-		if s.targets != nil {
-			pv.Status.DownstreamTargets = s.targets
+		if s.show.targets != nil {
+			pv.Status.DownstreamTargets = s.show.targets
 		}
 		// Conditions of facts no longer true leave with a complete
 		// reconcile.
@@ -103,13 +103,13 @@ func setStatus(pv *configv1alpha1.PackageVariant, s *scope, o reconciler.Outcome
 			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.DependenciesReadyCondition)
 			pv.Status.Dependencies = nil
 		}
-		if s.updateAvailable == "" {
+		if s.take.held == "" {
 			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.UpdateAvailableCondition)
 		}
-		if s.conflict == "" {
+		if s.show.conflict == "" {
 			meta.RemoveStatusCondition(&pv.Status.Conditions, configv1alpha1.PackageConflictCondition)
 		}
-		pv.Status.UpstreamVersion = s.upVersion
+		pv.Status.UpstreamVersion = s.take.version
 	}
 	if s.deps != nil && s.deps.assessment != nil {
 		pv.Status.Dependencies = s.deps.assessment.Status

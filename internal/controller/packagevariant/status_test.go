@@ -63,12 +63,12 @@ func TestSetStatus(t *testing.T) {
 		reconciling, stalled metav1.ConditionStatus
 		observed             bool
 	}{
-		{"ensured", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{}, "True", variant.DownstreamReadyReason, "False", "False", true},
-		{"written but not ensured", scope{conditions: []metav1.Condition{notInjected}, targets: target}, reconciler.Outcome{}, "False", variant.ConfigNotInjectedReason, "False", "False", true},
-		{"proposal pending", scope{conditions: []metav1.Condition{ensured}, proposalPending: "frozen", targets: target}, reconciler.Outcome{}, "False", configv1alpha1.ProposalPendingReason, "False", "False", true},
+		{"ensured", scope{conditions: []metav1.Condition{ensured}, show: showFacts{targets: target}}, reconciler.Outcome{}, "True", variant.DownstreamReadyReason, "False", "False", true},
+		{"written but not ensured", scope{conditions: []metav1.Condition{notInjected}, show: showFacts{targets: target}}, reconciler.Outcome{}, "False", variant.ConfigNotInjectedReason, "False", "False", true},
+		{"proposal pending", scope{conditions: []metav1.Condition{ensured}, write: writeFacts{proposalPending: "frozen"}, show: showFacts{targets: target}}, reconciler.Outcome{}, "False", configv1alpha1.ProposalPendingReason, "False", "False", true},
 		{"stalled", scope{}, reconciler.Outcome{Stalled: reconciler.Stall(configv1alpha1.UpstreamNotFoundReason, "spec.upstream.revision: no")}, "False", configv1alpha1.UpstreamNotFoundReason, "False", "True", true},
 		{"waiting for a repository", scope{}, reconciler.Outcome{Waiting: reconciler.Wait(time.Second, porchv1alpha1.RepositoryUnavailableReason, "timeout")}, "False", porchv1alpha1.RepositoryUnavailableReason, "True", "False", false},
-		{"write failed after producing", scope{conditions: []metav1.Condition{ensured}, targets: target}, reconciler.Outcome{Err: errors.New("push refused")}, "Unknown", configv1alpha1.RetryingReason, "True", "False", false},
+		{"write failed after producing", scope{conditions: []metav1.Condition{ensured}, show: showFacts{targets: target}}, reconciler.Outcome{Err: errors.New("push refused")}, "Unknown", configv1alpha1.RetryingReason, "True", "False", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -82,13 +82,13 @@ func TestSetStatus(t *testing.T) {
 			}
 			g.Expect(meta.FindStatusCondition(pv.Status.Conditions, "Ready").Reason).To(Equal(tc.reason))
 			g.Expect(pv.Status.ObservedGeneration == 2).To(Equal(tc.observed))
-			g.Expect(pv.Status.DownstreamTargets != nil).To(Equal(tc.observed && tc.s.targets != nil))
+			g.Expect(pv.Status.DownstreamTargets != nil).To(Equal(tc.observed && tc.s.show.targets != nil))
 			if tc.outcome.Err != nil {
 				c := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition)
 				g.Expect(c.Status).To(Equal(metav1.ConditionUnknown), "produced, but not in git")
 				g.Expect(c.Message).To(Equal("the downstream draft is not written yet: " + tc.outcome.Err.Error()))
 			}
-			if tc.s.proposalPending != "" {
+			if tc.s.write.proposalPending != "" {
 				g.Expect(meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.DownstreamEnsuredCondition).Reason).To(Equal(configv1alpha1.ProposalPendingReason))
 			}
 		})
