@@ -45,7 +45,7 @@ var approvals = map[porchv1alpha1.Lifecycle][]porchv1alpha1.Lifecycle{
 
 // Update moves a revision's lifecycle as an approver.
 func (a *approval) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return change(ctx, a.storage, name, objInfo, validate, opts, "", func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	return change(ctx, a.storage, name, objInfo, validate, opts, changeTarget{asStored: true}, func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 		return approve(ctx, name, cur, in)
 	})
 }

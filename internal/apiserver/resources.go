@@ -320,11 +320,11 @@ func (r *resources) Update(ctx context.Context, name string, objInfo rest.Update
 	out, err := r.service.PushDraft(ctx, o.st, o.rev, o.rev.Commit, p, message, who)
 	if errors.Is(err, store.ErrConflict) {
 		// The store fetched after losing the race: say what git has now.
-		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil && now.Lifecycle != porchv1alpha1.LifecycleDraft {
-			return nil, false, notDraft(gr, name, now.Lifecycle)
-		}
 		read := o.rev.Commit
 		if now, gerr := o.st.Get(ctx, o.rev.Package, o.rev.Workspace, 0); gerr == nil {
+			if now.Lifecycle != porchv1alpha1.LifecycleDraft {
+				return nil, false, notDraft(gr, name, now.Lifecycle)
+			}
 			o.rev = now
 		}
 		return nil, false, changedSince(ctx, gr, name, o, read)

@@ -212,7 +212,7 @@ func (r *revisions) Update(ctx context.Context, name string, objInfo rest.Update
 
 // update changes an existing revision (Update).
 func (r *revisions) update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return change(ctx, r.storage, name, objInfo, validate, opts, "", func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	return change(ctx, r.storage, name, objInfo, validate, opts, changeTarget{}, func(cur, next *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 		if r.v1alpha2 {
 			if err := fromV1alpha2(cur, next); err != nil {
 				return nil, err
@@ -356,15 +356,16 @@ func (r *revisions) Delete(ctx context.Context, name string, validate rest.Valid
 
 // change reads a revision, has objInfo change it (shaped by shape when
 // set: nil from shape means there is nothing to write), and writes it as
-// the user. When the storage changed meanwhile and the change was not
-// made against a resourceVersion of its own (a patch, an apply: the
-// object carries the version read here), it starts again from a fresh
-// read, as the generic registry's updates do, until the request's
+// the user, to target. When the storage changed meanwhile and the change
+// was not made against a resourceVersion of its own (a patch, an apply:
+// the object carries the version read here), it starts again from a
+// fresh read, as the generic registry's updates do, until the request's
 // deadline; an update sent with an older resourceVersion is a conflict.
-func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, subresource string,
+func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions, target changeTarget,
 	shape func(cur, in *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error)) (runtime.Object, bool, error) {
+	subresource := target.subresource
 	for {
-		cur, next, synthesized, err := updated(ctx, s, name, objInfo, validate)
+		cur, next, synthesized, err := updated(ctx, s, name, objInfo, validate, !target.asStored)
 		if err != nil {
 			return nil, false, err
 		}
@@ -403,6 +404,16 @@ func change(ctx context.Context, s *storage, name string, objInfo rest.UpdatedOb
 	}
 }
 
+// changeTarget is what a change writes: the revision (subresource "") or
+// its status, from the revision as shown (with the task show synthesises:
+// a client sends it back, or patches it) or, asStored, as the storage
+// holds it (an approval takes the lifecycle alone from what it is sent;
+// its answer is shown).
+type changeTarget struct {
+	subresource string
+	asStored    bool
+}
+
 // onlyStatusMoved tells whether cur differs from the version next was
 // made from in its status only: the same generation (the spec did not
 // change) and the same labels, annotations, finalizers and owners as
@@ -413,16 +424,21 @@ func onlyStatusMoved(cur, next *porchv1alpha1.PackageRevision) bool {
 		equality.Semantic.DeepEqual(next.Finalizers, cur.Finalizers) && equality.Semantic.DeepEqual(next.OwnerReferences, cur.OwnerReferences)
 }
 
-// updated reads a revision, shows it (show) and returns it with the
-// change objInfo describes, validated; synthesized are the tasks show
-// gave it (nil: none).
-func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc) (cur, next *porchv1alpha1.PackageRevision, synthesized []porchv1alpha1.Task, err error) {
+// updated reads a revision, shows it (show; with dress false, in
+// porch.kpt.dev's shape only, without synthesised tasks) and returns it
+// with the change objInfo describes, validated; synthesized are the tasks
+// show gave it (nil: none).
+func updated(ctx context.Context, s *storage, name string, objInfo rest.UpdatedObjectInfo, validate rest.ValidateObjectUpdateFunc, dress bool) (cur, next *porchv1alpha1.PackageRevision, synthesized []porchv1alpha1.Task, err error) {
 	ns, _ := request.NamespaceFrom(ctx)
 	cur, err = s.get(ctx, ns, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	synthesized = s.show(ctx, cur)
+	if dress {
+		synthesized = s.show(ctx, cur)
+	} else {
+		porchShape(cur)
+	}
 	obj, err := objInfo.UpdatedObject(ctx, cur.DeepCopy())
 	if err != nil {
 		return nil, nil, nil, err
@@ -470,7 +486,7 @@ func (r *revisionStatus) Update(ctx context.Context, name string, objInfo rest.U
 			return next, fromV1alpha2(cur, next)
 		}
 	}
-	return change(ctx, r.storage, name, objInfo, validate, opts, "status", shape)
+	return change(ctx, r.storage, name, objInfo, validate, opts, changeTarget{subresource: "status"}, shape)
 }
 
 // listOptions converts the server's list options to the storage's.
