@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/store"
 )
 
@@ -39,36 +38,34 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(ctx context.C
 	return err
 }
 
-// registryError gives registry errors the store's meaning: a timeout is
-// store.ErrTimeout (the gate backs off), a refusal of the credentials
-// store.ErrAuthentication, each naming the registry.
+// registryError gives registry errors the store's meaning
+// (store.Remote): a timeout (or the exchange's deadline passed) is
+// store.ErrTimeout, a refusal of the credentials store.ErrAuthentication,
+// each naming the registry; a lost race, a missing tag and a repository
+// that is no package are themselves.
 func (s *Store) registryError(ctx context.Context, what string, err error) error {
-	if err == nil {
+	r := store.Remote{Noun: "registry", URL: s.URL(), Timeout: s.opts.timeout(), Text: answered}
+	r.Known = func(op string, err error) error {
+		var terr *transport.Error
+		var already interface{ RaceLost() bool }
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return r.TimedOut(op)
+		case errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden):
+			return fmt.Errorf("%s %s: %w: %w", op, r.URL, store.ErrAuthentication, describe(err))
+		case errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage):
+			return err
+		}
 		return nil
 	}
-	var terr *transport.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%s %s: the registry did not answer within %s: %w", what, s.URL(), s.opts.timeout(), store.ErrTimeout)
-	case errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%s %s: %w: %w", what, s.URL(), store.ErrAuthentication, describe(err))
-	}
-	var already interface{ RaceLost() bool }
-	if errors.As(err, &already) || errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotPackage) {
-		return err
-	}
-	return &store.TextError{Msg: fmt.Sprintf("%s %s: %s", what, s.URL(), answered(err)), Err: err}
+	return r.Classify(what, err)
 }
 
 // answered says what went wrong with an exchange by its class only: a
 // registry's status and error codes, never the text or body that came
 // with them (a tenant's registry URL may lead to a service that is no
-// registry, whose body must not reach the tenant), or the class of a
-// connection's failure.
+// registry, whose body must not reach the tenant).
 func answered(err error) string {
-	if class := egress.Class(err); class != "" {
-		return class
-	}
 	var terr *transport.Error
 	if !errors.As(err, &terr) {
 		return store.Shorten(err.Error(), 512)

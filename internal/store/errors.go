@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/scion-dev/scion/internal/egress"
 )
 
 var (
@@ -102,3 +106,59 @@ func (e *TextError) Error() string { return e.Msg }
 
 // Unwrap is the cause.
 func (e *TextError) Unwrap() error { return e.Err }
+
+// Remote is a remote an exchange was with (a git server, an OCI
+// registry) as its errors name it. Classify gives every store's remote
+// errors the same meaning and shape; Known and Text are what differs
+// between kinds of remote.
+type Remote struct {
+	// Noun is what the remote is called in messages: "remote",
+	// "registry".
+	Noun string
+	// URL is the remote's address, without credentials.
+	URL string
+	// Timeout is how long one exchange may take.
+	Timeout time.Duration
+	// Known gives the errors only this kind of remote returns their
+	// meaning (nil: not one of those).
+	Known func(op string, err error) error
+	// Text is the message of any other error: short, without secrets,
+	// and never a body the remote sent as it came (a tenant's URL may
+	// lead to a service that is no remote of this kind).
+	Text func(err error) string
+}
+
+// Classify gives err, from the exchange op with the remote, the store's
+// meaning, each message naming op and the remote: a LimitError is
+// itself; a timeout is ErrTimeout (the gate backs off); then what Known
+// knows; a connection's failure is its class only (what answered, a
+// certificate's names, stays on the server); anything else is Text. The
+// messages of Scion's own wrap err: errors.Is and errors.As still see
+// the cause.
+func (r Remote) Classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var over *LimitError
+	switch {
+	case errors.As(err, &over):
+		return over
+	case errors.Is(err, context.DeadlineExceeded):
+		return r.TimedOut(op)
+	}
+	if r.Known != nil {
+		if known := r.Known(op, err); known != nil {
+			return known
+		}
+	}
+	if class := egress.Class(err); class != "" {
+		return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, r.URL, class), Err: err}
+	}
+	return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, r.URL, r.Text(err)), Err: err}
+}
+
+// TimedOut is the error of the exchange op, which the remote did not
+// answer within its timeout: ErrTimeout.
+func (r Remote) TimedOut(op string) error {
+	return fmt.Errorf("%s %s: the %s did not answer within %s: %w", op, r.URL, r.Noun, r.Timeout, ErrTimeout)
+}

@@ -28,7 +28,6 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/scion-dev/scion/internal/egress"
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
@@ -607,13 +606,19 @@ func (r *Repository) iterRefs(fn func(*plumbing.Reference) error) error {
 // remoteError turns transport errors into the package's typed errors with
 // a message naming the repository (never the credentials).
 func (r *Repository) remoteError(op string, err error) error {
+	return Remote{Noun: "remote", URL: Redact(r.opts.URL), Timeout: r.timeout(), Known: r.knownError,
+		// The library's message may quote what the server sent, at any
+		// length: kept short, and without the repository's secrets.
+		Text: func(err error) string { return Shorten(r.scrub(err.Error()), maxRemoteText) },
+	}.Classify(op, err)
+}
+
+// knownError is what git's transports say: a refusal of the credentials
+// (for a push, or a read), a repository that is not there, an ssh host
+// key or key that does not fit (nil: none of those).
+func (r *Repository) knownError(op string, err error) error {
 	u := Redact(r.opts.URL)
-	var over *LimitError
 	switch {
-	case errors.As(err, &over):
-		return over
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s %s: the remote did not answer within %s: %w", op, u, r.timeout(), ErrTimeout)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		if strings.Contains(op, "push") {
 			// Reading may well work: git serves reads and pushes
@@ -627,15 +632,8 @@ func (r *Repository) remoteError(op string, err error) error {
 		return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, hostKeyError(err)), Err: err}
 	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return fmt.Errorf("%s %s: the remote refused the ssh key (its public key is not authorized there, or for this user): %w", op, u, ErrAuthentication)
-	case egress.Class(err) != "":
-		// What answered (a certificate's names) stays on the server:
-		// the class of the failure only.
-		return &TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, egress.Class(err)), Err: err}
-	default:
-		// The library's message may quote what the server sent, at any
-		// length: kept short (errors.Is and As still see the cause).
-		return r.scrub(&TextError{Msg: fmt.Sprintf("%s %s: %s", op, u, Shorten(err.Error(), maxRemoteText)), Err: err})
 	}
+	return nil
 }
 
 // credentialsUsed says which credentials an exchange used, never their
@@ -651,25 +649,19 @@ func (r *Repository) credentialsUsed() string {
 }
 
 // scrub removes the repository's secrets (a password or token, given as
-// Credentials or in the URL) from an error's text, whatever library wrote
-// it; errors.Is and errors.As still see the cause.
-func (r *Repository) scrub(err error) error {
-	msg := err.Error()
+// Credentials or in the URL) from a message, whatever library wrote it.
+func (r *Repository) scrub(msg string) string {
 	secrets := []string{r.opts.Credentials.Password, r.opts.Credentials.BearerToken, r.opts.Credentials.SSHPassphrase}
 	if u, perr := url.Parse(r.opts.URL); perr == nil && u.User != nil {
 		p, _ := u.User.Password()
 		secrets = append(secrets, u.User.String(), p, url.QueryEscape(p))
 	}
-	clean := msg
 	for _, s := range secrets {
 		if len(s) >= 3 {
-			clean = strings.ReplaceAll(clean, s, "REDACTED")
+			msg = strings.ReplaceAll(msg, s, "REDACTED")
 		}
 	}
-	if clean == msg {
-		return err
-	}
-	return &TextError{Msg: clean, Err: err}
+	return msg
 }
 
 // ValidateURL checks that a repository URL is one Scion can use: file://,
