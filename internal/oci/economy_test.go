@@ -172,8 +172,7 @@ func TestStore_catalogShared(t *testing.T) {
 	for i := range 10 {
 		stores = append(stores, open(fmt.Sprintf("shared/s%d", i), "tenant"))
 	}
-	// One read is two requests: the page, and the empty page after it.
-	g.Expect(counted.take()).To(HaveKeyWithValue("GET other /v2/_catalog", 2), "ten stores opened, the catalog read once (again: the writer made a package)")
+	g.Expect(counted.take()).NotTo(HaveKey("GET other /v2/_catalog"), "ten stores opened: the writer's read shared, with the package it made added")
 	// A store of the writer's prefix finds its package through the
 	// shared read.
 	reader := open("shared/a", "tenant")
@@ -181,6 +180,7 @@ func TestStore_catalogShared(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(1))
 	open("shared/other", "other-credentials")
+	// One read is two requests: the page, and the empty page after it.
 	g.Expect(counted.take()).To(HaveKeyWithValue("GET other /v2/_catalog", 2), "other credentials read their own")
 	for _, st := range stores {
 		g.Expect(st.Fetch(ctx)).To(Succeed())

@@ -130,7 +130,7 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 			if verify {
 				maxAge = catalogShareAge // Fetch
 			}
-			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), time.Now().Add(-maxAge), func() ([]string, error) {
+			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), s.opts.Catalogs.clock().Add(-maxAge), func() ([]string, error) {
 				return catalog(s.reg, opts)
 			})
 			if err != nil {
@@ -214,6 +214,14 @@ func (s *Store) refreshPackage(ctx context.Context, p string) error {
 	return nil
 }
 
+// repository is the OCI repository of package p.
+func (s *Store) repository(p string) name.Repository {
+	if s.path == "" {
+		return s.reg.Repo(p)
+	}
+	return s.reg.Repo(s.path, p)
+}
+
 // readTags reads one package's tags, the digests they hold and the
 // manifests not read before; tags that are not packages go to bad.
 // Without verify, the published and retired tags the store read before
@@ -222,10 +230,7 @@ func (s *Store) readTags(ctx context.Context, p string, opts []remote.Option, ba
 	s.mu.Lock()
 	known := s.pkgs[p]
 	s.mu.Unlock()
-	repo := s.reg.Repo(s.path, p)
-	if s.path == "" {
-		repo = s.reg.Repo(p)
-	}
+	repo := s.repository(p)
 	names, err := remote.List(repo, opts...)
 	ps := newPkgState()
 	if err != nil {

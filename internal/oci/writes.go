@@ -49,10 +49,10 @@ func (s *Store) write(ctx context.Context, p, what string, fn func(tx *txn) erro
 		tx.ctx, tx.opts = ctx, opts
 		return fn(tx)
 	})
-	if known == nil {
-		// A new package (or a write that failed on one): the process's
-		// shared catalog read does not list it.
-		s.opts.Catalogs.changed(s.catalogKey())
+	if known == nil && err == nil {
+		// A new package: the process's shared catalog read may not list
+		// it.
+		s.opts.Catalogs.added(s.catalogKey(), s.repository(p).RepositoryStr())
 	}
 	if err == nil && !tx.stale {
 		s.mu.Lock()
