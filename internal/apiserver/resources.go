@@ -195,6 +195,14 @@ func unavailable(pr *porchv1alpha1.PackageRevision, err error) error {
 func find(ctx context.Context, pr *porchv1alpha1.PackageRevision, repo *configv1alpha1.Repository, st store.Store) (*opened, error) {
 	rev, err := st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
 	if errors.Is(err, store.ErrNotFound) {
+		// Written since the store last read the remote (by the
+		// controllers, a process of their own): look for it there.
+		if ferr := st.FetchPackage(ctx, pr.Spec.PackageName); ferr != nil {
+			return nil, ferr
+		}
+		rev, err = st.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)
+	}
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierrors.NewNotFound(resourcesGR, pr.Name)
 	}
 	if err != nil {

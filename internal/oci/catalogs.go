@@ -60,16 +60,17 @@ func (c *Catalogs) clock() time.Time {
 
 // read returns the catalog of key: that of a read that started at or
 // after notBefore (waiting for it when it is under way), or of one
-// within catalogCostShare times its duration, else of a new read made
-// with fn; with the repositories Stores made since the read started. A
-// read that failed is not shared: who waited for it reads on their own.
-func (c *Catalogs) read(ctx context.Context, key string, notBefore time.Time, fn func() ([]string, error)) ([]string, error) {
+// within catalogCostShare times its duration, but never of one that
+// started before since; else of a new read made with fn; with the
+// repositories Stores made since the read started. A read that failed
+// is not shared: who waited for it reads on their own.
+func (c *Catalogs) read(ctx context.Context, key string, notBefore, since time.Time, fn func() ([]string, error)) ([]string, error) {
 	if c == nil {
 		return fn()
 	}
 	c.mu.Lock()
 	r := c.reads[key]
-	if r == nil || !c.sharedLocked(r, notBefore) {
+	if r == nil || r.started.Before(since) || !c.sharedLocked(r, notBefore) {
 		if c.reads == nil || len(c.reads) >= maxCatalogKeys {
 			c.reads = map[string]*catalogRead{}
 		}

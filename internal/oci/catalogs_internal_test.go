@@ -25,7 +25,7 @@ func TestCatalogs_shareByCost(t *testing.T) {
 		return []string{"p/a"}, nil
 	}
 	fetch := func(maxAge time.Duration) []string {
-		names, err := c.read(ctx, "k", now.Add(-maxAge), slowRead)
+		names, err := c.read(ctx, "k", now.Add(-maxAge), time.Time{}, slowRead)
 		g.Expect(err).NotTo(HaveOccurred())
 		return names
 	}
@@ -44,20 +44,31 @@ func TestCatalogs_shareByCost(t *testing.T) {
 	g.Expect(fetch(5 * time.Second)).To(ConsistOf("p/a"))
 	g.Expect(reads).To(Equal(2), "21 s old: read again (and it lists what the registry has)")
 
+	// A Repository made after a read started takes none that started
+	// before it was made, however young.
+	made := now.Add(time.Millisecond)
+	now = now.Add(2 * time.Second)
+	_, err := c.read(ctx, "k", now.Add(-5*time.Second), made, slowRead)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reads).To(Equal(3), "the read 1 s old started before the Repository was made")
+	_, err = c.read(ctx, "k", now.Add(-5*time.Second), made, slowRead)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reads).To(Equal(3), "the new one is shared")
+
 	// A quick read is shared only as long as asked.
 	quick := func() ([]string, error) { reads++; return []string{"p/a"}, nil }
-	_, err := c.read(ctx, "quick", now, quick)
+	_, err = c.read(ctx, "quick", now, time.Time{}, quick)
 	g.Expect(err).NotTo(HaveOccurred())
 	now = now.Add(6 * time.Second)
-	_, err = c.read(ctx, "quick", now.Add(-5*time.Second), quick)
+	_, err = c.read(ctx, "quick", now.Add(-5*time.Second), time.Time{}, quick)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(reads).To(Equal(4), "a read that took no time is as old as asked for at most")
+	g.Expect(reads).To(Equal(5), "a read that took no time is as old as asked for at most")
 
 	// A read that failed is not shared.
 	failing := func() ([]string, error) { reads++; return nil, errors.New("refused") }
-	_, err = c.read(ctx, "failing", now, failing)
+	_, err = c.read(ctx, "failing", now, time.Time{}, failing)
 	g.Expect(err).To(HaveOccurred())
-	_, err = c.read(ctx, "failing", now.Add(-time.Hour), failing)
+	_, err = c.read(ctx, "failing", now.Add(-time.Hour), time.Time{}, failing)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(reads).To(Equal(6))
+	g.Expect(reads).To(Equal(7))
 }

@@ -186,4 +186,23 @@ func TestStore_catalogShared(t *testing.T) {
 		g.Expect(st.Fetch(ctx)).To(Succeed())
 	}
 	g.Expect(counted.take()).NotTo(HaveKey("GET other /v2/_catalog"), "a Fetch takes a read a moment old")
+
+	// Another process (its own Catalogs) read the catalog before the
+	// package was made: it finds the package when it looks for it.
+	other, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/shared/a", Catalogs: &oci.Catalogs{}, CatalogKey: "tenant",
+		Options: oci.Options{Transport: counted.transport(reg.Transport)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = (&pkgservice.Service{}).PublishDirect(ctx, writer, "later", "one", storetest.Package("later", 1), "m", "me")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.Get(ctx, "later", "", 1)
+	g.Expect(err).To(MatchError(store.ErrNotFound), "not in what it read when it opened")
+	counted.take()
+	g.Expect(other.FetchPackage(ctx, "later")).To(Succeed())
+	rev, err := other.Get(ctx, "later", "", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rev.Lifecycle).To(BeEquivalentTo("Published"))
+	took := counted.take()
+	g.Expect(took).NotTo(HaveKey("GET other /v2/_catalog"), "one package read, not the catalog")
+	g.Expect(took).To(HaveKeyWithValue("GET tags", 1))
+	g.Expect(other.FetchPackage(ctx, "Not/A/Package")).To(MatchError(ContainSubstring("cannot be an OCI reference")))
 }

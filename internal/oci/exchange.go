@@ -130,7 +130,7 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 			if verify {
 				maxAge = catalogShareAge // Fetch
 			}
-			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), s.opts.Catalogs.clock().Add(-maxAge), func() ([]string, error) {
+			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), s.opts.Catalogs.clock().Add(-maxAge), s.opts.Since, func() ([]string, error) {
 				return catalog(s.reg, opts)
 			})
 			if err != nil {
@@ -194,8 +194,20 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 // registry and the credentials.
 func (s *Store) catalogKey() string { return s.opts.CatalogKey + "\x00" + s.reg.Name() }
 
+// FetchPackage reads package p's tags now (trusting the published ones
+// read before), whether the catalog read lists it or not: a package
+// another process or tool made is found at once.
+func (s *Store) FetchPackage(ctx context.Context, p string) error {
+	if _, err := s.reference(p, ":"+LatestTag); err != nil {
+		return err
+	}
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	return s.refreshPackage(ctx, p)
+}
+
 // refreshPackage reads one package's tags again (trusting the published
-// ones read before).
+// ones read before), the caller holding s.writes.
 func (s *Store) refreshPackage(ctx context.Context, p string) error {
 	bad := map[string]string{}
 	var ps *pkgState

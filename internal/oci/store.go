@@ -36,6 +36,12 @@ type StoreOptions struct {
 	// registry and the credentials, as the caller identifies them).
 	Catalogs   *Catalogs
 	CatalogKey string
+	// Since is when the Repository was made: its fetches take no
+	// catalog read that started before, so that it lists the packages
+	// its prefix held when it was registered (a read shared for longer,
+	// which is what keeps a large registry's catalog from being read
+	// all the time, would not).
+	Since time.Time
 }
 
 // Store keeps a Repository's package revisions in an OCI registry; it

@@ -86,7 +86,7 @@ func ResolveUpstream(ctx context.Context, st store.Store, u *configv1alpha1.Upst
 	rev, err := resolveUpstream(ctx, st, u)
 	if errors.Is(err, store.ErrNotFound) {
 		// Perhaps published since the last fetch: look in the remote.
-		if err := st.Fetch(ctx); err != nil {
+		if err := st.FetchPackage(ctx, u.Package); err != nil {
 			return store.Revision{}, fmt.Errorf("repository %s: %w", u.Repo, err)
 		}
 		rev, err = resolveUpstream(ctx, st, u)

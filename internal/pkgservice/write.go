@@ -171,7 +171,7 @@ func (s *Service) CreateDraft(ctx context.Context, repo store.Store, pr *porchv1
 	}
 	// The workspace is taken in git: perhaps by this very write, whose
 	// answer was lost (the mirror does not know yet). Look again.
-	if ferr := repo.Fetch(ctx); ferr != nil {
+	if ferr := repo.FetchPackage(ctx, pr.Spec.PackageName); ferr != nil {
 		return store.Revision{}, errors.Join(err, ferr)
 	}
 	existing, getErr := repo.Get(ctx, pr.Spec.PackageName, pr.Spec.WorkspaceName, 0)

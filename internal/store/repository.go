@@ -302,6 +302,9 @@ func (r *Repository) branchRef() plumbing.ReferenceName {
 	return plumbing.NewBranchReferenceName(r.opts.Branch)
 }
 
+// FetchPackage fetches (Fetch): one fetch brings every package's refs.
+func (r *Repository) FetchPackage(ctx context.Context, _ string) error { return r.Fetch(ctx) }
+
 // Fetch brings the local mirror up to date with the remote, including
 // refs deleted there.
 func (r *Repository) Fetch(ctx context.Context) (err error) {

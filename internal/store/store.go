@@ -36,6 +36,12 @@ type Store interface {
 	// is older than maxAge.
 	Fetch(ctx context.Context) error
 	FetchIfOlder(ctx context.Context, maxAge time.Duration) error
+	// FetchPackage reads one package from the remote now, when it is
+	// looked for and not found: a git store fetches (as Fetch); an OCI
+	// store reads that package's tags, which finds a package its
+	// catalog read (shared, and seldom on a large registry) does not
+	// list yet.
+	FetchPackage(ctx context.Context, pkgPath string) error
 	// Trim frees memory held for reads when the store is idle.
 	Trim() bool
 
