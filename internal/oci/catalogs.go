@@ -35,8 +35,9 @@ type catalogRead struct {
 	names []string
 	err   error
 	// added are the repositories Stores of the process made since the
-	// read started.
-	added []string
+	// read started; listed is names as a set (made when first needed).
+	added  map[string]bool
+	listed map[string]bool
 }
 
 // catalogCostShare bounds the registry's time spent listing its catalog
@@ -117,14 +118,23 @@ func (c *Catalogs) sharedLocked(r *catalogRead, notBefore time.Time) bool {
 	}
 }
 
-// listLocked is what the read found and what was added since.
+// listLocked is what the read found and what was added since (the read
+// done). A read lives for minutes on a large registry, and thousands of
+// packages may be added meanwhile: both are looked up in sets, not
+// searched.
 func (r *catalogRead) listLocked() []string {
 	if len(r.added) == 0 {
 		return r.names
 	}
+	if r.listed == nil {
+		r.listed = make(map[string]bool, len(r.names))
+		for _, n := range r.names {
+			r.listed[n] = true
+		}
+	}
 	out := slices.Clone(r.names)
-	for _, a := range r.added {
-		if !slices.Contains(out, a) {
+	for a := range r.added {
+		if !r.listed[a] {
 			out = append(out, a)
 		}
 	}
@@ -139,7 +149,10 @@ func (c *Catalogs) added(key, repo string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.reads[key]; r != nil && !slices.Contains(r.added, repo) {
-		r.added = append(r.added, repo)
+	if r := c.reads[key]; r != nil {
+		if r.added == nil {
+			r.added = map[string]bool{}
+		}
+		r.added[repo] = true
 	}
 }
