@@ -2,11 +2,14 @@ package oci_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 
 	"github.com/scion-dev/scion/internal/oci"
@@ -17,24 +20,8 @@ import (
 	"github.com/scion-dev/scion/internal/testutil/storetest"
 )
 
-// registryKind names a request to a registry: "GET tags",
-// "HEAD manifests:v1", "PUT manifests:digest", "POST blobs",
-// "GET other /v2/_catalog".
-func registryKind(req *http.Request) string {
-	if _, rest, ok := strings.Cut(req.URL.Path, "/manifests/"); ok {
-		if strings.HasPrefix(rest, "sha256:") {
-			return req.Method + " manifests:digest"
-		}
-		return req.Method + " manifests:" + rest
-	}
-	if strings.HasSuffix(req.URL.Path, "/tags/list") {
-		return req.Method + " tags"
-	}
-	if strings.Contains(req.URL.Path, "/blobs/") {
-		return req.Method + " blobs"
-	}
-	return req.Method + " other " + req.URL.Path
-}
+// registryKind names a request to a registry (registry.Kind).
+func registryKind(req *http.Request) string { return registry.Kind(req.Method, req.URL.Path) }
 
 // counted counts a store's requests to the registry by registryKind;
 // take returns the counts since the last take.
@@ -43,6 +30,26 @@ type counted struct{ requests.Counter }
 func newCounted() *counted { return &counted{requests.Counter{KindOf: registryKind}} }
 
 func (c *counted) transport(next http.RoundTripper) http.RoundTripper { return c.Wrap(next) }
+
+// countedRegistry starts a registry and logs in to it (DOCKER_CONFIG);
+// open opens a store of opts (its prefix under the registry) whose
+// requests counted counts.
+func countedRegistry(t *testing.T) (reg *registry.Registry, counted *counted, open func(opts oci.StoreOptions) *oci.Store) {
+	t.Helper()
+	reg = registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	counted = newCounted()
+	return reg, counted, func(opts oci.StoreOptions) *oci.Store {
+		t.Helper()
+		opts.Prefix = reg.Host + "/" + opts.Prefix
+		opts.Options.Transport = counted.transport(reg.Transport)
+		st, err := oci.OpenStore(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+}
 
 func (c *counted) take() map[string]int {
 	out := map[string]int{}
@@ -63,12 +70,9 @@ func (c *counted) take() map[string]int {
 func TestStore_economy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := registry.Start(t)
-	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
-	counted := newCounted()
+	reg, counted, open := countedRegistry(t)
 	prefix := reg.Host + "/economy"
-	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: counted.transport(reg.Transport)}})
-	g.Expect(err).NotTo(HaveOccurred())
+	st := open(oci.StoreOptions{Prefix: "economy"})
 	svc := &pkgservice.Service{}
 	v1, err := svc.PublishDirect(ctx, st, "app", "one", storetest.Package("app", 1), "m", "me")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -89,14 +93,21 @@ func TestStore_economy(t *testing.T) {
 	g.Expect(sent).NotTo(HaveKey("GET manifests:digest"), "nor its manifest: %v", sent)
 	g.Expect(sent["PUT manifests:draft.ws"]).To(Equal(37))
 	// Each new layer in two requests (no check first, no PATCH); the
-	// config, the same for every update, checked once at most; the
-	// registry is not pinged again (for a delete, say).
+	// config, the same for every update, neither sent nor checked again;
+	// the registry is not pinged again (for a delete, say).
 	g.Expect(sent["POST blobs"]).To(Equal(37), "%v", sent)
 	g.Expect(sent["PUT blobs"]).To(Equal(37), "%v", sent)
-	g.Expect(sent["HEAD blobs"]).To(BeNumerically("<=", 1), "%v", sent)
+	g.Expect(sent).NotTo(HaveKey("HEAD blobs"), "%v", sent)
 	g.Expect(sent).NotTo(HaveKey("PATCH blobs"), "%v", sent)
 	g.Expect(sent).NotTo(HaveKey("GET other /v2/"), "%v", sent)
 	g.Expect(sent["DELETE manifests:digest"]).To(Equal(37), "each update deletes the manifest it replaced")
+	// The files parsed dropped (the controller trims every 30 s), the
+	// draft is read from its layer kept, not pulled.
+	g.Expect(st.Trim()).To(BeTrue())
+	files, err = st.Read(ctx, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files.Equal(storetest.Package("app", 39))).To(BeTrue())
+	g.Expect(counted.take()).To(BeEmpty(), "a read of what the store wrote, after a Trim")
 	revs, err := st.ListPackage(ctx, "app")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revs).To(HaveLen(2), "v1 and the draft, as the store wrote them")
@@ -154,15 +165,10 @@ func TestStore_economy(t *testing.T) {
 func TestStore_catalogShared(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := registry.Start(t)
-	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
-	counted := newCounted()
+	reg, counted, openStore := countedRegistry(t)
 	catalogs := &oci.Catalogs{}
 	open := func(prefix, key string) *oci.Store {
-		st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/" + prefix, Catalogs: catalogs, CatalogKey: key,
-			Options: oci.Options{Transport: counted.transport(reg.Transport)}})
-		g.Expect(err).NotTo(HaveOccurred())
-		return st
+		return openStore(oci.StoreOptions{Prefix: prefix, Catalogs: catalogs, CatalogKey: key})
 	}
 	writer := open("shared/a", "tenant")
 	_, err := (&pkgservice.Service{}).PublishDirect(ctx, writer, "app", "one", storetest.Package("app", 1), "m", "me")
@@ -205,4 +211,93 @@ func TestStore_catalogShared(t *testing.T) {
 	g.Expect(took).NotTo(HaveKey("GET other /v2/_catalog"), "one package read, not the catalog")
 	g.Expect(took).To(HaveKeyWithValue("GET tags", 1))
 	g.Expect(other.FetchPackage(ctx, "Not/A/Package")).To(MatchError(ContainSubstring("cannot be an OCI reference")))
+}
+
+// The layers a process's stores write and read are kept within the bytes
+// Blobs allows, shared by the stores, each store finding only those of
+// its own credentials; a layer not kept is pulled.
+func TestStore_blobsBounded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, counted, openStore := countedRegistry(t)
+	blobs := &oci.Blobs{MaxBytes: 8 << 10}
+	open := func(key string) *oci.Store {
+		return openStore(oci.StoreOptions{Prefix: "blobs", Blobs: blobs, CatalogKey: key})
+	}
+	st := open("tenant")
+	var drafts []store.Revision
+	for i := range 40 {
+		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: fmt.Sprintf("app-%d", i), Workspace: "ws", Contents: storetest.Package("app", i), Message: "m"})
+		g.Expect(err).NotTo(HaveOccurred())
+		drafts = append(drafts, d)
+		g.Expect(blobs.Size()).To(BeNumerically("<=", 8<<10))
+	}
+	g.Expect(blobs.Size()).To(BeNumerically(">", 4<<10), "as many as fit are kept")
+	st.Trim()
+	counted.take()
+	read := func(st *oci.Store, d store.Revision, i int) {
+		files, err := st.Read(ctx, d)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(files.Equal(storetest.Package("app", i))).To(BeTrue())
+	}
+	read(st, drafts[39], 39)
+	g.Expect(counted.take()).NotTo(HaveKey("GET blobs"), "the last written is kept")
+	read(st, drafts[0], 0)
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET blobs", 1), "the first was dropped for the bound, and is pulled")
+
+	// A store of other credentials over the same prefix pulls its own.
+	other := open("other")
+	counted.take()
+	read(other, drafts[39], 39)
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET blobs", 1), "another key does not find the first's")
+}
+
+// A registry that lost a blob the store put before and does not send
+// again (a draft's config) refuses the manifest; the store sends its
+// blobs again and the write succeeds.
+func TestStore_blobLostSentAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg, counted, open := countedRegistry(t)
+	prefix := reg.Host + "/lost"
+	st := open(oci.StoreOptions{Prefix: "lost"})
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The config blob deleted behind the store's back.
+	m, err := remote.Get(ref(t, "oci://"+prefix+"/app@"+d.Commit), remote.WithTransport(reg.Transport), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	g.Expect(err).NotTo(HaveOccurred())
+	var manifest v1.Manifest
+	g.Expect(json.Unmarshal(m.Manifest, &manifest)).To(Succeed())
+	deleteBlob(t, reg, "lost/app", manifest.Config.Digest.String())
+	counted.take()
+
+	d, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: storetest.Package("app", 2), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	sent := counted.take()
+	g.Expect(sent).To(HaveKeyWithValue("PUT manifests:draft.ws", 2), "refused once, then put: %v", sent)
+	g.Expect(sent).To(HaveKeyWithValue("PUT blobs", 3), "the layer, then the config and the layer again: %v", sent)
+	other, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := other.Read(ctx, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files.Equal(storetest.Package("app", 2))).To(BeTrue())
+}
+
+// deleteBlob deletes a blob from one of the registry's repositories.
+func deleteBlob(t *testing.T, reg *registry.Registry, repo, digest string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "https://"+reg.Host+"/v2/"+repo+"/blobs/"+digest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(reg.Username, reg.Password)
+	resp, err := (&http.Client{Transport: reg.Transport}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("deleting blob %s of %s: %s", digest, repo, resp.Status)
+	}
 }

@@ -135,6 +135,7 @@ func ParseReference(s string) (name.Reference, error) {
 // layer) and its manifest.
 type artifact struct {
 	blobs    []v1.Layer
+	layer    []byte // the package's layer, gzipped (nil: a relabelled manifest, whose blobs the registry has)
 	manifest []byte
 	digest   string
 	parsed   v1.Manifest // manifest, decoded
@@ -174,7 +175,7 @@ func buildAnnotated(packageName string, p *pkg.Package, extra map[string]string,
 	if err != nil {
 		return nil, err
 	}
-	a := &artifact{blobs: []v1.Layer{static.NewLayer(cfg, ConfigMediaType), static.NewLayer(layer, LayerMediaType)}}
+	a := &artifact{blobs: []v1.Layer{static.NewLayer(cfg, ConfigMediaType), static.NewLayer(layer, LayerMediaType)}, layer: layer}
 	desc := func(l v1.Layer, ann map[string]string) (v1.Descriptor, error) {
 		d, err := l.Digest()
 		if err != nil {
@@ -274,7 +275,12 @@ func Pull(ctx context.Context, ref name.Reference, o Options) (*pkg.Package, str
 	if err != nil {
 		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
 	}
-	p, err := readPackageLayer(ref, d.Digest.String(), layer, max)
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	defer func() { _ = rc.Close() }()
+	p, err := readPackageLayer(ref, d.Digest.String(), rc, max)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -303,18 +309,14 @@ func checkManifest(mt types.MediaType, raw []byte, m *v1.Manifest, max int64) er
 	return nil
 }
 
-// readPackageLayer reads a package's layer (of the manifest digest at
-// ref): at most max bytes, package paths only, a Kptfile required.
-func readPackageLayer(ref name.Reference, digest string, layer v1.Layer, max int64) (*pkg.Package, error) {
+// readPackageLayer reads a package's layer, gzipped (of the manifest
+// digest at ref): at most max bytes, package paths only, a Kptfile
+// required.
+func readPackageLayer(ref name.Reference, digest string, gzipped io.Reader, max int64) (*pkg.Package, error) {
 	notPkg := func(format string, args ...any) error {
 		return fmt.Errorf("%s (%s): %w: %s", ref, digest, ErrNotPackage, fmt.Sprintf(format, args...))
 	}
-	rc, err := layer.Compressed()
-	if err != nil {
-		return nil, fmt.Errorf("pulling %s: %w", ref, err)
-	}
-	defer func() { _ = rc.Close() }()
-	p, err := untarGz(io.LimitReader(rc, max+1), max)
+	p, err := untarGz(io.LimitReader(gzipped, max+1), max)
 	if err != nil {
 		return nil, notPkg("%v", err)
 	}

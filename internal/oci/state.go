@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/scion-dev/scion/internal/lru"
 	"github.com/scion-dev/scion/internal/pkg"
 )
 
@@ -223,6 +225,60 @@ const (
 // maxLayers bounds the manifests whose layer a Store remembers after no
 // tag holds them (about 150 bytes each).
 const maxLayers = 1 << 16
+
+// Blobs keeps the package layers, gzipped as the registry has them, that
+// the Stores of a process wrote and read, up to a number of bytes: a
+// package written is read back (a variant's draft, when its upstream
+// moves) without pulling its layer, also after its Store dropped the
+// files it parsed (Trim). The zero value keeps up to 64 MiB
+// (DefaultBlobBytes); it is safe for concurrent use.
+type Blobs struct {
+	// MaxBytes bounds the bytes kept (DefaultBlobBytes when 0); read
+	// once, on first use.
+	MaxBytes int64
+
+	once  sync.Once
+	cache *lru.Cache[string, []byte]
+}
+
+// DefaultBlobBytes is what Blobs keeps unless told: the layers of about
+// fifty thousand small packages (a variant's draft is one to two KiB).
+const DefaultBlobBytes = 64 << 20
+
+// maxBlobs bounds the layers Blobs keeps in number (each costs its key
+// and a list element besides its bytes).
+const maxBlobs = 1 << 17
+
+func (b *Blobs) lru() *lru.Cache[string, []byte] {
+	b.once.Do(func() {
+		size := b.MaxBytes
+		if size <= 0 {
+			size = DefaultBlobBytes
+		}
+		b.cache = lru.New[string, []byte](maxBlobs, size)
+	})
+	return b.cache
+}
+
+// keptLayer returns a layer of package p, if kept. A layer is kept by
+// the credentials it was read with (as the caller identifies them, the
+// catalog's key), its OCI repository and digest: a Store finds only
+// what it could read itself.
+func (s *Store) keptLayer(p, digest string) ([]byte, bool) {
+	return s.blobs.lru().Get(s.blobKey(p, digest))
+}
+
+// keepLayer keeps a layer of package p, written or read.
+func (s *Store) keepLayer(p, digest string, data []byte) {
+	s.blobs.lru().Add(s.blobKey(p, digest), data, int64(len(data)))
+}
+
+func (s *Store) blobKey(p, digest string) string {
+	return s.opts.CatalogKey + "\x00" + s.repository(p).String() + "@" + digest
+}
+
+// Size is the bytes kept.
+func (b *Blobs) Size() int64 { return b.lru().Size() }
 
 // keepContents keeps the files of a layer read or written.
 func (s *Store) keepContents(layer string, p *pkg.Package) {

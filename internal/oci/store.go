@@ -1,8 +1,10 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,10 @@ type StoreOptions struct {
 	// registry and the credentials, as the caller identifies them).
 	Catalogs   *Catalogs
 	CatalogKey string
+	// Blobs, when set, is where the Store keeps the package layers it
+	// writes and reads, shared with the other Stores of the process
+	// (one of its own otherwise).
+	Blobs *Blobs
 	// Since is when the Repository was made: its fetches take no
 	// catalog read that started before, so that it lists the packages
 	// its prefix held when it was registered (a read shared for longer,
@@ -89,6 +95,7 @@ type Store struct {
 	version              uint64
 
 	contents *lru.Cache[string, *pkg.Package] // by layer digest
+	blobs    *Blobs                           // the layers, gzipped
 	layers   *lru.Cache[string, string]       // manifest digest -> layer digest
 }
 
@@ -117,6 +124,9 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	if s.gate == nil {
 		s.gate = &store.Gate{}
 	}
+	if s.blobs = opts.Blobs; s.blobs == nil {
+		s.blobs = &Blobs{MaxBytes: maxContentBytes}
+	}
 	// One puller and pusher for the store's life: each OCI repository's
 	// authentication (the /v2/ ping, a token) is made once, not once per
 	// request. Each call still carries its own context.
@@ -127,7 +137,7 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	if s.pusher, err = remote.NewPusher(base...); err != nil {
 		return nil, err
 	}
-	s.uploader = newUploader(opts.Options, s.pusher)
+	s.uploader = newUploader(opts.Options)
 	if err := s.Fetch(ctx); err != nil {
 		return nil, err
 	}
@@ -271,12 +281,20 @@ func findRevision(p string, ps *pkgState, workspace string, revision int) (store
 	return store.Revision{}, false
 }
 
-// Read returns the files of a revision (its layer, read once while the
-// cache keeps it).
+// Read returns the files of a revision: parsed before, or from its layer
+// kept (Blobs), or read from the registry.
 func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, error) {
 	m := s.state(rev.Package).manifest(rev.Commit)
 	if m != nil {
 		if p, ok := s.contents.Get(m.layer()); ok {
+			return p.DeepCopy(), nil
+		}
+		if data, ok := s.keptLayer(rev.Package, m.layer()); ok {
+			p, err := s.parseLayer(rev.Package, m, data)
+			if err != nil {
+				return nil, err
+			}
+			s.keepContents(m.layer(), p)
 			return p.DeepCopy(), nil
 		}
 	}
@@ -298,7 +316,8 @@ func (s *Store) Read(ctx context.Context, rev store.Revision) (*pkg.Package, err
 	return p.DeepCopy(), nil
 }
 
-// readLayer reads and checks a manifest's layer.
+// readLayer reads a manifest's layer from the registry, keeps it
+// (Blobs) and parses it.
 func (s *Store) readLayer(p string, m *manifest, opts []remote.Option) (*pkg.Package, error) {
 	ref, err := s.reference(p, "@"+m.digest)
 	if err != nil {
@@ -308,7 +327,30 @@ func (s *Store) readLayer(p string, m *manifest, opts []remote.Option) (*pkg.Pac
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
-	return readPackageLayer(ref, m.digest, layer, s.opts.maxLayer())
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	defer func() { _ = rc.Close() }()
+	max := s.opts.maxLayer()
+	data, err := io.ReadAll(io.LimitReader(rc, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	pk, err := readPackageLayer(ref, m.digest, bytes.NewReader(data), max)
+	if err == nil {
+		s.keepLayer(p, m.layer(), data)
+	}
+	return pk, err
+}
+
+// parseLayer parses a manifest's layer kept.
+func (s *Store) parseLayer(p string, m *manifest, data []byte) (*pkg.Package, error) {
+	ref, err := s.reference(p, "@"+m.digest)
+	if err != nil {
+		return nil, err
+	}
+	return readPackageLayer(ref, m.digest, bytes.NewReader(data), s.opts.maxLayer())
 }
 
 // ReadFile returns one file of a revision; the Kptfile comes from the

@@ -3,6 +3,7 @@ package oci
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,65 +14,106 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/scion-dev/scion/internal/lru"
 )
 
-// uploader puts a Store's blobs in a registry and deletes its manifests. A package's layer is small
-// and nearly always new (a draft's files changed), so it is uploaded in
-// two requests, the distribution specification's monolithic upload (POST
-// for an upload session, PUT of the whole blob with its digest), instead
-// of the registry client's four (HEAD to see whether the registry has it,
-// POST, PATCH, PUT). A blob this store uploaded to the same OCI
-// repository before (the config of a package's next draft) is checked
-// first, the registry client's way, as it is likely there.
+// uploader puts a Store's blobs and manifests in a registry and deletes
+// its manifests. A package's layer is small and nearly always new (a
+// draft's files changed), so it is uploaded in two requests, the
+// distribution specification's monolithic upload (POST for an upload
+// session, PUT of the whole blob with its digest), instead of the
+// registry client's four (HEAD to see whether the registry has it, POST,
+// PATCH, PUT). A blob this uploader put in the same OCI repository before
+// (the config of a package's next draft) is neither sent nor checked: a
+// registry that has lost it since (a garbage collection after every
+// manifest holding it was deleted) refuses the manifest naming it
+// (MANIFEST_BLOB_UNKNOWN), and the blobs are uploaded again. Manifests go
+// through the same authenticated transport, so that a new package costs
+// the registry one ping for its writes, not two.
 type uploader struct {
-	opts   Options
-	pusher *remote.Pusher // the store's, for the blobs checked first
-	// transports are authenticated for pushing (or deleting), by OCI
-	// repository and scope: the registry's ping and any token exchange
-	// once per repository, where the registry client pings again for
-	// every delete.
+	opts Options
+	// transports are authenticated for pushing and deleting, by OCI
+	// repository: the registry's ping and any token exchange once per
+	// repository, where the registry client pings again for every
+	// delete.
 	transports *lru.Cache[string, http.RoundTripper]
 	// uploaded are the blobs this store put, as "repository@digest".
 	uploaded *lru.Cache[string, struct{}]
 }
 
-// maxUploadRepositories and maxUploadedBlobs bound what an uploader
-// remembers.
+// maxUploadTransports and maxUploadedBlobs bound what an uploader
+// remembers: a transport (a few hundred bytes) for each package written
+// in a fleet of tens of thousands of packages, and their config blobs.
 const (
-	maxUploadRepositories = 1024
-	maxUploadedBlobs      = 1 << 14
+	maxUploadTransports = 1 << 15
+	maxUploadedBlobs    = 1 << 15
 )
 
-func newUploader(o Options, pusher *remote.Pusher) *uploader {
-	return &uploader{opts: o, pusher: pusher, transports: lru.New[string, http.RoundTripper](maxUploadRepositories, 0),
+func newUploader(o Options) *uploader {
+	return &uploader{opts: o, transports: lru.New[string, http.RoundTripper](maxUploadTransports, 0),
 		uploaded: lru.New[string, struct{}](maxUploadedBlobs, 0)}
 }
 
-// push uploads the artifact's blobs, then puts its manifest at ref.
-func (u *uploader) push(ctx context.Context, ref name.Reference, a *artifact, opts []remote.Option) error {
+// push uploads the artifact's blobs, then puts its manifest at ref; when
+// the registry no longer has a blob it was not sent again, once more with
+// every blob sent.
+func (u *uploader) push(ctx context.Context, ref name.Reference, a *artifact) error {
 	repo := ref.Context()
-	for _, b := range a.blobs {
-		if err := u.upload(ctx, repo, b); err != nil {
-			return fmt.Errorf("pushing to %s: %w", repo, describe(err))
+	for again := false; ; again = true {
+		for _, b := range a.blobs {
+			if err := u.upload(ctx, repo, b, again); err != nil {
+				return fmt.Errorf("pushing to %s: %w", repo, describe(err))
+			}
 		}
+		err := u.putManifest(ctx, ref, a.manifest)
+		if !again && blobUnknown(err) {
+			continue
+		}
+		return err
 	}
-	if err := remote.Put(ref, rawManifest{a.manifest}, opts...); err != nil {
+}
+
+// putManifest puts a manifest's bytes at ref (a tag).
+func (u *uploader) putManifest(ctx context.Context, ref name.Reference, raw []byte) error {
+	repo := ref.Context()
+	rt, err := u.transport(ctx, repo, transport.PushScope)
+	if err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	at := &url.URL{Scheme: repo.Scheme(), Host: repo.RegistryStr(), Path: "/v2/" + repo.RepositoryStr() + "/manifests/" + ref.Identifier()}
+	if _, err := send(ctx, &http.Client{Transport: rt}, http.MethodPut, at, raw, string(types.OCIManifestSchema1), http.StatusCreated); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, describe(err))
 	}
 	return nil
 }
 
-// upload puts one blob in repo.
-func (u *uploader) upload(ctx context.Context, repo name.Repository, blob v1.Layer) error {
+// blobUnknown says whether a registry refused a manifest for a blob it
+// does not have.
+func blobUnknown(err error) bool {
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return false
+	}
+	for _, d := range terr.Errors {
+		if d.Code == transport.ManifestBlobUnknownErrorCode || d.Code == transport.BlobUnknownErrorCode {
+			return true
+		}
+	}
+	return false
+}
+
+// upload puts one blob in repo, unless this uploader put it there before
+// and again is false.
+func (u *uploader) upload(ctx context.Context, repo name.Repository, blob v1.Layer, again bool) error {
 	d, err := blob.Digest()
 	if err != nil {
 		return err
 	}
 	key := repo.String() + "@" + d.String()
-	if _, ok := u.uploaded.Get(key); ok {
-		return u.pusher.Upload(ctx, repo, blob) // checked first
+	if _, ok := u.uploaded.Get(key); ok && !again {
+		return nil
 	}
 	rc, err := blob.Compressed()
 	if err != nil {
@@ -88,7 +130,7 @@ func (u *uploader) upload(ctx context.Context, repo name.Repository, blob v1.Lay
 	}
 	c := &http.Client{Transport: rt}
 	start := &url.URL{Scheme: repo.Scheme(), Host: repo.RegistryStr(), Path: "/v2/" + repo.RepositoryStr() + "/blobs/uploads/"}
-	resp, err := send(ctx, c, http.MethodPost, start, nil, http.StatusAccepted)
+	resp, err := send(ctx, c, http.MethodPost, start, nil, "", http.StatusAccepted)
 	if err != nil {
 		return err
 	}
@@ -99,22 +141,23 @@ func (u *uploader) upload(ctx context.Context, repo name.Repository, blob v1.Lay
 	q := loc.Query()
 	q.Set("digest", d.String())
 	loc.RawQuery = q.Encode()
-	if _, err := send(ctx, c, http.MethodPut, loc, data, http.StatusCreated); err != nil {
+	if _, err := send(ctx, c, http.MethodPut, loc, data, "application/octet-stream", http.StatusCreated); err != nil {
 		return err
 	}
 	u.uploaded.Add(key, struct{}{}, 0)
 	return nil
 }
 
-// send makes one request and checks its status; the body is drained.
-func send(ctx context.Context, c *http.Client, method string, to *url.URL, body []byte, want int) (*http.Response, error) {
+// send makes one request, with a body of mediaType, and checks its
+// status; the answer's body is drained.
+func send(ctx context.Context, c *http.Client, method string, to *url.URL, body []byte, mediaType string, want int) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, to.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength = int64(len(body))
-	if body != nil {
-		req.Header.Set("Content-Type", "application/octet-stream")
+	if mediaType != "" {
+		req.Header.Set("Content-Type", mediaType)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -136,7 +179,7 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 		return err
 	}
 	at := &url.URL{Scheme: repo.Scheme(), Host: repo.RegistryStr(), Path: "/v2/" + repo.RepositoryStr() + "/manifests/" + digest}
-	_, err = send(ctx, &http.Client{Transport: rt}, http.MethodDelete, at, nil, http.StatusAccepted)
+	_, err = send(ctx, &http.Client{Transport: rt}, http.MethodDelete, at, nil, "", http.StatusAccepted)
 	if notFound(err) {
 		return nil
 	}
@@ -144,10 +187,19 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 }
 
 // transport is an authenticated transport for repo with scope
-// (transport.PushScope, transport.DeleteScope).
+// (transport.PushScope, transport.DeleteScope). One transport serves both
+// scopes, asked for together, so that a package written and then
+// updated (which deletes the manifest it replaced) costs the registry
+// one ping and one token exchange: a token service grants what the
+// credentials allow of what is asked. One that refuses the pair is asked
+// for the scope alone.
 func (u *uploader) transport(ctx context.Context, repo name.Repository, scope string) (http.RoundTripper, error) {
-	key := repo.String() + " " + scope
-	if rt, ok := u.transports.Get(key); ok {
+	both := repo.String()
+	if rt, ok := u.transports.Get(both); ok {
+		return rt, nil
+	}
+	alone := both + " " + scope
+	if rt, ok := u.transports.Get(alone); ok {
 		return rt, nil
 	}
 	kc := u.opts.Keychain
@@ -162,10 +214,14 @@ func (u *uploader) transport(ctx context.Context, repo name.Repository, scope st
 	if base == nil {
 		base = remote.DefaultTransport
 	}
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(scope)})
-	if err != nil {
+	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PushScope), repo.Scope(transport.DeleteScope)})
+	if err == nil {
+		u.transports.Add(both, rt, 0)
+		return rt, nil
+	}
+	if rt, err = transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(scope)}); err != nil {
 		return nil, err
 	}
-	u.transports.Add(key, rt, 0)
+	u.transports.Add(alone, rt, 0)
 	return rt, nil
 }

@@ -136,7 +136,7 @@ func (tx *txn) put(tag string, a *artifact) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.s.uploader.push(tx.ctx, ref, a, tx.opts); err != nil {
+	if err := tx.s.uploader.push(tx.ctx, ref, a); err != nil {
 		return err
 	}
 	got, err := tx.s.current(tx.p, tag, tx.opts)
@@ -149,6 +149,9 @@ func (tx *txn) put(tag string, a *artifact) error {
 	m := &manifest{raw: a.manifest, digest: a.digest, m: a.parsed}
 	tx.state.set(tag, m)
 	tx.s.layers.Add(a.digest, m.layer(), 0)
+	if a.layer != nil {
+		tx.s.keepLayer(tx.p, m.layer(), a.layer)
+	}
 	return nil
 }
 
@@ -159,7 +162,7 @@ func (tx *txn) tag(tag string, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.Put(ref, rawManifest{m.raw}, tx.opts...); err != nil {
+	if err := tx.s.uploader.putManifest(tx.ctx, ref, m.raw); err != nil {
 		return fmt.Errorf("tagging %s:%s: %w", tx.s.Image(tx.p), tag, err)
 	}
 	tx.state.set(tag, m)

@@ -63,6 +63,8 @@ func (c *Cache) openOCI(ctx context.Context, r *configv1alpha1.Repository) (stor
 		// Repositories read with the same credentials (and CA) share
 		// the reads of the registry's catalog.
 		Catalogs: &c.catalogs, CatalogKey: catalogKey(auth, ca),
+		// The package layers written and read, kept for the process.
+		Blobs: &c.blobs,
 		// A Repository lists what its prefix held when it was made.
 		Since: r.CreationTimestamp.Time,
 	})

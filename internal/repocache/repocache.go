@@ -119,6 +119,8 @@ type Cache struct {
 	// catalogs shares the reads of a registry's catalog between the
 	// OCI Repositories read with the same credentials.
 	catalogs oci.Catalogs
+	// blobs keeps the package layers the OCI stores wrote and read.
+	blobs oci.Blobs
 	// gitHTTP and registryHTTP carry the exchanges with remotes and
 	// registries under Egress (transports).
 	gitHTTP, registryHTTP http.RoundTripper

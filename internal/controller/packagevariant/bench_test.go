@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +107,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		stop := testenv.SampleHeapProfiling(&peak, peakProfile)
 		requestsBefore := suite.Requests.Total()
 		suite.Requests.ResetKinds()
+		registryLog := registryRequests(b, registryCount{})
 		cpuBefore := cpustat.Read()
 		pushesBefore, countersBefore := pushCounts(), counterValues()
 		b.StartTimer()
@@ -147,6 +148,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		createRequests := suite.Requests.Total() - requestsBefore
 		createCPU := cpustat.Read().Sub(cpuBefore)
 		createKinds := suite.Requests.Kinds()
+		createRegistry := registryRequests(b, registryLog)
 		createPushes := pushSummary(pushesBefore)
 		createCounters := counterSummary(countersBefore, n)
 		endProfile()
@@ -155,6 +157,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 			person = newPeople(b, ns, repos, pvs)
 		}
 		requestsBefore, cpuBefore, pushesBefore, countersBefore = suite.Requests.Total(), cpustat.Read(), pushCounts(), counterValues()
+		registryLog = registryRequests(b, createRegistry)
 
 		// Bump every variant to revision 2 (through the set's upstream,
 		// with a set).
@@ -203,6 +206,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		updateRequests := suite.Requests.Total() - requestsBefore
 		updateCPU := cpustat.Read().Sub(cpuBefore)
 		updateKinds := suite.Requests.Kinds()
+		updateRegistry := registryRequests(b, registryLog)
 		updateCounters := counterSummary(countersBefore, n)
 		endProfile()
 		stop()
@@ -215,7 +219,7 @@ func BenchmarkPackageVariants(b *testing.B) {
 		// Printed, not logged: a benchmark's log is cut after a few lines.
 		fmt.Print(scaleTable(n, repos, [2]time.Duration{createTime, updateTime}, [2]cpustat.CPU{createCPU, updateCPU},
 			[2]int64{createRequests, updateRequests}, [2]map[string]int64{createKinds, subtract(updateKinds, createKinds)},
-			[2]string{createPushes, pushSummary(pushesBefore)}, [2][]string{createCounters, updateCounters}, peak.Load()))
+			[2]string{createPushes, pushSummary(pushesBefore)}, [2][]string{createCounters, updateCounters}, [2]map[string]int64{createRegistry.kinds, updateRegistry.kinds}, peak.Load()))
 		b.ReportMetric(createTime.Seconds(), "create-all-ready-s")
 		b.ReportMetric(updateTime.Seconds(), "update-all-ready-s")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
@@ -376,7 +380,7 @@ func subtract(a, b map[string]int64) map[string]int64 {
 }
 
 // scaleTable renders the figures of both phases as one table.
-func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, counters [2][]string, peak uint64) string {
+func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, requests [2]int64, kinds [2]map[string]int64, pushes [2]string, counters [2][]string, registryKinds [2]map[string]int64, peak uint64) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
 	where := "git over smart HTTP"
@@ -417,21 +421,63 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	row("git object cache", func(i int) string { return counters[i][0] })
 	row("variant productions (per variant)", func(i int) string { return counters[i][1] })
 	row("API requests per variant", func(i int) string { return fmt.Sprintf("%.2f", float64(requests[i])/float64(n)) })
-	var names []string
-	for k := range kinds[0] {
-		names = append(names, k)
-	}
-	for k := range kinds[1] {
-		if _, ok := kinds[0][k]; !ok {
-			names = append(names, k)
+	perVariant := func(kinds [2]map[string]int64) {
+		names := map[string]bool{}
+		for i := range kinds {
+			for k := range kinds[i] {
+				names[k] = true
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(names)) {
+			row("  "+k, func(i int) string { return fmt.Sprintf("%.2f", float64(kinds[i][k])/float64(n)) })
 		}
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		row("  "+k, func(i int) string { return fmt.Sprintf("%.2f", float64(kinds[i][k])/float64(n)) })
+	perVariant(kinds)
+	if benchRegistry != nil {
+		row("registry requests per variant", func(i int) string {
+			var total int64
+			for _, v := range registryKinds[i] {
+				total += v
+			}
+			return fmt.Sprintf("%.2f", float64(total)/float64(n))
+		})
+		perVariant(registryKinds)
 	}
 	_ = tw.Flush()
 	return sb.String()
+}
+
+// registryCount is what registryRequests counted: the requests to the
+// registry of STORE=oci by kind, and where its log ended.
+type registryCount struct {
+	kinds map[string]int64
+	end   int64
+}
+
+// registryRequests counts the requests to the registry of STORE=oci
+// since from (a registryCount's end), by kind (registry.Kind, a tag by
+// its class: "HEAD manifests:draft.*"); nothing without one.
+func registryRequests(b *testing.B, from registryCount) registryCount {
+	if benchRegistry == nil {
+		return registryCount{}
+	}
+	kinds, end, err := benchRegistry.Requests(from.end, tagClass)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return registryCount{kinds: kinds, end: end}
+}
+
+// tagClass is a tag's class: "draft.*" for draft.WORKSPACE, "v*" for vN,
+// the tag itself otherwise (latest).
+func tagClass(tag string) string {
+	if prefix, _, ok := strings.Cut(tag, "."); ok {
+		return prefix + ".*"
+	}
+	if n, ok := strings.CutPrefix(tag, "v"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		return "v*"
+	}
+	return tag
 }
 
 // pushCounts reads the manager's scion_git_push_updates histogram: how

@@ -37,6 +37,9 @@ type Registry struct {
 	// trusts it.
 	CAFile    string
 	Transport *http.Transport
+	// Log is the file the registry logs to: warnings, errors and the
+	// access log, a line per request (Requests).
+	Log string
 }
 
 // Start runs a registry until the test ends.
@@ -79,7 +82,7 @@ func start(t harness.TB, plain bool) *Registry {
 			t.Fatal(err)
 		}
 		r.Username, r.Password = "", ""
-		run(t, bin, dir, cfg)
+		r.Log = run(t, bin, dir, cfg)
 		waitServing(t, dir, "http://"+r.Host+"/v2/", http.DefaultTransport, http.StatusOK)
 		return r
 	}
@@ -104,7 +107,7 @@ http:
 auth:
   htpasswd: {realm: scion-test, path: %s}
 `, filepath.Join(dir, "data"), r.Host, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "htpasswd"))))
-	run(t, bin, dir, filepath.Join(dir, "config.yml"))
+	r.Log = run(t, bin, dir, filepath.Join(dir, "config.yml"))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	r.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
@@ -113,8 +116,8 @@ auth:
 }
 
 // run starts the registry with its configuration cfg, logging to dir,
-// until the test ends.
-func run(t harness.TB, bin, dir, cfg string) {
+// until the test ends; it returns the log's path.
+func run(t harness.TB, bin, dir, cfg string) string {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, "registry.log"))
 	if err != nil {
@@ -130,6 +133,7 @@ func run(t harness.TB, bin, dir, cfg string) {
 		_ = cmd.Wait()
 		_ = logf.Close()
 	})
+	return logf.Name()
 }
 
 // waitServing waits until url answers want.
