@@ -22,23 +22,69 @@ import (
 )
 
 // The behaviour every store keeps (internal/testutil/storetest), for an
-// OCI registry with TLS and htpasswd: each handle is a Store of its own
-// on one prefix.
+// OCI registry with TLS and htpasswd, and for one with bearer tokens from
+// a token service: each handle is a Store of its own on one prefix.
 func TestStore_conformance(t *testing.T) {
-	reg := registry.Start(t)
-	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
-	var n atomic.Int32
-	storetest.Run(t, func(t *testing.T) storetest.Open {
-		prefix := fmt.Sprintf("%s/conformance-%d", reg.Host, n.Add(1))
-		return func(t *testing.T) store.Store {
-			st, err := oci.OpenStore(context.Background(), oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
-		}
-	})
+	for name, start := range map[string]func(testing.TB) *registry.Registry{"htpasswd": registry.Start, "tokens": registry.StartTokens} {
+		t.Run(name, func(t *testing.T) {
+			reg := start(t)
+			t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+			var n atomic.Int32
+			storetest.Run(t, func(t *testing.T) storetest.Open {
+				prefix := fmt.Sprintf("%s/conformance-%d", reg.Host, n.Add(1))
+				return func(t *testing.T) store.Store {
+					st, err := oci.OpenStore(context.Background(), oci.StoreOptions{Prefix: prefix, Options: oci.Options{Transport: reg.Transport}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return st
+				}
+			})
+		})
+	}
 }
+
+// With bearer tokens, a package's writes ask for one token of push, pull
+// and delete, not one per kind of access; an account whose token service
+// refuses deletes outright still creates drafts, and an update, which
+// deletes the manifest it replaced, says the registry must allow
+// deletes.
+func TestStore_tokenScopes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.StartTokens(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/tokens", Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := 2; i < 5; i++ {
+		d, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Expected: d.Commit, Contents: storetest.Package("app", i), Message: "m"})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	writes := 0
+	for _, scopes := range reg.TokensAsked() {
+		if strings.Contains(scopes, "tokens/app:push") || strings.Contains(scopes, "tokens/app:delete") {
+			writes++
+			g.Expect(scopes).To(Equal("repository:tokens/app:push,pull,delete"), "%q", reg.TokensAsked())
+		}
+	}
+	g.Expect(writes).To(Equal(1), "one token for the package's writes: %v", reg.TokensAsked())
+
+	reg.AddUser("pusher", "pusher-password", "pull", "push", "*") // "*": the catalog
+	pusher := account{authn.FromConfig(authn.AuthConfig{Username: "pusher", Password: "pusher-password"})}
+	st2, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/tokens", Options: oci.Options{Keychain: pusher, Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+	d2, err := st2.WriteDraft(ctx, store.DraftWrite{Package: "other", Workspace: "ws", Contents: storetest.Package("other", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred(), "push alone is asked for when the pair is refused")
+	_, err = st2.WriteDraft(ctx, store.DraftWrite{Package: "other", Workspace: "ws", Expected: d2.Commit, Contents: storetest.Package("other", 2), Message: "m"})
+	g.Expect(err).To(MatchError(ContainSubstring("the registry must allow deletes")))
+}
+
+// account is a keychain of one account, whatever the registry.
+type account struct{ authn.Authenticator }
+
+func (a account) Resolve(authn.Resource) (authn.Authenticator, error) { return a.Authenticator, nil }
 
 // Names a registry cannot hold are refused, naming them, and nothing is
 // written: a package path in upper case, a floating tag over 128

@@ -187,12 +187,12 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 }
 
 // transport is an authenticated transport for repo with scope
-// (transport.PushScope, transport.DeleteScope). One transport serves both
-// scopes, asked for together, so that a package written and then
-// updated (which deletes the manifest it replaced) costs the registry
-// one ping and one token exchange: a token service grants what the
-// credentials allow of what is asked. One that refuses the pair is asked
-// for the scope alone.
+// (transport.PushScope, transport.DeleteScope). One transport of
+// DeleteScope (push, pull and delete) serves both, so that a package
+// written and then updated (which deletes the manifest it replaced)
+// costs the registry one ping and one token exchange: a token service
+// grants what the credentials allow of what is asked. One that refuses
+// deletes outright is asked for the scope alone.
 func (u *uploader) transport(ctx context.Context, repo name.Repository, scope string) (http.RoundTripper, error) {
 	both := repo.String()
 	if rt, ok := u.transports.Get(both); ok {
@@ -214,7 +214,7 @@ func (u *uploader) transport(ctx context.Context, repo name.Repository, scope st
 	if base == nil {
 		base = remote.DefaultTransport
 	}
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PushScope), repo.Scope(transport.DeleteScope)})
+	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.DeleteScope)})
 	if err == nil {
 		u.transports.Add(both, rt, 0)
 		return rt, nil

@@ -40,26 +40,45 @@ type Registry struct {
 	// Log is the file the registry logs to: warnings, errors and the
 	// access log, a line per request (Requests).
 	Log string
+
+	tokens *tokenService // StartTokens'
 }
 
 // Start runs a registry until the test ends.
-func Start(t testing.TB) *Registry { return start(t, false) }
+func Start(t testing.TB) *Registry { return start(t, htpasswd) }
 
 // StartPlain runs a registry with neither TLS nor authentication until the
 // test ends: what a container engine pulls from on a machine whose own
 // trust and credentials the test must not change (its CAFile and Transport
 // are empty; references name it as an insecure registry).
-func StartPlain(t testing.TB) *Registry { return start(t, true) }
+func StartPlain(t testing.TB) *Registry { return start(t, plain) }
+
+// StartTokens runs a registry until the test ends whose clients
+// authenticate with bearer tokens from a token service, as most hosted
+// registries have it (Docker Hub, GitHub's, Harbor, cloud registries): a
+// client pings the registry, is sent to the service, asks it with its
+// password for a token of the scopes it needs and sends the token.
+// Username's token may have any action; AddUser adds others.
+func StartTokens(t testing.TB) *Registry { return start(t, tokens) }
+
+// authMode is how a registry's clients authenticate.
+type authMode int
+
+const (
+	htpasswd authMode = iota // a password on every request
+	plain                    // not at all, and no TLS
+	tokens                   // bearer tokens from a token service
+)
 
 // StartMain runs a registry for a whole test package (from TestMain, to
 // configure the controllers with its CA before they start); stop stops
 // it and removes its files.
 func StartMain() (r *Registry, stop func(), err error) {
-	stop, err = harness.Main(func(t harness.TB) { r = start(t, false) })
+	stop, err = harness.Main(func(t harness.TB) { r = start(t, htpasswd) })
 	return r, stop, err
 }
 
-func start(t harness.TB, plain bool) *Registry {
+func start(t harness.TB, mode authMode) *Registry {
 	t.Helper()
 	bin := os.Getenv("SCION_REGISTRY")
 	if bin == "" {
@@ -76,7 +95,7 @@ func start(t harness.TB, plain bool) *Registry {
 	}
 	r.Host = l.Addr().String()
 	_ = l.Close()
-	if plain {
+	if mode == plain {
 		cfg, err := devenv.WriteRegistryConfig(dir, r.Host)
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +115,15 @@ func start(t harness.TB, plain bool) *Registry {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "htpasswd"), []byte(r.Username+":"+string(hash)+"\n"))
+	auth := fmt.Sprintf("htpasswd: {realm: scion-test, path: %s}", filepath.Join(dir, "htpasswd"))
+	if mode == tokens {
+		var tokenCert []byte
+		r.tokens, tokenCert = newTokenService(t)
+		r.AddUser(r.Username, r.Password)
+		write(t, filepath.Join(dir, "token.pem"), tokenCert)
+		auth = fmt.Sprintf("token: {realm: %s, service: %s, issuer: %s, rootcertbundle: %s}",
+			r.tokens.serve(t, certPEM, keyPEM), r.tokens.service, r.tokens.issuer, filepath.Join(dir, "token.pem"))
+	}
 	write(t, filepath.Join(dir, "config.yml"), []byte(fmt.Sprintf(`version: 0.1
 log: {level: warn}
 storage:
@@ -105,8 +133,8 @@ http:
   addr: %s
   tls: {certificate: %s, key: %s}
 auth:
-  htpasswd: {realm: scion-test, path: %s}
-`, filepath.Join(dir, "data"), r.Host, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "htpasswd"))))
+  %s
+`, filepath.Join(dir, "data"), r.Host, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), auth)))
 	r.Log = run(t, bin, dir, filepath.Join(dir, "config.yml"))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -185,14 +213,15 @@ func write(t harness.TB, path string, data []byte) {
 	}
 }
 
-// certificates makes a CA and a certificate for 127.0.0.1 signed by it.
+// certificates makes a CA and a certificate for 127.0.0.1 and localhost
+// signed by it.
 func certificates(t harness.TB) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	ca, err := localca.New("scion test registry CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, keyPEM, err = ca.Issue("127.0.0.1", 2, "127.0.0.1")
+	certPEM, keyPEM, err = ca.Issue("127.0.0.1", 2, "127.0.0.1", "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
