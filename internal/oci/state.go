@@ -260,6 +260,9 @@ func (b *Blobs) lru() *lru.Cache[string, []byte] {
 	return b.cache
 }
 
+// Size is the bytes kept.
+func (b *Blobs) Size() int64 { return b.lru().Size() }
+
 // keptLayer returns a layer of package p, if kept. A layer is kept by
 // the credentials it was read with (as the caller identifies them, the
 // catalog's key), its OCI repository and digest: a Store finds only
@@ -276,9 +279,6 @@ func (s *Store) keepLayer(p, digest string, data []byte) {
 func (s *Store) blobKey(p, digest string) string {
 	return s.opts.CatalogKey + "\x00" + s.repository(p).String() + "@" + digest
 }
-
-// Size is the bytes kept.
-func (b *Blobs) Size() int64 { return b.lru().Size() }
 
 // keepContents keeps the files of a layer read or written.
 func (s *Store) keepContents(layer string, p *pkg.Package) {
