@@ -192,14 +192,13 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 // written and then updated (which deletes the manifest it replaced)
 // costs the registry one ping and one token exchange: a token service
 // grants what the credentials allow of what is asked. One that refuses
-// deletes outright is asked for the scope alone.
+// deletes outright is asked for push alone, for pushes (a delete fails).
 func (u *uploader) transport(ctx context.Context, repo name.Repository, scope string) (http.RoundTripper, error) {
-	both := repo.String()
-	if rt, ok := u.transports.Get(both); ok {
+	all, pushOnly := repo.String(), repo.String()+" push"
+	if rt, ok := u.transports.Get(all); ok {
 		return rt, nil
 	}
-	alone := both + " " + scope
-	if rt, ok := u.transports.Get(alone); ok {
+	if rt, ok := u.transports.Get(pushOnly); ok && scope == transport.PushScope {
 		return rt, nil
 	}
 	kc := u.opts.Keychain
@@ -216,12 +215,15 @@ func (u *uploader) transport(ctx context.Context, repo name.Repository, scope st
 	}
 	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.DeleteScope)})
 	if err == nil {
-		u.transports.Add(both, rt, 0)
+		u.transports.Add(all, rt, 0)
 		return rt, nil
 	}
-	if rt, err = transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(scope)}); err != nil {
+	if scope == transport.DeleteScope {
+		return nil, err // what was just refused
+	}
+	if rt, err = transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PushScope)}); err != nil {
 		return nil, err
 	}
-	u.transports.Add(alone, rt, 0)
+	u.transports.Add(pushOnly, rt, 0)
 	return rt, nil
 }
