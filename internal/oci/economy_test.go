@@ -301,3 +301,74 @@ func deleteBlob(t *testing.T, reg *registry.Registry, repo, digest string) {
 		t.Fatalf("deleting blob %s of %s: %s", digest, repo, resp.Status)
 	}
 }
+
+// A Resync (the periodic sync) does not read the tags of a package the
+// store wrote since it last read them, once: an update another process
+// made there meanwhile shows at the next Resync, or at once on a Fetch
+// (a requested sync); packages the store did not write are read as by a
+// Fetch.
+func TestStore_resyncSkipsOwnWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg, counted, open := countedRegistry(t)
+	st := open(oci.StoreOptions{Prefix: "resync"})
+	other, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/resync", Options: oci.Options{Transport: reg.Transport}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// update writes version n of app's draft through w, which reads
+	// the package first.
+	update := func(w *oci.Store, expected string, n int) (store.Revision, error) {
+		t.Helper()
+		g.Expect(w.FetchPackage(ctx, "app")).To(Succeed())
+		return w.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "mine", Expected: expected, Contents: storetest.Package("app", n), Message: "m"})
+	}
+	mine, err := update(st, "", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = other.WriteDraft(ctx, store.DraftWrite{Package: "seen", Workspace: "theirs", Contents: storetest.Package("seen", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs, err := update(other, mine.Commit, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	draftOf := func(p, ws string) string {
+		t.Helper()
+		rev, err := st.Get(ctx, p, ws, 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		return rev.Commit
+	}
+	counted.take()
+	g.Expect(st.Resync(ctx)).To(Succeed())
+	sent := counted.take()
+	g.Expect(sent).To(HaveKeyWithValue("GET tags", 1), "the package the store did not write, alone: %v", sent)
+	g.Expect(sent).To(HaveKeyWithValue("HEAD manifests:draft.theirs", 1), "%v", sent)
+	g.Expect(sent).NotTo(HaveKey("HEAD manifests:draft.mine"), "%v", sent)
+	g.Expect(draftOf("seen", "theirs")).NotTo(BeEmpty(), "a package another process made is found")
+	g.Expect(draftOf("app", "mine")).To(Equal(mine.Commit), "the package written is taken as written, this once")
+
+	g.Expect(st.Resync(ctx)).To(Succeed())
+	sent = counted.take()
+	g.Expect(sent).To(HaveKeyWithValue("GET tags", 2), "the next Resync reads every package: %v", sent)
+	g.Expect(draftOf("app", "mine")).To(Equal(theirs.Commit), "the other process's update, one Resync later")
+
+	// A Fetch reads what the store wrote at once.
+	mine, err = update(st, theirs.Commit, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs, err = update(other, mine.Commit, 4)
+	g.Expect(err).NotTo(HaveOccurred())
+	counted.take()
+	g.Expect(st.Fetch(ctx)).To(Succeed())
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET tags", 2))
+	g.Expect(draftOf("app", "mine")).To(Equal(theirs.Commit), "a Fetch reads what the store wrote")
+
+	// A write that found the registry other than the store knew reads
+	// the package again: a Resync does not skip it on that write's word.
+	mine, err = update(st, theirs.Commit, 5)
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs, err = update(other, mine.Commit, 6)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "mine", Expected: mine.Commit, Contents: storetest.Package("app", 7), Message: "m"})
+	g.Expect(err).To(MatchError(store.ErrConflict))
+	counted.take()
+	g.Expect(st.Resync(ctx)).To(Succeed())
+	g.Expect(counted.take()).To(HaveKeyWithValue("GET tags", 2))
+	g.Expect(draftOf("app", "mine")).To(Equal(theirs.Commit))
+}

@@ -115,19 +115,39 @@ func (s *Store) reference(p, suffix string) (name.Reference, error) {
 // pkgInvalid marks errors a retry cannot fix.
 var pkgInvalid = errors.New("not possible in an OCI registry")
 
-// fetchLocked reads the tags of the packages (every package under the
-// prefix in the catalog withCatalog, else those known), the caller
-// holding s.writes. With verify every tag is read; without, the
-// published and retired tags already read are trusted (they never move
-// but behind Scion's back, which a verifying fetch notices).
-func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error {
+// fetchMode says what a fetch reads.
+type fetchMode struct {
+	// catalog: every package under the prefix in the catalog, else
+	// those known.
+	catalog bool
+	// verify: every tag is read; else the published and retired tags
+	// already read are trusted (they never move but behind Scion's
+	// back, which a verifying fetch notices).
+	verify bool
+	// skipWritten: the packages the store wrote since it last read
+	// them are taken as written (Resync); their tags are read next time.
+	skipWritten bool
+}
+
+// fetchLocked reads the tags of the packages as mode says, the caller
+// holding s.writes. Every package is read again by the next fetch:
+// none is skipped twice in a row.
+func (s *Store) fetchLocked(ctx context.Context, mode fetchMode) error {
 	pkgs := map[string]*pkgState{}
 	bad := map[string]string{}
+	s.mu.Lock()
+	skip := map[string]*pkgState{}
+	if mode.skipWritten {
+		for p := range s.written {
+			skip[p] = s.pkgs[p]
+		}
+	}
+	s.mu.Unlock()
 	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var names []string
-		if withCatalog {
+		if mode.catalog {
 			maxAge := catalogMaxAge
-			if verify {
+			if mode.verify {
 				maxAge = catalogShareAge // Fetch
 			}
 			repos, err := s.opts.Catalogs.read(ctx, s.catalogKey(), s.opts.Catalogs.clock().Add(-maxAge), s.opts.Since, func() ([]string, error) {
@@ -162,7 +182,11 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 			s.mu.Unlock()
 		}
 		for _, p := range names {
-			ps, err := s.readTags(ctx, p, opts, bad, verify)
+			if known, ok := skip[p]; ok {
+				pkgs[p] = known
+				continue
+			}
+			ps, err := s.readTags(ctx, p, opts, bad, mode.verify)
 			if err != nil {
 				return err
 			}
@@ -175,16 +199,27 @@ func (s *Store) fetchLocked(ctx context.Context, withCatalog, verify bool) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for k, why := range s.bad {
+		// The warnings of a package skipped stay as they were.
+		p, _, _ := strings.Cut(k, ":")
+		if _, skipped := skip[p]; skipped {
+			if _, listed := pkgs[p]; listed {
+				bad[k] = why
+			}
+		}
+	}
 	for p := range s.pkgs {
 		if _, ok := pkgs[p]; !ok {
 			s.setPackageLocked(p, nil)
 		}
 	}
 	for p, ps := range pkgs {
-		s.setPackageLocked(p, ps)
+		if _, skipped := skip[p]; !skipped {
+			s.setPackageLocked(p, ps)
+		}
 	}
-	s.bad, s.fetched = bad, time.Now()
-	if withCatalog {
+	s.bad, s.fetched, s.written = bad, time.Now(), nil
+	if mode.catalog {
 		s.catalogRead = s.fetched
 	}
 	return nil
@@ -223,6 +258,7 @@ func (s *Store) refreshPackage(ctx context.Context, p string) error {
 	defer s.mu.Unlock()
 	s.setPackageLocked(p, ps)
 	s.setBadLocked(p, bad)
+	delete(s.written, p)
 	return nil
 }
 

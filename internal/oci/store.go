@@ -89,6 +89,9 @@ type Store struct {
 	pkgs  map[string]*pkgState // by package
 	bad   map[string]string    // "package:tag" -> why it is not a package
 	moved map[string]movedTag  // "package:vN" -> how it moved behind Scion's back
+	// written are the packages whose state the store's own writes made
+	// since it last read them (Resync skips them once).
+	written map[string]bool
 	// fetched is when the tags were last read; catalogRead the catalog.
 	fetched, catalogRead time.Time
 	head                 [32]byte // the packages' sums, XORed
@@ -171,7 +174,19 @@ func (s *Store) RefName(rev store.Revision) string {
 func (s *Store) Fetch(ctx context.Context) error {
 	s.writes.Lock()
 	defer s.writes.Unlock()
-	return s.fetchLocked(ctx, true, true)
+	return s.fetchLocked(ctx, fetchMode{catalog: true, verify: true})
+}
+
+// Resync is the periodic Fetch: as Fetch, except that the packages the
+// store wrote since it last read them are taken as it wrote them, this
+// once (a package's tags cost the registry a request, and a HEAD per
+// tag). A tag another tool moved in such a package is noticed by the
+// next Resync, a sync period later; a requested sync (Fetch) reads
+// everything.
+func (s *Store) Resync(ctx context.Context) error {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	return s.fetchLocked(ctx, fetchMode{catalog: true, verify: true, skipWritten: true})
 }
 
 // catalogShareAge is how old a catalog read shared by another Store may
@@ -205,7 +220,7 @@ func (s *Store) FetchIfOlder(ctx context.Context, maxAge time.Duration) error {
 	if fresh {
 		return nil
 	}
-	return s.fetchLocked(ctx, withCatalog, false)
+	return s.fetchLocked(ctx, fetchMode{catalog: withCatalog})
 }
 
 // state is what the store read of package p (nil: nothing).

@@ -302,6 +302,10 @@ func (r *Repository) branchRef() plumbing.ReferenceName {
 	return plumbing.NewBranchReferenceName(r.opts.Branch)
 }
 
+// Resync fetches (Fetch): one fetch brings every package's refs, those
+// the repository wrote itself included.
+func (r *Repository) Resync(ctx context.Context) error { return r.Fetch(ctx) }
+
 // FetchPackage fetches (Fetch): one fetch brings every package's refs.
 func (r *Repository) FetchPackage(ctx context.Context, _ string) error { return r.Fetch(ctx) }
 

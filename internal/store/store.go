@@ -36,6 +36,14 @@ type Store interface {
 	// is older than maxAge.
 	Fetch(ctx context.Context) error
 	FetchIfOlder(ctx context.Context, maxAge time.Duration) error
+	// Resync is the periodic Fetch, which nobody asked for: a store may
+	// take the packages it wrote itself since it last read them as it
+	// wrote them, and read them at the next Resync or Fetch. An OCI
+	// store does (a package's tags cost the registry a request each);
+	// a git store fetches, since one exchange reads every ref. A write
+	// made by another process (the API server, scion rpkg) is followed
+	// by a requested sync, which must Fetch.
+	Resync(ctx context.Context) error
 	// FetchPackage reads one package from the remote now, when it is
 	// looked for and not found: a git store fetches (as Fetch); an OCI
 	// store reads that package's tags, which finds a package its

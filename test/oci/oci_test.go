@@ -637,3 +637,40 @@ func TestOCIRepositories_rpkg(t *testing.T) {
 		g.Expect(string(kf)).To(ContainSubstring("digest: " + v1.Commit))
 	}, timeout, interval).Should(Succeed())
 }
+
+// A draft the controllers wrote, then edited through the Porch API (Scion's
+// API server, a process of its own with its own view of the registry):
+// the sync the API server requests reads the draft again, although the
+// controllers' store wrote it itself since it last read it (which lets a
+// periodic sync skip it once). The Repository's sync period is an hour:
+// only the requested sync can show the edit.
+func TestOCIRepositories_requestedSyncReadsOwnWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "ocisync")
+	blueprints, deploy := reg.Host+"/"+ns+"/blueprints", reg.Host+"/"+ns+"/deploy"
+	release(t, registryStore(t, blueprints), "app", "v1", appPackage("1"))
+	registrySecret(t, ns, "regcred", reg.Password)
+	site := ociRepository(ns, "deploy", deploy, "regcred", true)
+	site.Spec.Sync = &configv1alpha1.RepositorySync{Period: &metav1.Duration{Duration: time.Hour}}
+	for _, r := range []*configv1alpha1.Repository{ociRepository(ns, "blueprints", blueprints, "regcred", false), site} {
+		g.Expect(storage.Create(ctx, r)).To(Succeed())
+	}
+	readyRepository(g, ns, "blueprints")
+	readyRepository(g, ns, "deploy")
+	g.Expect(storage.Create(ctx, variant(ns, "edited", configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: "1"}, "deploy", "tenant"))).To(Succeed())
+	written := variantRevision(g, ns, "edited")
+	g.Expect(written.Status.Commit).To(HavePrefix("sha256:"))
+
+	prr := &content.PackageRevisionResources{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(written), prr)).To(Succeed())
+	prr.Spec.Resources["notes.md"] = "# edited through the API\n"
+	g.Expect(k8sClient.Update(ctx, prr)).To(Succeed())
+	edited := prr.ResourceVersion
+	g.Expect(edited).NotTo(Equal(written.Status.Commit))
+	g.Eventually(func(g Gomega) {
+		pr := &porchv1alpha1.PackageRevision{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(written), pr)).To(Succeed())
+		g.Expect(pr.Status.Commit).To(Equal(edited))
+	}, timeout, interval).Should(Succeed(), "the requested sync reads the draft the controllers wrote")
+}

@@ -62,6 +62,9 @@ type Reconciler struct {
 	// (spec.cluster) into status.cluster; none are read when nil.
 	Clusters *deployed.Clusters
 	Options  Options
+
+	// fetched tells a periodic sync from a requested one.
+	fetched fetchMarks
 }
 
 // +kubebuilder:rbac:groups=config.porch.kpt.dev,resources=repositories,verbs=get;list;watch;update;patch
@@ -169,7 +172,11 @@ func (r *Reconciler) reconcileOpen(ctx context.Context, s *scope) (ctrl.Result, 
 	st, err := r.Cache.Open(ctx, s.repo)
 	if err == nil {
 		start := time.Now()
-		err = st.Fetch(ctx)
+		if r.fetched.periodic(s.repo, start) {
+			err = st.Resync(ctx)
+		} else if err = st.Fetch(ctx); err == nil {
+			r.fetched.done(s.repo, start)
+		}
 		metrics.ObserveGit("fetch", start, &err)
 	}
 	if errors.Is(err, store.ErrBusy) {
@@ -268,6 +275,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("deleting the PackageRevisions of %s: %w", repo.Name, err)
 	}
 	r.Cache.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
+	r.fetched.forget(repo)
 	if r.Clusters != nil {
 		r.Clusters.Forget(types.NamespacedName{Namespace: repo.Namespace, Name: repo.Name})
 	}
