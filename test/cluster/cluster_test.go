@@ -673,12 +673,29 @@ func deployConsole(t *testing.T) string {
 func apiserverFailover(t *testing.T) {
 	kubectl(t, "", "-n", "scion-system", "scale", "deployment/scion-apiserver", "--replicas=2")
 	waitRollout(t)
-	var pods corev1.PodList
-	if err := json.Unmarshal([]byte(kubectl(t, "", "-n", "scion-system", "get", "pods", "-l", "app.kubernetes.io/component=apiserver", "-o", "json")), &pods); err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 2 {
-		t.Fatalf("%d API server Pods, want 2", len(pods.Items))
+	// The rollout is done when two replicas are available; a Pod of an
+	// earlier rollout (the upgrade's) may still be terminating: it once
+	// made three in fresh-clone CI.
+	var live []corev1.Pod
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var pods corev1.PodList
+		if err := json.Unmarshal([]byte(kubectl(t, "", "-n", "scion-system", "get", "pods", "-l", "app.kubernetes.io/component=apiserver", "-o", "json")), &pods); err != nil {
+			t.Fatal(err)
+		}
+		live = live[:0]
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
+				live = append(live, p)
+			}
+		}
+		if len(live) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d API server Pods not being deleted, want 2:\n%s", len(live), kubectlOr("-n", "scion-system", "get", "pods", "-o", "wide"))
+		}
+		time.Sleep(time.Second)
 	}
 	var ok, failed atomic.Int32
 	var mu sync.Mutex
@@ -707,7 +724,7 @@ func apiserverFailover(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second)
 	killed := time.Now()
-	kubectl(t, "", "-n", "scion-system", "delete", "pod", pods.Items[0].Name, "--grace-period=0", "--force", "--wait=false")
+	kubectl(t, "", "-n", "scion-system", "delete", "pod", live[0].Name, "--grace-period=0", "--force", "--wait=false")
 	time.Sleep(20 * time.Second)
 	close(stop)
 	<-done
