@@ -135,14 +135,15 @@ type fetchMode struct {
 func (s *Store) fetchLocked(ctx context.Context, mode fetchMode) error {
 	pkgs := map[string]*pkgState{}
 	bad := map[string]string{}
-	s.mu.Lock()
-	skip := map[string]*pkgState{}
+	// kept are the packages listed and skipped: what the store knows of
+	// them stays.
+	var skip, kept map[string]bool
 	if mode.skipWritten {
-		for p := range s.written {
-			skip[p] = s.pkgs[p]
-		}
+		s.mu.Lock()
+		skip = maps.Clone(s.written)
+		s.mu.Unlock()
+		kept = map[string]bool{}
 	}
-	s.mu.Unlock()
 	err := s.exchange(ctx, "reading", func(ctx context.Context, opts []remote.Option) error {
 		var names []string
 		if mode.catalog {
@@ -182,8 +183,8 @@ func (s *Store) fetchLocked(ctx context.Context, mode fetchMode) error {
 			s.mu.Unlock()
 		}
 		for _, p := range names {
-			if known, ok := skip[p]; ok {
-				pkgs[p] = known
+			if skip[p] {
+				kept[p] = true
 				continue
 			}
 			ps, err := s.readTags(ctx, p, opts, bad, mode.verify)
@@ -200,25 +201,20 @@ func (s *Store) fetchLocked(ctx context.Context, mode fetchMode) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, why := range s.bad {
-		// The warnings of a package skipped stay as they were.
-		p, _, _ := strings.Cut(k, ":")
-		if _, skipped := skip[p]; skipped {
-			if _, listed := pkgs[p]; listed {
-				bad[k] = why
-			}
+		if p, _, _ := strings.Cut(k, ":"); kept[p] {
+			bad[k] = why
 		}
 	}
 	for p := range s.pkgs {
-		if _, ok := pkgs[p]; !ok {
+		if _, ok := pkgs[p]; !ok && !kept[p] {
 			s.setPackageLocked(p, nil)
 		}
 	}
 	for p, ps := range pkgs {
-		if _, skipped := skip[p]; !skipped {
-			s.setPackageLocked(p, ps)
-		}
+		s.setPackageLocked(p, ps)
 	}
-	s.bad, s.fetched, s.written = bad, time.Now(), nil
+	clear(s.written)
+	s.bad, s.fetched = bad, time.Now()
 	if mode.catalog {
 		s.catalogRead = s.fetched
 	}

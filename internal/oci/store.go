@@ -122,7 +122,7 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	}
 	opts.Prefix = prefix
 	s := &Store{opts: opts, reg: reg, path: path, gate: opts.Gate,
-		pkgs: map[string]*pkgState{}, bad: map[string]string{}, moved: map[string]movedTag{},
+		pkgs: map[string]*pkgState{}, bad: map[string]string{}, moved: map[string]movedTag{}, written: map[string]bool{},
 		contents: lru.New[string, *pkg.Package](maxContents, maxContentBytes), layers: lru.New[string, string](maxLayers, 0)}
 	if s.gate == nil {
 		s.gate = &store.Gate{}

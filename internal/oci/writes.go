@@ -57,9 +57,6 @@ func (s *Store) write(ctx context.Context, p, what string, fn func(tx *txn) erro
 	if err == nil && !tx.stale {
 		s.mu.Lock()
 		s.setPackageLocked(p, tx.state)
-		if s.written == nil {
-			s.written = map[string]bool{}
-		}
 		s.written[p] = true
 		s.mu.Unlock()
 		return nil
