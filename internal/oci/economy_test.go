@@ -2,9 +2,13 @@ package oci_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -371,4 +375,85 @@ func TestStore_resyncSkipsOwnWrites(t *testing.T) {
 	g.Expect(st.Resync(ctx)).To(Succeed())
 	g.Expect(counted.take()).To(HaveKeyWithValue("GET tags", 2))
 	g.Expect(draftOf("app", "mine")).To(Equal(theirs.Commit))
+}
+
+// A registry that asks for no token (htpasswd here) is pinged for the
+// store's life, not for each package: its credentials are not scoped to
+// an OCI repository, so one transport serves the reads and another the
+// writes of every package. A token registry's transports stay scoped, a
+// package each (TestStore_tokenScopes).
+func TestStore_pingsOncePerRegistry(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, counted, open := countedRegistry(t)
+	st := open(oci.StoreOptions{Prefix: "pings"})
+	opened := counted.take()
+	g.Expect(opened["GET other /v2/"]).To(BeNumerically("<=", 3), "the ping that tells the scheme, and one for each transport: %v", opened)
+	for i := range 20 {
+		p := fmt.Sprintf("app-%d", i)
+		d, err := st.WriteDraft(ctx, store.DraftWrite{Package: p, Workspace: "ws", Contents: storetest.Package(p, 1), Message: "m"})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = st.WriteDraft(ctx, store.DraftWrite{Package: p, Workspace: "ws", Expected: d.Commit, Contents: storetest.Package(p, 2), Message: "m"})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(st.Fetch(ctx)).To(Succeed())
+	sent := counted.take()
+	g.Expect(sent).NotTo(HaveKey("GET other /v2/"), "20 packages made, updated and read: %v", sent)
+	g.Expect(sent["PUT manifests:draft.ws"]).To(Equal(40))
+	g.Expect(sent["GET tags"]).To(BeNumerically(">=", 20), "%v", sent)
+}
+
+// A registry whose authentication changes behind the same address (put
+// behind a token service: an upgrade, a new policy) refuses the
+// transport of its former scheme once; the store pings it again and
+// goes on with tokens, without being opened again.
+func TestStore_registryAuthChanged(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	before := registry.Start(t)
+	after := registry.StartTokens(t)
+	after.AddUser(before.Username, before.Password)
+	t.Setenv("DOCKER_CONFIG", before.DockerConfig(t, before.Password))
+	pool := x509.NewCertPool()
+	for _, ca := range []string{before.CAFile, after.CAFile} {
+		data, err := os.ReadFile(ca)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pool.AppendCertsFromPEM(data)).To(BeTrue())
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	moved := &movedRegistry{from: before.Host, to: after.Host, next: base}
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: before.Host + "/auth", Options: oci.Options{Transport: moved}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.TokensAsked()).To(BeEmpty())
+
+	moved.switched.Store(true) // the same address now asks for tokens (and holds nothing yet)
+	g.Expect(st.Fetch(ctx)).To(MatchError(store.ErrAuthentication), "the former scheme's transport is refused")
+	g.Expect(st.Fetch(ctx)).To(Succeed(), "pinged again: tokens")
+	revs, err := st.ListPackage(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(BeEmpty(), "what the registry holds now")
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 2), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.TokensAsked()).To(ContainElement("repository:auth/app:push,pull,delete"))
+}
+
+// movedRegistry sends the requests for one registry's address to
+// another's once switched: a registry reconfigured behind its address.
+type movedRegistry struct {
+	from, to string
+	switched atomic.Bool
+	next     http.RoundTripper
+}
+
+func (m *movedRegistry) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m.switched.Load() && req.URL.Host == m.from {
+		req = req.Clone(req.Context())
+		// The Host header stays: the registry names its upload
+		// locations by it, as behind a proxy.
+		req.URL.Host, req.Host = m.to, m.from
+	}
+	return m.next.RoundTrip(req)
 }

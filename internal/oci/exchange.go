@@ -32,8 +32,19 @@ func (s *Store) exchange(ctx context.Context, what string, fn func(ctx context.C
 	}
 	ctx, opts, cancel := s.opts.session(ctx)
 	defer cancel()
-	opts = append(opts, remote.Reuse(s.puller), remote.Reuse(s.pusher))
-	err = s.registryError(ctx, what, fn(ctx, opts))
+	_, reads, err := s.uploader.unscoped(ctx, s.reg)
+	if reads != nil {
+		opts = append(opts, remote.WithTransport(reads))
+	} else if err == nil {
+		opts = append(opts, remote.Reuse(s.puller))
+	}
+	if err == nil {
+		err = fn(ctx, opts)
+	}
+	err = s.registryError(ctx, what, err)
+	if errors.Is(err, store.ErrAuthentication) {
+		s.uploader.forgetPing()
+	}
 	exit(err)
 	return err
 }

@@ -75,13 +75,15 @@ type StoreOptions struct {
 // manifests they hold, updated by its own writes without reading the
 // package again, and the package layers it read, in a bounded cache.
 type Store struct {
-	opts   StoreOptions
-	reg    name.Registry
-	path   string // under the registry, no trailing slash
-	gate   *store.Gate
+	opts StoreOptions
+	reg  name.Registry
+	path string // under the registry, no trailing slash
+	gate *store.Gate
+	// puller reads from a registry that asks for tokens: each OCI
+	// repository's ping and token once, not once per request.
 	puller *remote.Puller
-	pusher *remote.Pusher
-	// uploader puts the blobs of what the store writes.
+	// uploader puts the blobs of what the store writes, and holds the
+	// transports of a registry that asks for no token.
 	uploader *uploader
 	writes   sync.Mutex // one write (or fetch) of this process at a time
 
@@ -130,14 +132,10 @@ func OpenStore(ctx context.Context, opts StoreOptions) (*Store, error) {
 	if s.blobs = opts.Blobs; s.blobs == nil {
 		s.blobs = &Blobs{MaxBytes: maxContentBytes}
 	}
-	// One puller and pusher for the store's life: each OCI repository's
+	// One puller for the store's life: each OCI repository's
 	// authentication (the /v2/ ping, a token) is made once, not once per
 	// request. Each call still carries its own context.
-	base := opts.Options.remote(context.Background())
-	if s.puller, err = remote.NewPuller(base...); err != nil {
-		return nil, err
-	}
-	if s.pusher, err = remote.NewPusher(base...); err != nil {
+	if s.puller, err = remote.NewPuller(opts.Options.remote(context.Background())...); err != nil {
 		return nil, err
 	}
 	s.uploader = newUploader(opts.Options)

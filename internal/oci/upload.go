@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -32,6 +34,12 @@ import (
 // (MANIFEST_BLOB_UNKNOWN), and the blobs are uploaded again. Manifests go
 // through the same authenticated transport, so that a new package costs
 // the registry one ping for its writes, not two.
+//
+// A registry that asks for no token (basic authentication, or none) is
+// pinged once for the store's life: its credentials are the same for
+// every OCI repository, so one transport serves every package's writes,
+// and another, which retries what failed for a moment, its reads
+// (Store.exchange).
 type uploader struct {
 	opts Options
 	// transports are authenticated for pushing and deleting, by OCI
@@ -39,6 +47,14 @@ type uploader struct {
 	// repository, where the registry client pings again for every
 	// delete.
 	transports *lru.Cache[string, http.RoundTripper]
+	// registry is what the registry's ping said (unscoped).
+	registry struct {
+		sync.Mutex
+		pinged bool
+		// writes and reads are the transports of a registry that asks
+		// for no token; nil for one that does.
+		writes, reads http.RoundTripper
+	}
 	// uploaded are the blobs this store put, as "repository@digest".
 	uploaded *lru.Cache[string, struct{}]
 }
@@ -194,6 +210,9 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 // grants what the credentials allow of what is asked. One that refuses
 // deletes outright is asked for push alone, for pushes (a delete fails).
 func (u *uploader) transport(ctx context.Context, repo name.Repository, scope string) (http.RoundTripper, error) {
+	if writes, _, err := u.unscoped(ctx, repo.Registry); err != nil || writes != nil {
+		return writes, err
+	}
 	all, pushOnly := repo.String(), repo.String()+" push"
 	if rt, ok := u.transports.Get(all); ok {
 		return rt, nil
@@ -201,18 +220,11 @@ func (u *uploader) transport(ctx context.Context, repo name.Repository, scope st
 	if rt, ok := u.transports.Get(pushOnly); ok && scope == transport.PushScope {
 		return rt, nil
 	}
-	kc := u.opts.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	auth, err := authn.Resolve(ctx, kc, repo)
+	auth, err := u.credentials(ctx, repo)
 	if err != nil {
-		return nil, fmt.Errorf("credentials for %s: %w", repo, err)
+		return nil, err
 	}
-	base := u.opts.Transport
-	if base == nil {
-		base = remote.DefaultTransport
-	}
+	base := u.base()
 	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.DeleteScope)})
 	if err == nil {
 		u.transports.Add(all, rt, 0)
@@ -226,4 +238,80 @@ func (u *uploader) transport(ctx context.Context, repo name.Repository, scope st
 	}
 	u.transports.Add(pushOnly, rt, 0)
 	return rt, nil
+}
+
+// unscoped returns the transports for the writes and the reads of every
+// OCI repository of a registry that asks for no token, pinging it the
+// first time; both nil for a registry that asks for tokens, whose
+// transports are scoped to one OCI repository each. The credentials are
+// the registry's: both keychains Scion gives a store (a Repository's
+// Secret, the Docker config file) answer by registry host.
+func (u *uploader) unscoped(ctx context.Context, reg name.Registry) (writes, reads http.RoundTripper, err error) {
+	r := &u.registry
+	r.Lock()
+	defer r.Unlock()
+	if r.pinged {
+		return r.writes, r.reads, nil
+	}
+	base := u.base()
+	challenge, err := transport.Ping(ctx, reg, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !strings.EqualFold(challenge.Scheme, "bearer") {
+		auth, err := u.credentials(ctx, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.writes, err = transport.NewWithContext(ctx, reg, auth, base, nil); err != nil {
+			return nil, nil, err
+		}
+		// The registry client does not wrap a transport it is given
+		// authenticated with its retries: a read the registry answered
+		// for a moment with an error (or a network error) is tried
+		// again, 100 ms and then 300 ms later.
+		retrying := transport.NewRetry(base, transport.WithRetryStatusCodes(retriedStatuses...))
+		if r.reads, err = transport.NewWithContext(ctx, reg, auth, retrying, nil); err != nil {
+			r.writes = nil
+			return nil, nil, err
+		}
+	}
+	r.pinged = true
+	return r.writes, r.reads, nil
+}
+
+// retriedStatuses are the registry's answers for which a read is tried
+// again: a timeout, too many requests, and its or a proxy's failures.
+var retriedStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+
+// forgetPing has the next exchange ping the registry again: after it
+// refused the credentials, as a registry whose authentication changed
+// would.
+func (u *uploader) forgetPing() {
+	r := &u.registry
+	r.Lock()
+	r.pinged, r.writes, r.reads = false, nil, nil
+	r.Unlock()
+}
+
+// credentials are the keychain's for target.
+func (u *uploader) credentials(ctx context.Context, target authn.Resource) (authn.Authenticator, error) {
+	kc := u.opts.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	auth, err := authn.Resolve(ctx, kc, target)
+	if err != nil {
+		return nil, fmt.Errorf("credentials for %s: %w", target, err)
+	}
+	return auth, nil
+}
+
+// base is the transport under the authentication.
+func (u *uploader) base() http.RoundTripper {
+	if u.opts.Transport != nil {
+		return u.opts.Transport
+	}
+	return remote.DefaultTransport
 }

@@ -255,7 +255,7 @@ func gitRepositories(b *testing.B, ns string, repos int, create func(client.Obje
 }
 
 // ociRepositories makes them in the registry of STORE=oci (TLS,
-// htpasswd): the catalog and each cluster a prefix of their own, with a
+// htpasswd or tokens): the catalog and each cluster a prefix of their own, with a
 // dockerconfigjson Secret.
 func ociRepositories(b *testing.B, ns string, repos int, create func(client.Object)) {
 	ctx := context.Background()
@@ -386,6 +386,9 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	where := "git over smart HTTP"
 	if benchRegistry != nil {
 		where = "prefixes of an OCI registry with TLS and htpasswd"
+		if os.Getenv("SCION_BENCH_REGISTRY_AUTH") == "tokens" {
+			where = "prefixes of an OCI registry with TLS and bearer tokens (the token service in the controllers' process)"
+		}
 	}
 	limit := ""
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {

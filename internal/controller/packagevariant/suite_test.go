@@ -26,7 +26,9 @@ var (
 // The benchmark's GIT_OBJECT_CACHE (make bench-scale) sets the size of
 // the git object cache, in MiB (the controller's default otherwise).
 // The benchmark's STORE=oci (SCION_BENCH_STORE) runs a registry for the
-// whole package, trusted by the controllers.
+// whole package, trusted by the controllers; REGISTRY_AUTH=tokens
+// (SCION_BENCH_REGISTRY_AUTH) one whose clients authenticate with bearer
+// tokens, as hosted registries have it, instead of htpasswd.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -37,7 +39,11 @@ func run(m *testing.M) int {
 		opts.GitObjectCacheSize = int64(mib) << 20
 	}
 	if os.Getenv("SCION_BENCH_STORE") == "oci" {
-		r, stop, err := registry.StartMain()
+		start := registry.StartMain
+		if os.Getenv("SCION_BENCH_REGISTRY_AUTH") == "tokens" {
+			start = registry.StartMainTokens
+		}
+		r, stop, err := start()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

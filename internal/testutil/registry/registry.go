@@ -74,7 +74,16 @@ const (
 // configure the controllers with its CA before they start); stop stops
 // it and removes its files.
 func StartMain() (r *Registry, stop func(), err error) {
-	stop, err = harness.Main(func(t harness.TB) { r = start(t, htpasswd) })
+	return startMain(htpasswd)
+}
+
+// StartMainTokens is StartMain with StartTokens' registry.
+func StartMainTokens() (r *Registry, stop func(), err error) {
+	return startMain(tokens)
+}
+
+func startMain(mode authMode) (r *Registry, stop func(), err error) {
+	stop, err = harness.Main(func(t harness.TB) { r = start(t, mode) })
 	return r, stop, err
 }
 
