@@ -51,6 +51,20 @@ http:
 `, filepath.Join(dir, "data"), addr)), 0o644)
 }
 
+// RegistryCommand is the command that runs docker-registry (bin) with
+// its configuration file cfg, and nothing else: the environment's
+// REGISTRY_* variables, which the registry takes over its configuration
+// (REGISTRY_AUTH=... replaces its whole auth section), are left out.
+func RegistryCommand(bin, cfg string) *exec.Cmd {
+	cmd := exec.Command(bin, "serve", cfg)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REGISTRY_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
 // startRegistry runs a local OCI registry (the distribution project's,
 // plain HTTP on loopback, no authentication, deletes allowed) with its
 // data in the state directory, on the port of the previous run when there
@@ -79,7 +93,7 @@ func (o *Options) startRegistry(logFile *os.File) (stop func(), ok bool, err err
 	if err != nil {
 		return nil, false, err
 	}
-	cmd := exec.Command(bin, "serve", cfg)
+	cmd := RegistryCommand(bin, cfg)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, false, err

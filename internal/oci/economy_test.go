@@ -457,3 +457,51 @@ func (m *movedRegistry) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return m.next.RoundTrip(req)
 }
+
+// A read the registry answers for a moment with a failure (503, as
+// behind a proxy while the registry restarts) is tried again, through
+// the shared transport of a registry that asks for no token; a write
+// is not.
+func TestStore_readRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registry.Start(t)
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t, reg.Password))
+	flaky := &failingOnce{next: reg.Transport}
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: reg.Host + "/retried", Options: oci.Options{Transport: flaky}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "app", Workspace: "ws", Contents: storetest.Package("app", 1), Message: "m"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	flaky.fail.Store("GET tags")
+	g.Expect(st.Fetch(ctx)).To(Succeed(), "the tag list answered 503 once is read again")
+	g.Expect(flaky.failed.Load()).To(Equal(int32(1)))
+	revs, err := st.ListPackage(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revs).To(HaveLen(1))
+
+	flaky.fail.Store("PUT manifests:draft.other")
+	_, err = st.WriteDraft(ctx, store.DraftWrite{Package: "other", Workspace: "other", Contents: storetest.Package("other", 1), Message: "m"})
+	g.Expect(err).To(MatchError(ContainSubstring("503")), "a write is not sent twice")
+	g.Expect(flaky.failed.Load()).To(Equal(int32(2)))
+}
+
+// failingOnce answers the next request of a kind (registryKind) with
+// 503 Service Unavailable, without sending it.
+type failingOnce struct {
+	fail   atomic.Value // string
+	failed atomic.Int32
+	next   http.RoundTripper
+}
+
+func (f *failingOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	if kind, _ := f.fail.Load().(string); kind != "" && registryKind(req) == kind && f.fail.CompareAndSwap(kind, "") {
+		f.failed.Add(1)
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	}
+	return f.next.RoundTrip(req)
+}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -209,6 +210,8 @@ func (u *uploader) remove(ctx context.Context, repo name.Repository, digest stri
 // costs the registry one ping and one token exchange: a token service
 // grants what the credentials allow of what is asked. One that refuses
 // deletes outright is asked for push alone, for pushes (a delete fails).
+// A registry that asks for no token has one transport for every
+// repository (unscoped).
 func (u *uploader) transport(ctx context.Context, repo name.Repository, scope string) (http.RoundTripper, error) {
 	if writes, _, err := u.unscoped(ctx, repo.Registry); err != nil || writes != nil {
 		return writes, err
@@ -269,8 +272,8 @@ func (u *uploader) unscoped(ctx context.Context, reg name.Registry) (writes, rea
 		// The registry client does not wrap a transport it is given
 		// authenticated with its retries: a read the registry answered
 		// for a moment with an error (or a network error) is tried
-		// again, 100 ms and then 300 ms later.
-		retrying := transport.NewRetry(base, transport.WithRetryStatusCodes(retriedStatuses...))
+		// again, as the client's own are.
+		retrying := transport.NewRetry(base, transport.WithRetryBackoff(readBackoff), transport.WithRetryStatusCodes(retriedStatuses...))
 		if r.reads, err = transport.NewWithContext(ctx, reg, auth, retrying, nil); err != nil {
 			r.writes = nil
 			return nil, nil, err
@@ -281,9 +284,14 @@ func (u *uploader) unscoped(ctx context.Context, reg name.Registry) (writes, rea
 }
 
 // retriedStatuses are the registry's answers for which a read is tried
-// again: a timeout, too many requests, and its or a proxy's failures.
-var retriedStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
-	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+// again: a timeout, too many requests, and its or a proxy's failures;
+// readBackoff is when: 1 s and then 3 s later (the registry client's
+// defaults, which a token registry's reads have).
+var (
+	retriedStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+	readBackoff = transport.Backoff{Duration: time.Second, Factor: 3, Jitter: 0.1, Steps: 3}
+)
 
 // forgetPing has the next exchange ping the registry again: after it
 // refused the credentials, as a registry whose authentication changed

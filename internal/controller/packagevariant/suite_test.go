@@ -26,7 +26,7 @@ var (
 // The benchmark's GIT_OBJECT_CACHE (make bench-scale) sets the size of
 // the git object cache, in MiB (the controller's default otherwise).
 // The benchmark's STORE=oci (SCION_BENCH_STORE) runs a registry for the
-// whole package, trusted by the controllers; REGISTRY_AUTH=tokens
+// whole package, trusted by the controllers; OCI_AUTH=tokens
 // (SCION_BENCH_REGISTRY_AUTH) one whose clients authenticate with bearer
 // tokens, as hosted registries have it, instead of htpasswd.
 func TestMain(m *testing.M) {

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -160,7 +159,7 @@ func run(t harness.TB, bin, dir, cfg string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", cfg)
+	cmd := devenv.RegistryCommand(bin, cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
