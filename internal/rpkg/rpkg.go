@@ -337,15 +337,34 @@ func (c *Client) Reject(ctx context.Context, name string) (*porchv1alpha1.Packag
 }
 
 // withdraw takes back a pending approval: spec.lifecycle Proposed again,
-// the approval record removed (checked against the version read).
+// the approval record removed (checked against the version read). When
+// the revision changed since it was read, it is read again: still
+// pending (only its status moved), the withdrawal is tried again;
+// otherwise (git published it, someone else withdrew it) it says what the
+// revision is now and that nothing was changed.
 func (c *Client) withdraw(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-	patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
-	delete(pr.Annotations, porchv1alpha1.ApprovedByAnnotation)
-	if err := c.Client.Patch(ctx, pr, patch); err != nil {
-		return nil, refusal(pr.Name, err)
+	name := pr.Name
+	for {
+		patch := client.MergeFromWithOptions(pr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pr.Spec.Lifecycle = porchv1alpha1.LifecycleProposed
+		delete(pr.Annotations, porchv1alpha1.ApprovedByAnnotation)
+		err := c.Client.Patch(ctx, pr, patch)
+		if apierrors.IsConflict(err) {
+			cur, gerr := c.Get(ctx, name)
+			if gerr != nil {
+				return nil, gerr
+			}
+			if cur.Spec.Lifecycle == porchv1alpha1.LifecyclePublished && cur.GitLifecycle() == porchv1alpha1.LifecycleProposed {
+				pr = cur // still pending: again
+				continue
+			}
+			return cur, fmt.Errorf("%s: it is now %s; nothing was changed: %w", name, describeLifecycle(cur), ErrLost)
+		}
+		if err != nil {
+			return nil, refusal(name, err)
+		}
+		return c.wait(ctx, name)
 	}
-	return c.wait(ctx, pr.Name)
 }
 
 // ProposeDelete moves a Published revision to DeletionProposed.
