@@ -85,15 +85,19 @@ type Options struct {
 }
 
 func (o Options) remote(ctx context.Context) []remote.Option {
-	kc := o.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
 	if o.Transport != nil {
 		opts = append(opts, remote.WithTransport(o.Transport))
 	}
 	return opts
+}
+
+// keychain is Keychain, authn.DefaultKeychain when nil.
+func (o Options) keychain() authn.Keychain {
+	if o.Keychain != nil {
+		return o.Keychain
+	}
+	return authn.DefaultKeychain
 }
 
 // session bounds one push, pull or mirror by the timeout, and returns

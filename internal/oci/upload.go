@@ -305,11 +305,7 @@ func (u *uploader) forgetPing() {
 
 // credentials are the keychain's for target.
 func (u *uploader) credentials(ctx context.Context, target authn.Resource) (authn.Authenticator, error) {
-	kc := u.opts.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	auth, err := authn.Resolve(ctx, kc, target)
+	auth, err := authn.Resolve(ctx, u.opts.keychain(), target)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", target, err)
 	}
