@@ -254,15 +254,25 @@ func gitRepositories(b *testing.B, ns string, repos int, create func(client.Obje
 	}
 }
 
-// ociRepositories makes them in the registry of STORE=oci (TLS,
-// htpasswd or tokens): the catalog and each cluster a prefix of their own, with a
-// dockerconfigjson Secret.
+// ociRepositories makes them in the registry of STORE=oci: the catalog
+// and each cluster a prefix of their own, with a dockerconfigjson Secret
+// when the registry asks for a password (OCI_AUTH=htpasswd or tokens).
 func ociRepositories(b *testing.B, ns string, repos int, create func(client.Object)) {
 	ctx := context.Background()
 	reg := benchRegistry
-	b.Setenv("DOCKER_CONFIG", reg.DockerConfig(b, reg.Password))
 	prefix := reg.Host + "/" + ns
-	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix + "/catalog", Options: oci.Options{Transport: reg.Transport}})
+	var secret *configv1alpha1.SecretRef
+	if reg.Username != "" {
+		b.Setenv("DOCKER_CONFIG", reg.DockerConfig(b, reg.Password))
+		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON(reg.Password)}})
+		secret = &configv1alpha1.SecretRef{Name: "regcred"}
+	}
+	var opts oci.Options
+	if reg.Transport != nil {
+		opts.Transport = reg.Transport
+	}
+	st, err := oci.OpenStore(ctx, oci.StoreOptions{Prefix: prefix + "/catalog", Options: opts})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -271,10 +281,8 @@ func ociRepositories(b *testing.B, ns string, repos int, create func(client.Obje
 			b.Fatal(err)
 		}
 	}
-	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON(reg.Password)}})
 	at := func(p string) *configv1alpha1.OCIRepository {
-		return &configv1alpha1.OCIRepository{Registry: prefix + "/" + p, SecretRef: &configv1alpha1.SecretRef{Name: "regcred"}}
+		return &configv1alpha1.OCIRepository{Registry: prefix + "/" + p, SecretRef: secret}
 	}
 	create(&configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Name: "catalog", Namespace: ns}, Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.OCIRepositoryType, OCI: at("catalog")}})
 	for r := 0; r < repos; r++ {
@@ -385,8 +393,11 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
 	where := "git over smart HTTP"
 	if benchRegistry != nil {
-		where = "prefixes of an OCI registry with TLS and htpasswd"
-		if os.Getenv("SCION_BENCH_REGISTRY_AUTH") == "tokens" {
+		where = "prefixes of an OCI registry over plain HTTP without authentication, as the git server"
+		switch os.Getenv("SCION_BENCH_REGISTRY_AUTH") {
+		case "htpasswd":
+			where = "prefixes of an OCI registry with TLS and htpasswd"
+		case "tokens":
 			where = "prefixes of an OCI registry with TLS and bearer tokens (the token service in the controllers' process)"
 		}
 	}

@@ -26,9 +26,10 @@ var (
 // The benchmark's GIT_OBJECT_CACHE (make bench-scale) sets the size of
 // the git object cache, in MiB (the controller's default otherwise).
 // The benchmark's STORE=oci (SCION_BENCH_STORE) runs a registry for the
-// whole package, trusted by the controllers; OCI_AUTH=tokens
-// (SCION_BENCH_REGISTRY_AUTH) one whose clients authenticate with bearer
-// tokens, as hosted registries have it, instead of htpasswd.
+// whole package, trusted by the controllers: by default over plain HTTP
+// without authentication, as the benchmark's git server is; with
+// OCI_AUTH (SCION_BENCH_REGISTRY_AUTH) htpasswd, TLS and htpasswd, or
+// tokens, TLS and bearer tokens, as hosted registries have it.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -38,10 +39,22 @@ func run(m *testing.M) int {
 	if mib, err := strconv.Atoi(os.Getenv("SCION_BENCH_GIT_OBJECT_CACHE")); err == nil && mib > 0 {
 		opts.GitObjectCacheSize = int64(mib) << 20
 	}
-	if os.Getenv("SCION_BENCH_STORE") == "oci" {
-		start := registry.StartMain
-		if os.Getenv("SCION_BENCH_REGISTRY_AUTH") == "tokens" {
-			start = registry.StartMainTokens
+	store, auth := os.Getenv("SCION_BENCH_STORE"), os.Getenv("SCION_BENCH_REGISTRY_AUTH")
+	switch {
+	case store != "" && store != "oci":
+		fmt.Fprintf(os.Stderr, "STORE=%s: not a store; leave it out (git), or say oci\n", store)
+		return 1
+	case store == "" && auth != "":
+		fmt.Fprintf(os.Stderr, "OCI_AUTH=%s: only a registry has it; say STORE=oci as well\n", auth)
+		return 1
+	}
+	if store == "oci" {
+		start, ok := map[string]func() (*registry.Registry, func(), error){
+			"": registry.StartMainPlain, "none": registry.StartMainPlain, "htpasswd": registry.StartMain, "tokens": registry.StartMainTokens,
+		}[auth]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "OCI_AUTH=%s: not a registry's authentication; leave it out (none, as the git server), or say htpasswd or tokens\n", auth)
+			return 1
 		}
 		r, stop, err := start()
 		if err != nil {

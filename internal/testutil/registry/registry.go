@@ -81,6 +81,11 @@ func StartMainTokens() (r *Registry, stop func(), err error) {
 	return startMain(tokens)
 }
 
+// StartMainPlain is StartMain with StartPlain's registry.
+func StartMainPlain() (r *Registry, stop func(), err error) {
+	return startMain(plain)
+}
+
 func startMain(mode authMode) (r *Registry, stop func(), err error) {
 	stop, err = harness.Main(func(t harness.TB) { r = start(t, mode) })
 	return r, stop, err
