@@ -379,6 +379,9 @@ func TestOCIRepositories_badInput(t *testing.T) {
 	g.Expect(repo.Status.PackageCount).To(Equal(1))
 	c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.ReadyCondition)
 	g.Expect(c.Message).To(And(ContainSubstring(prefix+"/nginx:latest"), ContainSubstring("not a Scion package")))
+	g.Eventually(func(g Gomega) {
+		g.Expect(syncWarnings(g, ns, "mixed")).To(ContainElement(And(ContainSubstring(prefix+"/nginx:latest"), ContainSubstring("not a Scion package"))))
+	}, timeout, interval).Should(Succeed(), "a SyncWarning event says it too")
 
 	other, err := oci.Push(ctx, mustRef(t, "oci://"+prefix+"/app:v1"), "app", appPackage("666"), oci.Options{Transport: reg.Transport})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -390,7 +393,22 @@ func TestOCIRepositories_badInput(t *testing.T) {
 		pr := &porchv1alpha1.PackageRevision{}
 		g.Expect(storage.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mixed.app.v1"}, pr)).To(Succeed())
 		g.Expect(pr.Status.Commit).To(Equal(other), "shown as the registry has it")
+		g.Expect(syncWarnings(g, ns, "mixed")).To(ContainElement(And(ContainSubstring(prefix+"/app:v1"), ContainSubstring("behind Scion's back"))))
 	}, timeout, interval).Should(Succeed())
+}
+
+// syncWarnings are the messages of a Repository's SyncWarning events.
+func syncWarnings(g Gomega, ns, name string) []string {
+	events := &corev1.EventList{}
+	g.Expect(storage.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+	var msgs []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Repository" && e.InvolvedObject.Name == name && e.Reason == configv1alpha1.SyncWarningReason {
+			g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+			msgs = append(msgs, e.Message)
+		}
+	}
+	return msgs
 }
 
 // annotateSync asks a Repository to sync now.

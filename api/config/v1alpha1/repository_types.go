@@ -290,3 +290,10 @@ const (
 // CredentialsInURLReason is the reason of the Warning event for a
 // Repository whose URL carries credentials.
 const CredentialsInURLReason = "CredentialsInURL"
+
+// SyncWarningReason is the reason of the Warning event for a Repository
+// whose sync found something it skipped or did not expect (another tool's
+// artifact under an OCI prefix, a published tag moved behind Scion's
+// back): recorded when the list of them changes, and kept in the Ready
+// condition's message while it lasts.
+const SyncWarningReason = "SyncWarning"

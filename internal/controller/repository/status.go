@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,14 +81,39 @@ func readyCondition(s *scope, o reconciler.Outcome) metav1.Condition {
 		return metav1.Condition{}
 	}
 	msg := fmt.Sprintf("%d package revisions at %s", s.result.Revisions, shortCommit(s.store.Head()))
-	if w, ok := s.store.(interface{ Warnings() []string }); ok {
-		if bad := w.Warnings(); len(bad) > 0 {
-			// Another tool's artifacts under an OCI prefix, a published
-			// tag moved: said, not fatal.
-			msg += fmt.Sprintf("; %d warning(s): %s", len(bad), store.Shorten(strings.Join(bad, "; "), 1024))
-		}
+	if w := storeWarnings(s); w != "" {
+		msg += warningsSeparator + w
 	}
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason, Message: msg}
+}
+
+// warningsSeparator comes before a Ready message's warnings.
+const warningsSeparator = "; "
+
+// storeWarnings says what the store's last read skipped or did not
+// expect (another tool's artifacts under an OCI prefix, a published tag
+// moved): said, not fatal. It is "" when there is nothing to say.
+func storeWarnings(s *scope) string {
+	w, ok := s.store.(interface{ Warnings() []string })
+	if !ok {
+		return ""
+	}
+	bad := w.Warnings()
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d warning(s): %s", len(bad), store.Shorten(strings.Join(bad, "; "), 1024))
+}
+
+// newWarnings is w (a reconcile's storeWarnings) unless the Ready
+// condition said it before: warnings are announced when they appear or
+// change, not on every sync, and a restarted controller does not
+// announce them again.
+func newWarnings(before []metav1.Condition, w string) string {
+	if c := meta.FindStatusCondition(before, configv1alpha1.ReadyCondition); w == "" || c != nil && strings.HasSuffix(c.Message, warningsSeparator+w) {
+		return ""
+	}
+	return w
 }
 
 // setStatus sets a Repository's status from the facts and the outcome.
@@ -116,6 +142,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Out
 		return nil
 	}
 	before := s.repo.DeepCopy()
+	warn := ""
+	if o.Done() {
+		warn = newWarnings(before.Status.Conditions, storeWarnings(s))
+	}
 	_, err := reconciler.PatchStatus(ctx, r.Status, s.repo, func(repo *configv1alpha1.Repository) (bool, error) {
 		setStatus(repo, s, o, time.Now())
 		return true, nil
@@ -129,6 +159,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, o reconciler.Out
 			eventType = "Warning"
 		}
 		r.Recorder.Eventf(s.repo, nil, eventType, c.Reason, "Sync", "%s", c.Message)
+	}
+	if warn != "" {
+		r.Recorder.Eventf(s.repo, nil, "Warning", configv1alpha1.SyncWarningReason, "Sync", "%s", warn)
 	}
 	return nil
 }

@@ -118,3 +118,20 @@ func TestNextSync(t *testing.T) {
 	repo.Spec.Sync.RunOnceAt = &metav1.Time{Time: now.Add(10 * time.Second)}
 	g.Expect(r.nextSync(repo, now)).To(Equal(10 * time.Second))
 }
+
+// TestNewWarnings: a sync's warnings are announced (a SyncWarning event)
+// when the Ready condition did not say them before, once.
+func TestNewWarnings(t *testing.T) {
+	g := NewWithT(t)
+	ready := func(msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: configv1alpha1.SyncedReason, Message: msg}}
+	}
+	w := "1 warning(s): r/p/nginx:latest: not a Scion package"
+	g.Expect(newWarnings(nil, w)).To(Equal(w), "a new Repository")
+	g.Expect(newWarnings(ready("3 package revisions at sha256:1"), w)).To(Equal(w), "warnings where there were none")
+	g.Expect(newWarnings(ready("4 package revisions at sha256:2; "+w), w)).To(BeEmpty(), "the same, said before at another head")
+	g.Expect(newWarnings(ready("3 package revisions at sha256:1; 1 warning(s): r/p/app:v1: moved"), w)).To(Equal(w), "other warnings before")
+	g.Expect(newWarnings(ready("3 package revisions at sha256:1; "+w), "")).To(BeEmpty(), "no warnings now")
+	failed := []metav1.Condition{{Type: configv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: configv1alpha1.SyncFailedReason, Message: "the registry hung"}}
+	g.Expect(newWarnings(failed, w)).To(Equal(w), "after a failed sync")
+}
