@@ -68,11 +68,7 @@ func BenchmarkFailover(b *testing.B) {
 	reposPerShard := n / perRepo / len(shards)
 	for range b.N {
 		b.StopTimer()
-		env, err := testenv.Start()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = env.Stop() })
+		env := startEnv(b)
 		bin := scionbin.Build(b)
 		kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
 		if err := env.WriteKubeconfig(kubeconfig, "replica"); err != nil {

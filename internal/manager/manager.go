@@ -304,7 +304,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	shard := reconciler.Shard{Name: o.Shard}
 	undecodable.Client = mgr.GetClient()
-	undecodable.Recorder = mgr.GetEventRecorder("scion-controller")
+	undecodable.Recorder = eventRecorder(mgr, "scion-controller")
 	undecodable.Owns = func(labels map[string]string) bool { return labels[configv1alpha1.ShardLabel] == shard.Name }
 	if err := mgr.Add(undecodable); err != nil {
 		return nil, err
@@ -378,7 +378,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Status:    status,
 		Cache:     cache,
 		Service:   service,
-		Recorder:  mgr.GetEventRecorder("scion-repository"),
+		Recorder:  eventRecorder(mgr, "scion-repository"),
 		Clusters:  &deployed.Clusters{Secrets: named},
 		Options:   repository.Options{SyncPeriod: o.SyncPeriod, Workers: o.RepositoryWorkers, Shard: shard, ClusterPoll: o.ClusterPoll, ClusterIdle: o.ClusterIdle},
 	}).SetupWithManager(mgr); err != nil {
@@ -389,7 +389,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		APIReader: mgr.GetAPIReader(),
 		Cache:     cache,
 		Service:   service,
-		Recorder:  mgr.GetEventRecorder("scion-packagerevision"),
+		Recorder:  eventRecorder(mgr, "scion-packagerevision"),
 		Deps:      depsReader,
 		Options:   packagerevision.Options{Workers: o.PackageRevisionWorkers, Shard: shard},
 	}).SetupWithManager(mgr); err != nil {
@@ -401,7 +401,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Status:      status,
 		Cache:       cache,
 		Service:     service,
-		Recorder:    mgr.GetEventRecorder("scion-packagevariant"),
+		Recorder:    eventRecorder(mgr, "scion-packagevariant"),
 		Objects:     objects,
 		Definitions: named,
 		Deps:        depsReader,
@@ -413,7 +413,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Client:   mgr.GetClient(),
 		Cache:    cache,
 		Deps:     depsReader,
-		Recorder: mgr.GetEventRecorder("scion-packagelock"),
+		Recorder: eventRecorder(mgr, "scion-packagelock"),
 		Options:  packagelock.Options{Workers: o.RepositoryWorkers, Shard: shard},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the packagelock controller: %w", err)
@@ -428,7 +428,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Status:    status,
 		Cache:     cache,
 		Evaluator: evaluator,
-		Recorder:  mgr.GetEventRecorder("scion-packagevariantset"),
+		Recorder:  eventRecorder(mgr, "scion-packagevariantset"),
 		Objects:   objects,
 		Options:   packagevariantset.Options{Workers: o.PackageVariantSetWorkers, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {
@@ -440,7 +440,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Status:    status,
 		Cache:     cache,
 		Service:   service,
-		Recorder:  mgr.GetEventRecorder("scion-packagerollout"),
+		Recorder:  eventRecorder(mgr, "scion-packagerollout"),
 		Objects:   objects,
 		Options:   packagerollout.Options{Workers: o.PackageRolloutWorkers, Shard: shard},
 	}).SetupWithManager(context.Background(), mgr); err != nil {

@@ -48,13 +48,20 @@ func get(url string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-func TestManager(t *testing.T) {
-	g := NewWithT(t)
+// startEnv starts an API server for the test, stopped when it ends.
+func startEnv(t testing.TB) *testenv.Env {
+	t.Helper()
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}
+
+func TestManager(t *testing.T) {
+	g := NewWithT(t)
+	env := startEnv(t)
 
 	probe, metricsAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,11 +183,7 @@ func TestStripUnread(t *testing.T) {
 func TestSharding(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
+	env := startEnv(t)
 	// Each shard is a process of its own, as replicas are: scion
 	// controller [--shard b].
 	bin := scionbin.Build(t)

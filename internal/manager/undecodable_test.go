@@ -20,7 +20,6 @@ import (
 	"github.com/scion-dev/scion/internal/lenient"
 	"github.com/scion-dev/scion/internal/testutil/scionbin"
 	"github.com/scion-dev/scion/internal/testutil/syncbuf"
-	"github.com/scion-dev/scion/internal/testutil/testenv"
 )
 
 // dropValidation removes what the CRD's schema checks of one field, as an
@@ -79,11 +78,7 @@ func reconciled(g Gomega, c client.Client, ns, name string) bool {
 // restart, and the bad one says what is wrong with it, until it is fixed.
 func TestManager_undecodableObjectSetAside(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
+	env := startEnv(t)
 	c := env.Client
 	ctx := context.Background()
 
