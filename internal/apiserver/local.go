@@ -168,8 +168,10 @@ func RunLocalProcess(ctx context.Context, cfg *rest.Config, kubeconfig, dir, bin
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
 		"--cache-dir", filepath.Join(dir, "git"), "--allow-file-repositories"}, args...)...)
-	// Stopped as an installation's pod is, not killed.
+	// Stopped as an installation's pod is, not killed; and so when this
+	// process dies without stopping it (a test that panics).
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/scion-dev/scion/internal/controlplane"
@@ -57,6 +58,9 @@ http:
 // (REGISTRY_AUTH=... replaces its whole auth section), are left out.
 func RegistryCommand(bin, cfg string) *exec.Cmd {
 	cmd := exec.Command(bin, "serve", cfg)
+	// It stops when the process that runs it dies (a test that panics,
+	// scion dev serve killed) rather than holding its port and data.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "REGISTRY_") {
 			cmd.Env = append(cmd.Env, kv)
