@@ -393,13 +393,7 @@ func scaleTable(n, repos int, wall [2]time.Duration, cpu [2]cpustat.CPU, request
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', tabwriter.AlignRight)
 	where := "git over smart HTTP"
 	if benchRegistry != nil {
-		where = "prefixes of an OCI registry over plain HTTP without authentication, as the git server"
-		switch os.Getenv("SCION_BENCH_REGISTRY_AUTH") {
-		case "htpasswd":
-			where = "prefixes of an OCI registry with TLS and htpasswd"
-		case "tokens":
-			where = "prefixes of an OCI registry with TLS and bearer tokens (the token service in the controllers' process)"
-		}
+		where = benchRegistryKind
 	}
 	limit := ""
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {

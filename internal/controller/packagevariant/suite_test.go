@@ -1,6 +1,7 @@
 package packagevariant_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,8 +19,10 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client
-	// benchRegistry is the registry of make bench-scale STORE=oci.
-	benchRegistry *registry.Registry
+	// benchRegistry is the registry of make bench-scale STORE=oci, and
+	// benchRegistryKind how its table names it.
+	benchRegistry     *registry.Registry
+	benchRegistryKind string
 )
 
 // TestMain runs the whole manager against a real API server.
@@ -32,6 +35,17 @@ var (
 // tokens, TLS and bearer tokens, as hosted registries have it.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
+}
+
+// benchRegistries are the registries of STORE=oci by OCI_AUTH: how each
+// is started, and how the table names it.
+var benchRegistries = map[string]struct {
+	start func() (*registry.Registry, func(), error)
+	where string
+}{
+	"none":     {registry.StartMainPlain, "prefixes of an OCI registry over plain HTTP without authentication, as the git server"},
+	"htpasswd": {registry.StartMain, "prefixes of an OCI registry with TLS and htpasswd"},
+	"tokens":   {registry.StartMainTokens, "prefixes of an OCI registry with TLS and bearer tokens (the token service in the controllers' process)"},
 }
 
 func run(m *testing.M) int {
@@ -49,20 +63,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if store == "oci" {
-		start, ok := map[string]func() (*registry.Registry, func(), error){
-			"": registry.StartMainPlain, "none": registry.StartMainPlain, "htpasswd": registry.StartMain, "tokens": registry.StartMainTokens,
-		}[auth]
+		kind, ok := benchRegistries[cmp.Or(auth, "none")]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "OCI_AUTH=%s: not a registry's authentication; leave it out (none, as the git server), or say htpasswd or tokens\n", auth)
 			return 1
 		}
-		r, stop, err := start()
+		r, stop, err := kind.start()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		defer stop()
-		benchRegistry, opts.RegistryCAFile = r, r.CAFile
+		benchRegistry, benchRegistryKind, opts.RegistryCAFile = r, kind.where, r.CAFile
 	}
 	return suite.Run(m, opts, nil, func(e *testenv.Env) {
 		env, k8sClient = e, e.Storage
